@@ -24,5 +24,11 @@ class BackendSpec:
     needs_gpu: bool = False
     note: str = ""  # shown next to refusals, e.g. where an unsupported method is served instead
 
+    def impl_class(self):
+        import importlib
+
+        module, _, attr = self.impl.partition(":")
+        return getattr(importlib.import_module(module), attr)
+
     def supports(self, method: str) -> bool:
         return method in self.methods

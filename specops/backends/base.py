@@ -1,0 +1,99 @@
+"""The interface every backend implements; the pipeline only talks to this."""
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from specops.methods import MethodConfig
+from specops.profile.schema import Profile
+from specops.report.results import Acceptance
+from specops.sources.base import ModelArtifact
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One served configuration: the profile's method, or the implied base (speculation off)."""
+
+    name: str  # "speculative" | "base"
+    method: MethodConfig
+
+    @property
+    def model_name(self) -> str:
+        return self.name
+
+
+def variants_of(profile: Profile) -> list[Variant]:
+    out = [Variant("speculative", profile.method)]
+    if profile.comparison.baseline:
+        out.append(Variant("base", profile.base_variant().method))
+    return out
+
+
+@dataclass(frozen=True)
+class BenchTarget:
+    """How genai-perf reaches a served model."""
+
+    url: str
+    model: str
+    endpoint_type: str  # "kserve" | "completions" | "chat"
+    backend: str | None  # genai-perf --backend for kserve: "vllm" | "tensorrtllm"
+    streaming: bool = True
+
+
+@dataclass(frozen=True)
+class PlanStep:
+    step: str
+    commands: list[str] = field(default_factory=list)
+    files: dict[str, str] = field(default_factory=dict)  # relative path -> content
+
+
+class Server(Protocol):
+    """A started, ready server. stop() is idempotent and bounded."""
+
+    log_path: Path
+
+    def stop(self, timeout_s: float) -> None: ...
+
+    def record(self) -> dict[str, Any]: ...
+
+
+class Backend(ABC):
+    def __init__(self, profile: Profile):
+        self.profile = profile
+        self.config = profile.backend
+
+    @abstractmethod
+    def render(self, variant: Variant, target: ModelArtifact, draft: ModelArtifact | None, out_dir: Path) -> None:
+        """Write the model repository (or server config) for a variant into out_dir."""
+
+    @abstractmethod
+    def launch(self, variant: Variant, repo: Path, log_path: Path) -> Server:
+        """Start serving repo and return once the server and model are ready (or raise)."""
+
+    @abstractmethod
+    def generate(self, server: Server, variant: Variant, prompt: str, max_tokens: int) -> str:
+        """One request at temperature 0; the text generated after the prompt."""
+
+    @abstractmethod
+    def acceptance(self, server: Server) -> Acceptance | None:
+        """Cumulative speculation counters, from the backend's own source."""
+
+    @abstractmethod
+    def bench_target(self, server: Server, variant: Variant) -> BenchTarget:
+        """Where and how genai-perf talks to the served variant."""
+
+    @abstractmethod
+    def plan(self, variant: Variant, target: ModelArtifact | None, draft: ModelArtifact | None) -> list[PlanStep]:
+        """Commands and files a run would use, without starting anything."""
+
+    def tokenizer_dir(self, target: ModelArtifact) -> Path:
+        return target.path
+
+
+def load_backend(profile: Profile) -> Backend:
+    from specops.backends import BACKENDS
+
+    cls = BACKENDS.get(profile.backend.kind).impl_class()
+    return cls(profile)

@@ -1,0 +1,66 @@
+"""The run directory: artifacts/<profile>/<run-id>/, where every step leaves its output and logs."""
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+
+def artifacts_root() -> Path:
+    return Path(os.environ.get("SPECOPS_ARTIFACTS", "artifacts")).resolve()
+
+
+def cache_root() -> Path:
+    """Cross-run cache for models and rendered repositories ($SPECOPS_CACHE or ~/.cache/specops)."""
+    if env := os.environ.get("SPECOPS_CACHE"):
+        return Path(env).resolve()
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "specops"
+
+
+def new_run_id() -> str:
+    return time.strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(2)
+
+
+@dataclass(frozen=True)
+class RunDir:
+    path: Path
+
+    @classmethod
+    def create(cls, profile_name: str, run_id: str | None = None) -> "RunDir":
+        path = artifacts_root() / profile_name / (run_id or new_run_id())
+        path.mkdir(parents=True, exist_ok=True)
+        return cls(path)
+
+    @property
+    def run_id(self) -> str:
+        return self.path.name
+
+    def sub(self, *parts: str) -> Path:
+        target = self.path.joinpath(*parts)
+        target.mkdir(parents=True, exist_ok=True)
+        return target
+
+    def logs(self) -> Path:
+        return self.sub("logs")
+
+    def servers(self) -> Path:
+        """Records of started servers, read by the janitor if a run dies before its teardown."""
+        return self.sub("servers")
+
+    def write_json(self, name: str, data: Any) -> Path:
+        target = self.path / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(json.dumps(data, indent=2, sort_keys=True, default=str) + "\n")
+        return target
+
+    def write_yaml(self, name: str, data: Any) -> Path:
+        target = self.path / name
+        target.write_text(yaml.safe_dump(data, sort_keys=False))
+        return target
