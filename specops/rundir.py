@@ -4,7 +4,9 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import threading
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,6 +24,9 @@ def cache_root() -> Path:
         return Path(env).resolve()
     base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
     return Path(base) / "specops"
+
+
+_TIMINGS_LOCK = threading.Lock()
 
 
 def new_run_id() -> str:
@@ -64,3 +69,26 @@ class RunDir:
         target = self.path / name
         target.write_text(yaml.safe_dump(data, sort_keys=False))
         return target
+
+    def mark_started(self) -> None:
+        self.write_json("timings.json", {"started_at": time.time(), "phases": {}})
+
+    @contextmanager
+    def timed(self, phase: str, variant: str):
+        """Add the block's wall time to timings.json under phases[phase][variant]."""
+        start = time.monotonic()
+        try:
+            yield
+        finally:
+            self.add_timing(phase, variant, time.monotonic() - start)
+
+    def add_timing(self, phase: str, variant: str, seconds: float) -> None:
+        with _TIMINGS_LOCK:
+            data = self.timings()
+            bucket = data.setdefault("phases", {}).setdefault(phase, {})
+            bucket[variant] = bucket.get(variant, 0.0) + seconds
+            self.write_json("timings.json", data)
+
+    def timings(self) -> dict:
+        path = self.path / "timings.json"
+        return json.loads(path.read_text()) if path.exists() else {"phases": {}}

@@ -13,6 +13,17 @@ class Acceptance:
     num_draft_tokens: float = 0.0
     num_accepted_tokens: float = 0.0
 
+    def since(self, earlier: "Acceptance | None") -> "Acceptance":
+        """Counters accumulated after `earlier` (the benchmark window, without checks/smoke)."""
+        if earlier is None:
+            return self
+        return Acceptance(
+            self.source,
+            self.num_drafts - earlier.num_drafts,
+            self.num_draft_tokens - earlier.num_draft_tokens,
+            self.num_accepted_tokens - earlier.num_accepted_tokens,
+        )
+
     @property
     def acceptance_rate(self) -> float | None:
         return self.num_accepted_tokens / self.num_draft_tokens if self.num_draft_tokens else None

@@ -1,0 +1,110 @@
+"""Backend `local`: the embedded CPU runtime as a Triton Python-backend model, served by the
+tritonserver binary from nvidia-pytriton. Its I/O is the vLLM backend's, so genai-perf and
+tritonclient talk to it exactly as to vLLM on Triton."""
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+from specops.backends.base import Backend, BenchTarget, PlanStep, Variant
+from specops.methods import MethodConfig
+from specops.report.results import Acceptance
+from specops.rundir import cache_root
+from specops.sources.base import ModelArtifact
+from specops.triton import client
+from specops.triton.model_config import python_generate_config, to_pbtxt, write_pbtxt
+from specops.triton.server import TritonServer
+
+MODEL_FILE = Path(__file__).resolve().parents[1] / "runtime" / "triton_model.py"
+ACCEPTANCE_SOURCE = "Triton metrics port (spec_decode_* counters of the embedded runtime)"
+
+
+def runtime_options(method: MethodConfig) -> dict[str, Any]:
+    """The embedded runtime takes the method's own settings under their profile names."""
+    return method.model_dump(exclude={"kind"})
+
+
+@dataclass
+class LocalServer:
+    triton: TritonServer
+    log_path: Path
+    _record: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def endpoint(self):
+        return self.triton.endpoint
+
+    def stop(self, timeout_s: float) -> None:
+        self.triton.stop(timeout_s)
+
+    def record(self) -> dict[str, Any]:
+        return self._record
+
+
+class LocalBackend(Backend):
+    def _config(self, variant: Variant, target: ModelArtifact):
+        return python_generate_config(
+            variant.model_name,
+            model_dir=target.path,
+            method=variant.method.kind,
+            options=runtime_options(variant.method),
+            threads=self.config.threads,
+        )
+
+    def render(self, variant: Variant, target: ModelArtifact, draft: ModelArtifact | None, out_dir: Path) -> None:
+        model_dir = out_dir / variant.model_name
+        (model_dir / "1").mkdir(parents=True, exist_ok=True)
+        write_pbtxt(self._config(variant, target), model_dir)
+        shutil.copyfile(MODEL_FILE, model_dir / "1" / "model.py")
+
+    def launch(self, variant: Variant, repo: Path, log_path: Path) -> LocalServer:
+        triton = TritonServer(
+            repo,
+            log_path,
+            backend_dir=cache_root() / "triton-backends",
+            host=self.profile.serving.host,
+            exit_timeout_s=self.config.exit_timeout_s,
+        )
+        triton.start()
+        proc = psutil.Process(triton.pid)
+        server = LocalServer(triton, log_path, {"pid": proc.pid, "create_time": proc.create_time()})
+        try:
+            triton.wait_ready(self.profile.serving.ready_timeout_s)
+        except BaseException:
+            triton.stop(self.profile.serving.stop_timeout_s)
+            raise
+        return server
+
+    def generate(self, server: LocalServer, variant: Variant, prompt: str, max_tokens: int) -> str:
+        return client.generate(server.endpoint, variant.model_name, prompt, max_tokens, temperature=0.0,
+                               timeout_s=self.profile.serving.request_timeout_s)
+
+    def acceptance(self, server: LocalServer) -> Acceptance | None:
+        metrics = client.read_metrics(server.endpoint)
+        return Acceptance(
+            ACCEPTANCE_SOURCE,
+            metrics.get("spec_decode_num_drafts", 0.0),
+            metrics.get("spec_decode_num_draft_tokens", 0.0),
+            metrics.get("spec_decode_num_accepted_tokens", 0.0),
+        )
+
+    def bench_target(self, server: LocalServer, variant: Variant) -> BenchTarget:
+        return BenchTarget(url=server.endpoint.grpc_url, model=variant.model_name, endpoint_type="kserve",
+                           backend="vllm", streaming=True)
+
+    def plan(self, variant: Variant, target: ModelArtifact | None, draft: ModelArtifact | None) -> list[PlanStep]:
+        model_path = target.path if target else Path("<target checkpoint from the download step>")
+        stand_in = ModelArtifact(model_path, self.profile.target.source, "")
+        config = to_pbtxt(self._config(variant, stand_in))
+        repo = f"repository/{variant.model_name}"
+        serve = TritonServer.describe_command(Path(repo), host=self.profile.serving.host,
+                                              exit_timeout_s=self.config.exit_timeout_s)
+        return [
+            PlanStep("render", files={f"{repo}/config.pbtxt": config,
+                                      f"{repo}/1/model.py": f"(copy of {MODEL_FILE})"}),
+            PlanStep("serve", commands=[" ".join(serve)]),
+        ]

@@ -1,0 +1,43 @@
+"""Benchmark one served variant with genai-perf and read its acceptance counters around it."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable
+
+from specops.backends.base import Server, Variant, load_backend
+from specops.bench import genai_perf
+from specops.bench.prompts import load_prompts, write_genai_perf_input
+from specops.profile.schema import Profile
+from specops.rundir import RunDir
+from specops.sources.base import ModelArtifact
+
+
+def benchmark_request(profile: Profile, server: Server, variant: Variant, target: ModelArtifact,
+                      run: RunDir) -> genai_perf.GenaiPerfRequest:
+    bench = profile.benchmark
+    backend = load_backend(profile)
+    where = backend.bench_target(server, variant)
+    prompts = load_prompts(bench.prompts, limit=bench.num_requests + bench.warmup_requests, offset=bench.prompt_offset)
+    input_file = write_genai_perf_input(prompts, run.sub("inputs") / "genai_perf_input.jsonl")
+    return genai_perf.GenaiPerfRequest(
+        model=where.model,
+        url=where.url,
+        input_file=input_file,
+        tokenizer=backend.tokenizer_dir(target),
+        artifact_dir=run.sub("genai-perf", variant.name),
+        endpoint_type=where.endpoint_type,
+        backend=where.backend,
+        streaming=where.streaming,
+        concurrency=bench.concurrency,
+        request_count=bench.num_requests,
+        warmup_request_count=bench.warmup_requests,
+        output_tokens=bench.output_tokens,
+    )
+
+
+def run_benchmark(profile: Profile, server: Server, variant: Variant, target: ModelArtifact, run: RunDir,
+                  on_line: Callable[[str], None] | None = None) -> dict[str, float]:
+    req = benchmark_request(profile, server, variant, target, run)
+    log_path = run.logs() / f"genai-perf-{variant.name}.log"
+    artifact_dir = genai_perf.run(req, log_path, profile.benchmark.timeout_s, on_line=on_line)
+    return genai_perf.parse_exports(Path(artifact_dir))

@@ -1,0 +1,61 @@
+"""`specops plan`: every step, command and rendered file of a run, without starting anything."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from specops.backends.base import PlanStep, Variant, load_backend, variants_of
+from specops.bench import genai_perf
+from specops.profile.loader import LoadedProfile
+from specops.rundir import cache_root
+
+
+def _genai_perf_step(loaded: LoadedProfile, variant: Variant) -> PlanStep:
+    p = loaded.profile
+    req = genai_perf.GenaiPerfRequest(
+        model=variant.model_name,
+        url="127.0.0.1:<grpc port>",
+        input_file=Path(f"artifacts/{p.name}/<run-id>/inputs/genai_perf_input.jsonl"),
+        tokenizer=Path("<target checkpoint>"),
+        artifact_dir=Path(f"artifacts/{p.name}/<run-id>/genai-perf/{variant.name}"),
+        concurrency=p.benchmark.concurrency,
+        request_count=p.benchmark.num_requests,
+        warmup_request_count=p.benchmark.warmup_requests,
+        output_tokens=p.benchmark.output_tokens,
+    )
+    return PlanStep("benchmark", commands=[" ".join(genai_perf.build_command(req))])
+
+
+def build_plan(loaded: LoadedProfile) -> list[tuple[str, list[PlanStep]]]:
+    p = loaded.profile
+    backend = load_backend(p)
+    sources = [f"target: {p.target.source}"] + ([f"draft: {p.draft.source}"] if p.draft else [])
+    head = [
+        PlanStep("validate", commands=[f"profile {loaded.path} (sha256 {loaded.sha256[:12]})"]),
+        PlanStep("download", commands=[f"{s} -> {cache_root()}" for s in sources]),
+    ]
+    sections = [("run", head)]
+    for variant in variants_of(p):
+        steps = backend.plan(variant, None, None)
+        steps.append(PlanStep("check", commands=[
+            f"smoke request, then {p.comparison.lossless_prompts} prompts x {p.comparison.lossless_max_tokens} "
+            "tokens at temperature 0 (compared with the other variant)"]))
+        steps.append(_genai_perf_step(loaded, variant))
+        steps.append(PlanStep("teardown", commands=[f"SIGTERM, SIGKILL after {p.serving.stop_timeout_s:g}s"]))
+        sections.append((f"variant {variant.name} (method {variant.method.kind})", steps))
+    sections.append(("report", [PlanStep("report", commands=[
+        f"artifacts/{p.name}/<run-id>/: comparison.csv, report.md, comparison.png, manifest.json"])]))
+    return sections
+
+
+def format_plan(loaded: LoadedProfile) -> str:
+    lines = [f"plan for {loaded.profile.name}: method {loaded.profile.method.kind} on backend "
+             f"{loaded.profile.backend.kind}"]
+    for title, steps in build_plan(loaded):
+        lines.append(f"\n== {title}")
+        for step in steps:
+            lines.append(f"[{step.step}]")
+            lines += [f"  $ {c}" for c in step.commands]
+            for name, content in step.files.items():
+                lines.append(f"  --- {name}")
+                lines += [f"  | {line}" for line in content.rstrip().splitlines()]
+    return "\n".join(lines)

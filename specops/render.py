@@ -1,0 +1,51 @@
+"""Render a variant's model repository into a content-addressed directory of the cache."""
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import tempfile
+from pathlib import Path
+
+from specops.backends.base import Variant, load_backend
+from specops.profile.schema import Profile
+from specops.sources.base import ModelArtifact
+
+RECIPE = "local-repo-1"  # bump when the rendered layout changes
+
+
+def repository_key(profile: Profile, variant: Variant, target: ModelArtifact, draft: ModelArtifact | None) -> str:
+    payload = {
+        "recipe": RECIPE,
+        "backend": profile.backend.model_dump(mode="json"),
+        "method": variant.method.model_dump(mode="json"),
+        "variant": variant.name,
+        "target": target.sha256,
+        "target_path": str(target.path),
+        "draft": draft.sha256 if draft else None,
+    }
+    return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:24]
+
+
+def render_repository(profile: Profile, variant: Variant, target: ModelArtifact, draft: ModelArtifact | None,
+                      cache_dir: Path) -> Path:
+    out = Path(cache_dir) / "repos" / repository_key(profile, variant, target, draft)
+    if (out / ".complete").exists():
+        return out
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=".render-", dir=out.parent))
+    try:
+        load_backend(profile).render(variant, target, draft, tmp)
+        (tmp / ".complete").write_text("")
+        shutil.rmtree(out, ignore_errors=True)
+        tmp.rename(out)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return out
+
+
+def stage_repository(repo: Path, dest: Path) -> Path:
+    """Copy a rendered repository into the run directory, which is what the server loads."""
+    shutil.rmtree(dest, ignore_errors=True)
+    shutil.copytree(repo, dest, ignore=shutil.ignore_patterns(".complete"))
+    return dest

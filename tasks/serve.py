@@ -1,0 +1,29 @@
+"""Start and stop servers. Never cached: a server is a live process, not a result."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from prefect import get_run_logger, runtime, task
+from prefect.cache_policies import NO_CACHE
+
+from specops.backends.base import Server, Variant
+from specops.profile.schema import Profile
+from specops.rundir import RunDir
+from specops.serve import start_variant, stop_variant
+
+
+@task(cache_policy=NO_CACHE, persist_result=False)
+def start_server(profile: Profile, variant: Variant, repo: Path, run: RunDir) -> Server:
+    """Start the variant's server and wait until it and the model are ready."""
+    with run.timed("serve", variant.name):
+        server = start_variant(profile, variant, repo, run, owner=str(runtime.flow_run.id or ""))
+    get_run_logger().info("%s server ready (log: %s)", variant.name, server.log_path)
+    return server
+
+
+@task(cache_policy=NO_CACHE, persist_result=False)
+def stop_server(server: Server, timeout_s: float, run: RunDir, variant: Variant) -> None:
+    """Stop a server within timeout_s (SIGTERM, then SIGKILL), its children included."""
+    with run.timed("serve", variant.name):
+        stop_variant(server, timeout_s)
+    get_run_logger().info("%s server stopped", variant.name)
