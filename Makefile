@@ -1,0 +1,69 @@
+# specops — every target installs what it needs first (venv, Debian libb64-0d for perf_analyzer).
+SHELL := /bin/bash
+PYTHON ?= python3.11
+VENV := .venv
+BIN := $(CURDIR)/$(VENV)/bin
+export SPECOPS_CACHE ?= $(CURDIR)/.cache/specops
+export PREFECT_HOME ?= $(CURDIR)/.prefect
+export PREFECT_SERVER_ANALYTICS_ENABLED := false
+PROFILE ?= ngram-local
+POOL ?= specops-cpu
+PREFECT_PORT ?= 4200
+
+.PHONY: install demo test test-fast bench up down deploy schema clean
+
+$(VENV)/.installed: pyproject.toml
+	@command -v $(PYTHON) >/dev/null || { echo "need $(PYTHON)"; exit 1; }
+	@# perf_analyzer (from tritonclient 2.51.0) links libb64.so.0d
+	@dpkg -s libb64-0d >/dev/null 2>&1 || { \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq libb64-0d; }
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	@# torch first: 2.13.0 is a CPU wheel on this machine's disk; anything else downloads GBs
+	$(BIN)/pip install -q torch==2.13.0
+	$(BIN)/pip install -q -e ".[test]"
+	@touch $@
+
+install: $(VENV)/.installed
+
+## demo: install everything and run the ngram-local profile end to end; prints the report path
+demo:
+	@start=$$(date +%s); \
+	$(MAKE) --no-print-directory install && \
+	$(BIN)/specops run $(PROFILE); rc=$$?; \
+	echo "make demo took $$(( $$(date +%s) - start ))s (installation included)"; exit $$rc
+
+## test: install everything and run the whole test suite, real services included
+test:
+	@$(MAKE) --no-print-directory install
+	$(BIN)/python -m pytest
+
+test-fast: install
+	$(BIN)/python -m pytest -m "not integration and not slow"
+
+## bench: ngram vs base speedup from genai-perf at concurrency 1 on HumanEval, and orchestration overhead
+bench: install
+	$(BIN)/python benchmarks/spine_bench.py
+
+schema: install
+	$(BIN)/specops schema -o profiles/profile.schema.json
+
+## up: a local Prefect server and a process worker; then `prefect deployment run specdec/ngram-local`
+up: install
+	@mkdir -p $(PREFECT_HOME)
+	@$(BIN)/prefect config set PREFECT_API_URL=http://127.0.0.1:$(PREFECT_PORT)/api >/dev/null
+	@nohup $(BIN)/prefect server start --host 127.0.0.1 --port $(PREFECT_PORT) > $(PREFECT_HOME)/server.log 2>&1 & echo $$! > $(PREFECT_HOME)/server.pid
+	@for i in $$(seq 1 120); do curl -sf http://127.0.0.1:$(PREFECT_PORT)/api/health >/dev/null && break; sleep 1; done
+	@$(BIN)/prefect work-pool inspect $(POOL) >/dev/null 2>&1 || $(BIN)/prefect work-pool create $(POOL) --type process >/dev/null
+	@$(BIN)/prefect --no-prompt deploy --all
+	@PATH=$(BIN):$$PATH nohup $(BIN)/prefect worker start --pool $(POOL) --type process > $(PREFECT_HOME)/worker.log 2>&1 & echo $$! > $(PREFECT_HOME)/worker.pid
+	@echo "Prefect UI: http://127.0.0.1:$(PREFECT_PORT)  (PREFECT_HOME=$(PREFECT_HOME))"
+	@echo "run:  PREFECT_HOME=$(PREFECT_HOME) $(BIN)/prefect deployment run specdec/$(PROFILE)"
+
+down:
+	@for p in worker server; do \
+	  [ -f $(PREFECT_HOME)/$$p.pid ] && kill $$(cat $(PREFECT_HOME)/$$p.pid) 2>/dev/null; rm -f $(PREFECT_HOME)/$$p.pid; done; \
+	$(BIN)/specops janitor; true
+
+clean: down
+	rm -rf artifacts/*/ .cache .prefect

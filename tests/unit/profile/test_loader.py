@@ -1,0 +1,166 @@
+"""Profiles are validated before any download, and every refusal names file, field and allowed values."""
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from specops.profile.errors import ProfileError
+from specops.profile.loader import apply_overrides, load_profile, read_document
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def write(path: Path, data: dict | str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(data if isinstance(data, str) else yaml.safe_dump(data))
+    return path
+
+
+@pytest.fixture
+def shipped(tmp_path) -> Path:
+    """A copy of the shipped ngram-local profile and its fragment, to edit per test."""
+    write(tmp_path / "_shared/embedded-cpu.yaml", (ROOT / "profiles/_shared/embedded-cpu.yaml").read_text())
+    return write(tmp_path / "ngram-local.yaml", (ROOT / "profiles/ngram-local.yaml").read_text())
+
+
+def edit(path: Path, **sections) -> Path:
+    doc = yaml.safe_load(path.read_text())
+    for key, value in sections.items():
+        doc[key] = value
+    return write(path, doc)
+
+
+def test_shipped_profile_resolves_include_and_defaults():
+    loaded = load_profile("ngram-local")
+    p = loaded.profile
+    assert (p.name, p.method.kind, p.backend.kind) == ("ngram-local", "ngram", "local")
+    assert p.target.source == "embedded:smollm2-135m"  # from the _shared fragment
+    assert p.serving.host == "127.0.0.1"
+    assert loaded.resolved["benchmark"]["num_requests"] == 8
+
+
+def test_overrides_are_typed_and_change_the_hash():
+    a = load_profile("ngram-local")
+    b = load_profile("ngram-local", ["benchmark.num_requests=32", "comparison.baseline=false"])
+    assert b.profile.benchmark.num_requests == 32 and b.profile.comparison.baseline is False
+    assert a.sha256 != b.sha256
+
+
+def test_unknown_key_names_file_field_and_allowed(shipped):
+    edit(shipped, method={"kind": "ngram", "num_speculative_token": 4})
+    with pytest.raises(ProfileError) as info:
+        load_profile(str(shipped))
+    msg = str(info.value)
+    assert str(shipped) in msg
+    assert "method.num_speculative_token: unknown key 'num_speculative_token'" in msg
+    assert "allowed: kind, num_speculative_tokens, prompt_lookup_max, prompt_lookup_min" in msg
+
+
+def test_unknown_top_level_key(shipped):
+    edit(shipped, benchmarks={"num_requests": 3})
+    with pytest.raises(ProfileError, match=r"benchmarks: unknown key 'benchmarks'; allowed: backend, benchmark"):
+        load_profile(str(shipped))
+
+
+def test_unknown_method_lists_methods(shipped):
+    edit(shipped, method={"kind": "lookahead"})
+    with pytest.raises(ProfileError) as info:
+        load_profile(str(shipped))
+    assert str(shipped) in str(info.value)
+    assert "method.kind: unknown method 'lookahead'; allowed: draft-target, eagle, eagle3, medusa, ngram, none" in str(info.value)
+
+
+def test_unknown_backend_lists_backends(shipped):
+    edit(shipped, backend={"kind": "sglang"})
+    with pytest.raises(ProfileError, match=r"backend.kind: unknown backend 'sglang'; allowed: local"):
+        load_profile(str(shipped))
+
+
+def test_unsupported_pair_names_the_supported_methods(shipped):
+    edit(shipped, method={"kind": "medusa"}, draft={"source": "hf://FasterDecoding/medusa-vicuna-7b-v1.3"})
+    with pytest.raises(ProfileError) as info:
+        load_profile(str(shipped))
+    msg = str(info.value)
+    assert str(shipped) in msg
+    assert "method.kind: method 'medusa' is not supported by backend 'local'; allowed with 'local': ngram, none" in msg
+
+
+def test_draft_required_and_refused(shipped):
+    edit(shipped, draft={"source": "hf://a/b"})
+    with pytest.raises(ProfileError, match=r"draft: method 'ngram' uses no draft model"):
+        load_profile(str(shipped))
+
+
+def test_bad_values_and_sources(shipped):
+    cases = {
+        "benchmark.num_requests=0": "benchmark.num_requests: Input should be greater than or equal to 1",
+        "target.source=hf://nope": "target.source: malformed hub source",
+        "target.source=s3://bucket/x": "target.source: unknown model source",
+        "target.source=embedded:llama-70b": "unknown embedded model 'llama-70b'; allowed: smollm2-135m",
+        "method.prompt_lookup_min=5": "prompt_lookup_min (5) must not exceed prompt_lookup_max (3)",
+        "benchmark.prompts=/nonexistent/prompts.jsonl": "benchmark.prompts: file not found",
+        "name=Bad Name": "name: String should match pattern",
+    }
+    for override, expected in cases.items():
+        with pytest.raises(ProfileError) as info:
+            load_profile(str(shipped), [override])
+        assert expected in str(info.value), (override, str(info.value))
+
+
+def test_all_problems_reported_at_once(shipped):
+    edit(shipped, method={"kind": "ngram", "x": 1}, serving={"hots": "127.0.0.1"})
+    with pytest.raises(ProfileError) as info:
+        load_profile(str(shipped))
+    assert len(info.value.problems) == 2
+
+
+def test_include_cycle_detected(tmp_path):
+    write(tmp_path / "a.yaml", {"include": "b.yaml", "name": "a"})
+    write(tmp_path / "b.yaml", {"include": "a.yaml"})
+    with pytest.raises(ProfileError, match=r"include cycle: a.yaml -> b.yaml -> a.yaml"):
+        read_document(tmp_path / "a.yaml")
+
+
+def test_missing_include_and_bad_yaml(tmp_path):
+    write(tmp_path / "a.yaml", {"include": "gone.yaml"})
+    with pytest.raises(ProfileError, match="included file not found"):
+        read_document(tmp_path / "a.yaml")
+    write(tmp_path / "b.yaml", "method: [unclosed")
+    with pytest.raises(ProfileError, match="not valid YAML"):
+        read_document(tmp_path / "b.yaml")
+
+
+def test_include_is_overridden_by_including_file(tmp_path):
+    write(tmp_path / "base.yaml", {"benchmark": {"num_requests": 5, "output_tokens": 7}})
+    write(tmp_path / "top.yaml", {"include": ["base.yaml"], "benchmark": {"num_requests": 9}})
+    assert read_document(tmp_path / "top.yaml")["benchmark"] == {"num_requests": 9, "output_tokens": 7}
+
+
+def test_malformed_override():
+    with pytest.raises(ProfileError, match="expected key=value"):
+        apply_overrides({}, ["benchmark.num_requests"])
+
+
+def test_unknown_profile_name_lists_known():
+    with pytest.raises(ProfileError, match="known profiles: ngram-local"):
+        load_profile("no-such-profile")
+
+
+@pytest.mark.parametrize("override,expected", [
+    ("method.bogus=1", "method.bogus: unknown key 'bogus'"),
+    ("method.kind=eagle9", "method.kind: unknown method 'eagle9'"),
+    ("method={kind: medusa}", "method 'medusa' is not supported by backend 'local'"),
+])
+def test_plan_cli_fails_before_any_download(override, expected, tmp_path):
+    """`specops plan` refuses bad profiles with exit 2; no cache directory is even created."""
+    cache = tmp_path / "cache"
+    env = {**__import__("os").environ, "SPECOPS_CACHE": str(cache)}
+    proc = subprocess.run([sys.executable, "-m", "specops.cli", "plan", "ngram-local", "--set", override],
+                          capture_output=True, text=True, env=env, cwd=ROOT, timeout=120)
+    assert proc.returncode == 2, proc.stderr
+    assert "profiles/ngram-local.yaml" in proc.stderr and expected in proc.stderr
+    assert not cache.exists()

@@ -1,0 +1,57 @@
+"""Report files from variant results (figures here are inputs, not measurements)."""
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+
+from specops.lossless import compare_outputs
+from specops.profile.loader import load_profile
+from specops.report.results import Acceptance, VariantResult
+from specops.report.tables import speedup, verdict
+from specops.report.writer import write_report
+from specops.rundir import RunDir
+from specops.sources.base import ModelArtifact
+
+
+def results():
+    base = VariantResult("base", "none", "base", {"output_token_throughput": 10.0, "request_latency_ms_p50": 900.0})
+    spec = VariantResult("speculative", "ngram", "speculative",
+                         {"output_token_throughput": 15.0, "request_latency_ms_p50": 600.0},
+                         Acceptance("test", num_drafts=10, num_draft_tokens=40, num_accepted_tokens=20))
+    return [spec, base]
+
+
+def test_speedup_and_acceptance_definitions():
+    spec, _ = results()
+    assert speedup(results()) == 1.5
+    assert spec.acceptance.acceptance_rate == 0.5
+    assert spec.acceptance.mean_accepted_per_step == 3.0  # 1 + 20 accepted / 10 steps
+    later = Acceptance("test", 15, 60, 26)
+    assert later.since(spec.acceptance).num_accepted_tokens == 6
+
+
+def test_verdict_reports_divergence():
+    status, reasons = verdict(compare_outputs(["abc"], ["abd"]))
+    assert status == "INVALID" and "first at prompt 0, character 2" in reasons[0]
+    assert verdict(None)[0] == "UNCHECKED"
+
+
+def test_write_report_files(tmp_path, monkeypatch):
+    monkeypatch.setenv("SPECOPS_ARTIFACTS", str(tmp_path))
+    run = RunDir.create("ngram-local", "r1")
+    run.mark_started()
+    run.add_timing("benchmark", "base", 2.0)
+    loaded = load_profile("ngram-local")
+    target = ModelArtifact(tmp_path, "embedded:smollm2-135m", "ab" * 32, "wheelsha")
+    rep = write_report(run, loaded, results(), compare_outputs(["x"], ["x"]), {"target": target}, tools={})
+    assert rep.status == "VALID" and rep.speedup == 1.5
+    frame = pd.read_csv(rep.comparison_csv)
+    assert list(frame["variant"]) == ["speculative", "base"]
+    assert frame.loc[0, "speedup_vs_base"] == 1.5 and frame.loc[0, "mean_accepted_per_step"] == 3.0
+    md = rep.report_md.read_text()
+    assert "**VALID**" in md and "1.50x" in md and "| speculative | ngram | 15.00 |" in md
+    manifest = json.loads(rep.manifest_json.read_text())
+    assert manifest["models"]["target"]["sha256"] == "ab" * 32
+    assert manifest["packages"]["prefect"] and manifest["profile_sha256"] == loaded.sha256
+    assert rep.plot_png.stat().st_size > 1000
