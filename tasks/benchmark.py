@@ -21,7 +21,7 @@ def run_genai_perf(profile: Profile, server: Server, variant: Variant, target: M
              profile.benchmark.num_requests, profile.benchmark.output_tokens, profile.benchmark.concurrency)
     with run.timed("benchmark", variant.name):
         metrics = run_benchmark(profile, server, variant, target, run)
-    log.info("%s: %.2f output tokens/s", variant.name, metrics.get("output_token_throughput", float("nan")))
+    log.info("%s: %.2f output tokens/s", variant.name, metrics.get("output_token_throughput_tok_s", float("nan")))
     return metrics
 
 

@@ -11,7 +11,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 from specops.report.results import VariantResult  # noqa: E402
 
 PANELS = [
-    ("output_token_throughput", "output tokens/s"),
+    ("output_token_throughput_tok_s", "output tokens/s"),
     ("inter_token_latency_ms_p50", "inter-token latency p50 (ms)"),
     ("request_latency_ms_p50", "request latency p50 (ms)"),
 ]

@@ -10,7 +10,7 @@ from specops.report.results import VariantResult
 
 # (column in the genai-perf metrics, header in report.md, format)
 SUMMARY_COLUMNS = [
-    ("output_token_throughput", "tokens/s", "{:.2f}"),
+    ("output_token_throughput_tok_s", "tokens/s", "{:.2f}"),
     ("time_to_first_token_ms_p50", "TTFT p50 ms", "{:.1f}"),
     ("inter_token_latency_ms_p50", "ITL p50 ms", "{:.1f}"),
     ("request_latency_ms_p50", "latency p50 ms", "{:.0f}"),
@@ -18,7 +18,7 @@ SUMMARY_COLUMNS = [
     ("output_sequence_length_avg", "out tokens", "{:.1f}"),
     ("request_count", "requests", "{:.0f}"),
 ]
-THROUGHPUT = "output_token_throughput"
+THROUGHPUT = "output_token_throughput_tok_s"
 
 
 def speedup(results: list[VariantResult]) -> float | None:

@@ -15,9 +15,9 @@ from specops.sources.base import ModelArtifact
 
 
 def results():
-    base = VariantResult("base", "none", "base", {"output_token_throughput": 10.0, "request_latency_ms_p50": 900.0})
+    base = VariantResult("base", "none", "base", {"output_token_throughput_tok_s": 10.0, "request_latency_ms_p50": 900.0})
     spec = VariantResult("speculative", "ngram", "speculative",
-                         {"output_token_throughput": 15.0, "request_latency_ms_p50": 600.0},
+                         {"output_token_throughput_tok_s": 15.0, "request_latency_ms_p50": 600.0},
                          Acceptance("test", num_drafts=10, num_draft_tokens=40, num_accepted_tokens=20))
     return [spec, base]
 

@@ -1,0 +1,220 @@
+"""genai-perf 0.0.16 adapter: one request -> one command line -> one bounded run -> exports.
+
+The CLI is the current one (`--endpoint-type kserve --backend vllm|tensorrtllm`,
+`completions`/`chat` for OpenAI servers; no `--service-kind`). Output length is pinned so
+runs are comparable: `--output-tokens-mean N --output-tokens-stddev 0
+--output-tokens-mean-deterministic`, plus what each request format needs to ignore EOS
+(see `request_inputs`).
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from specops.bench.exports import find_export, parse_exports
+from specops.bench.toolchain import genai_perf_executable, preflight, tool_env
+
+__all__ = [
+    "GenaiPerfError",
+    "GenaiPerfRequest",
+    "GenaiPerfTimeout",
+    "build_command",
+    "find_export",
+    "parse_exports",
+    "preflight",
+    "request_inputs",
+    "run",
+    "tool_env",
+]
+
+KILL_GRACE_S = 5.0
+ENDPOINT_TYPES = ("kserve", "completions", "chat")  # the request formats request_inputs knows
+KSERVE_BACKENDS = ("vllm", "tensorrtllm")
+
+
+class GenaiPerfError(RuntimeError):
+    """genai-perf exited non-zero."""
+
+
+class GenaiPerfTimeout(GenaiPerfError, TimeoutError):
+    """genai-perf outlived its time budget and was killed."""
+
+
+@dataclass(frozen=True)
+class GenaiPerfRequest:
+    """One genai-perf profile run against one served model."""
+
+    model: str
+    url: str  # host:port; the gRPC port for kserve
+    input_file: Path  # JSONL of {"text": ...}, see prompts.write_genai_perf_input
+    tokenizer: Path | str  # local HF tokenizer dir (runs offline)
+    artifact_dir: Path
+    endpoint_type: str = "kserve"  # kserve | completions | chat
+    backend: str | None = "vllm"  # vllm | tensorrtllm; kserve only
+    streaming: bool = True
+    concurrency: int = 1
+    request_count: int | None = None  # None: genai-perf's default (max(10, 2 x concurrency))
+    warmup_request_count: int = 0
+    output_tokens: int | None = 128  # fixed output length (stddev 0); None: model decides
+    ignore_eos: bool = True  # with output_tokens: generate exactly that many tokens
+    temperature: float | None = 0.0  # greedy, as the lossless check
+    extra_inputs: dict[str, Any] = field(default_factory=dict)  # verbatim, win over the above
+    random_seed: int = 0
+
+    def __post_init__(self) -> None:
+        if self.endpoint_type not in ENDPOINT_TYPES:
+            raise ValueError(f"endpoint_type {self.endpoint_type!r}: expected one of {ENDPOINT_TYPES}")
+        if self.endpoint_type == "kserve" and self.backend not in KSERVE_BACKENDS:
+            raise ValueError(f"backend {self.backend!r}: kserve needs one of {KSERVE_BACKENDS}")
+        if self.concurrency < 1:
+            raise ValueError(f"concurrency must be >= 1, got {self.concurrency}")
+        for name in ("request_count", "output_tokens"):
+            value = getattr(self, name)
+            if value is not None and value < 1:
+                raise ValueError(f"{name} must be >= 1 or None, got {value}")
+        if self.warmup_request_count < 0:
+            raise ValueError(f"warmup_request_count must be >= 0, got {self.warmup_request_count}")
+
+
+def request_inputs(req: GenaiPerfRequest) -> dict[str, Any]:
+    """The `--extra-inputs` genai-perf adds to every request for this request format.
+
+    genai-perf 0.0.16's converters put extra inputs at the top level of each payload: for
+    kserve+vllm that is a tensor per key, so sampling settings must travel inside the
+    `sampling_parameters` JSON string (replacing genai-perf's own, which carries max_tokens
+    and min_tokens as strings only). For kserve+tensorrtllm, `max_tokens` and `min_length`
+    come from the deterministic output-token flags and nothing is added. OpenAI payloads
+    take the keys directly.
+    """
+    sampling: dict[str, Any] = {}
+    if req.output_tokens is not None:
+        sampling["max_tokens"] = req.output_tokens
+        if req.ignore_eos:
+            sampling["min_tokens"] = req.output_tokens
+            sampling["ignore_eos"] = True
+    if req.temperature is not None:
+        sampling["temperature"] = req.temperature
+    inputs: dict[str, Any] = {}
+    if req.endpoint_type == "kserve" and req.backend == "vllm" and sampling:
+        inputs["sampling_parameters"] = json.dumps(sampling, sort_keys=True)
+    elif req.endpoint_type in ("completions", "chat"):
+        inputs.update({k: v for k, v in sampling.items() if k != "max_tokens"})
+    inputs.update(req.extra_inputs)
+    return inputs
+
+
+def build_command(req: GenaiPerfRequest) -> list[str]:
+    """The genai-perf command line for this request (every flag exists in 0.0.16)."""
+    cmd = [genai_perf_executable(), "profile", "-m", req.model, "--endpoint-type", req.endpoint_type]
+    if req.endpoint_type == "kserve" and req.backend:
+        cmd += ["--backend", req.backend]
+    if req.streaming:
+        cmd.append("--streaming")
+    cmd += [
+        "--url", req.url,
+        "--tokenizer", str(req.tokenizer),
+        "--concurrency", str(req.concurrency),
+        "--input-file", str(req.input_file),
+        "--artifact-dir", str(req.artifact_dir),
+        "--random-seed", str(req.random_seed),
+    ]  # fmt: skip
+    if req.request_count is not None:
+        cmd += ["--request-count", str(req.request_count)]
+    if req.warmup_request_count:
+        cmd += ["--warmup-request-count", str(req.warmup_request_count)]
+    if req.output_tokens is not None:
+        cmd += ["--output-tokens-mean", str(req.output_tokens), "--output-tokens-stddev", "0"]
+        if req.ignore_eos:
+            cmd.append("--output-tokens-mean-deterministic")
+    inputs = request_inputs(req)
+    if inputs:
+        cmd += ["--extra-inputs", json.dumps(inputs, sort_keys=True)]
+    return cmd
+
+
+def run(
+    req: GenaiPerfRequest,
+    log_path: Path,
+    timeout_s: float,
+    on_line: Callable[[str], None] | None = None,
+    base_env: Mapping[str, str] | None = None,
+) -> Path:
+    """Run genai-perf in its own process group; output goes to log_path (and on_line).
+
+    On timeout, error or KeyboardInterrupt the whole group gets SIGTERM, then SIGKILL after
+    KILL_GRACE_S, and the exception propagates. Returns req.artifact_dir (the exports sit
+    in a subdirectory: see find_export).
+    """
+    log_path = Path(log_path)
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    Path(req.artifact_dir).mkdir(parents=True, exist_ok=True)
+    cmd = build_command(req)
+    env = tool_env(base_env)
+    env.setdefault("COLUMNS", "160")  # genai-perf's result table wraps badly at rich's default 80
+    with log_path.open("w", encoding="utf-8") as log:
+        log.write("$ " + " ".join(cmd) + "\n")
+        log.flush()
+        proc = subprocess.Popen(
+            cmd,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            env=env,
+            start_new_session=True,
+            text=True,
+            errors="replace",
+        )
+        pump = threading.Thread(target=_pump, args=(proc, log, on_line), daemon=True)
+        pump.start()
+        try:
+            code = proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            kill_group(proc)
+            raise GenaiPerfTimeout(f"genai-perf exceeded {timeout_s:g}s; killed (log: {log_path})") from None
+        except BaseException:
+            kill_group(proc)
+            raise
+        finally:
+            pump.join(timeout=KILL_GRACE_S)
+    if code != 0:
+        tail = "".join(log_path.read_text(encoding="utf-8", errors="replace").splitlines(True)[-20:])
+        raise GenaiPerfError(f"genai-perf exited {code} (log: {log_path}):\n{tail}")
+    return Path(req.artifact_dir)
+
+
+def kill_group(proc: subprocess.Popen, grace_s: float = KILL_GRACE_S) -> None:
+    """SIGTERM the process group of proc, SIGKILL it if still alive after grace_s."""
+    for sig, wait_s in ((signal.SIGTERM, grace_s), (signal.SIGKILL, grace_s)):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            proc.wait(timeout=wait_s)
+            # The leader is gone; children in the group may linger: finish them too.
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
+def _pump(proc: subprocess.Popen, log, on_line: Callable[[str], None] | None) -> None:
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        log.write(line)
+        log.flush()
+        if on_line is not None:
+            try:
+                on_line(line.rstrip("\n"))
+            except Exception:  # a broken progress callback must not stall the pipe
+                on_line = None
