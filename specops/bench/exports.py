@@ -60,7 +60,7 @@ def parse_exports(artifact_dir: Path) -> dict[str, Any]:
     except json.JSONDecodeError as exc:
         raise ExportError(f"{path}: not valid JSON ({exc})") from None
     metrics: dict[str, Any] = {
-        "output_token_throughput_tok_s": _stat(data, path, "output_token_throughput_tok_s", "tokens/sec", "avg"),
+        "output_token_throughput_tok_s": _stat(data, path, "output_token_throughput", "tokens/sec", "avg"),
         "request_throughput_req_s": _stat(data, path, "request_throughput", "requests/sec", "avg"),
     }
     for key, (unit, stem) in _DISTRIBUTIONS.items():
