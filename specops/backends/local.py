@@ -4,7 +4,7 @@ tritonclient talk to it exactly as to vLLM on Triton."""
 from __future__ import annotations
 
 import shutil
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +32,8 @@ def runtime_options(method: MethodConfig) -> dict[str, Any]:
 class LocalServer:
     triton: TritonServer
     log_path: Path
-    _record: dict[str, Any] = field(default_factory=dict)
+    pid: int
+    create_time: float  # with pid, identifies the process even after the pid is recycled
 
     @property
     def endpoint(self):
@@ -42,7 +43,8 @@ class LocalServer:
         self.triton.stop(timeout_s)
 
     def record(self) -> dict[str, Any]:
-        return self._record
+        e = self.endpoint
+        return {"pid": self.pid, "create_time": self.create_time, "ports": [e.http_port, e.grpc_port, e.metrics_port]}
 
 
 class LocalBackend(Backend):
@@ -70,14 +72,13 @@ class LocalBackend(Backend):
             exit_timeout_s=self.config.exit_timeout_s,
         )
         triton.start()
-        proc = psutil.Process(triton.pid)
-        server = LocalServer(triton, log_path, {"pid": proc.pid, "create_time": proc.create_time()})
         try:
             triton.wait_ready(self.profile.serving.ready_timeout_s)
         except BaseException:
             triton.stop(self.profile.serving.stop_timeout_s)
             raise
-        return server
+        proc = psutil.Process(triton.pid)  # after readiness: a port clash relaunches the process
+        return LocalServer(triton, log_path, proc.pid, proc.create_time())
 
     def generate(self, server: LocalServer, variant: Variant, prompt: str, max_tokens: int) -> str:
         return client.generate(server.endpoint, variant.model_name, prompt, max_tokens, temperature=0.0,

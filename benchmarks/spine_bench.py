@@ -1,0 +1,54 @@
+"""ngram vs base on HumanEval at concurrency 1, measured by genai-perf, plus orchestration overhead.
+
+    .venv/bin/python benchmarks/spine_bench.py [--set benchmark.num_requests=16 ...]
+
+Runs the real `specdec` flow (tritonserver + genai-perf + SmolLM2-135M) twice: the first run
+may download/convert/render, the second takes those from cache; both print their figures.
+Ratios come from one run each; nothing here asserts a target.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import time
+
+DEFAULTS = ["benchmark.num_requests=16", "benchmark.output_tokens=128", "comparison.lossless_prompts=8"]
+
+
+def one_run(profile: str, overrides: list[str]) -> None:
+    from flows.specdec import specdec
+
+    start = time.monotonic()
+    report = specdec(profile, overrides)
+    total = time.monotonic() - start
+    measured = sum(report.phase_s.values())
+    import pandas as pd
+
+    frame = pd.read_csv(report.comparison_csv).set_index("variant")
+    spec, base = frame.loc["speculative"], frame.loc["base"]
+    print(f"\n=== {profile} ({report.run_dir})")
+    print(f"status                      {report.status}")
+    print(f"base tokens/s               {base.output_token_throughput_tok_s:.2f}")
+    print(f"ngram tokens/s              {spec.output_token_throughput_tok_s:.2f}")
+    print(f"speedup (ngram/base)        {report.speedup:.3f}x")
+    print(f"ITL p50 base / ngram (ms)   {base.inter_token_latency_ms_p50:.1f} / {spec.inter_token_latency_ms_p50:.1f}")
+    print(f"acceptance rate             {spec.acceptance_rate:.3f}")
+    print(f"mean accepted per step      {spec.mean_accepted_per_step:.3f}")
+    print(f"run wall                    {total:.1f}s")
+    print(f"serve+check+benchmark       {measured:.1f}s")
+    print(f"orchestration overhead      {total - measured:.1f}s ({(total - measured) / total:.1%} of wall)")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--profile", default="ngram-local")
+    parser.add_argument("--set", dest="overrides", action="append", default=None)
+    parser.add_argument("--runs", type=int, default=2)
+    args = parser.parse_args()
+    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+    for _ in range(args.runs):
+        one_run(args.profile, args.overrides or DEFAULTS)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,79 @@
+"""Interrupting a run during the benchmark leaves no tritonserver, stub or genai-perf process and
+no bound port (SIGINT as from Ctrl-C, SIGTERM as from a supervisor)."""
+from __future__ import annotations
+
+import json
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from tests.integration.support import REPO_ROOT, service_env
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+
+def wait_for(path: Path, timeout_s: float, proc: subprocess.Popen) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not path.exists():
+        assert proc.poll() is None, f"run ended before {path.name} appeared"
+        assert time.monotonic() < deadline, f"{path} did not appear within {timeout_s}s"
+        time.sleep(0.5)
+
+
+def port_free(host: str, port: int) -> bool:
+    with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind((host, port))
+            return True
+        except OSError:
+            return False
+
+
+def processes_mentioning(text: str) -> list[dict]:
+    found = []
+    for p in psutil.process_iter(["pid", "name", "cmdline"]):
+        try:
+            if text in " ".join(p.info["cmdline"] or []):
+                found.append(p.info)
+        except psutil.NoSuchProcess:
+            pass
+    return found
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["sigint", "sigterm"])
+def test_interrupt_during_benchmark_cleans_up(sig, embedded_model, tmp_path):
+    env = service_env(tmp_path)
+    run_dir = tmp_path / "artifacts" / "ngram-local" / "interrupted"
+    args = [sys.executable, "-m", "specops.cli", "run", "ngram-local", "--run-id", "interrupted",
+            "--set", "benchmark.num_requests=200", "--set", "benchmark.output_tokens=64",
+            "--set", "comparison.lossless_prompts=1", "--set", "comparison.lossless_max_tokens=8"]
+    proc = subprocess.Popen(args, cwd=REPO_ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True, start_new_session=True)
+    try:
+        wait_for(run_dir / "logs" / "genai-perf-speculative.log", 600, proc)
+        time.sleep(8)  # genai-perf is past its start-up and perf_analyzer is sending requests
+        assert processes_mentioning(str(run_dir)), "the server should be running during the benchmark"
+        record = json.loads((run_dir / "servers" / "speculative.json").read_text())
+        proc.send_signal(sig)
+        out, _ = proc.communicate(timeout=90)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode != 0, out[-2000:]
+    assert (run_dir / "logs" / "server-speculative.log").stat().st_size > 0  # logs are kept
+    deadline = time.monotonic() + 10
+    while processes_mentioning(str(run_dir)) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert processes_mentioning(str(run_dir)) == []
+    assert not psutil.pid_exists(record["pid"]) or psutil.Process(record["pid"]).status() == psutil.STATUS_ZOMBIE
+    for port in record["ports"]:
+        assert port_free("127.0.0.1", port), f"port {port} still bound"
+    assert [p for p in processes_mentioning("genai-perf") if str(tmp_path) in " ".join(p["cmdline"] or [])] == []
