@@ -13,9 +13,9 @@ from typing import Callable
 
 from specops.registry import Registry
 from specops.sources.base import ModelArtifact
+from specops.sources.hf import SCHEME as HF_SCHEME, parse_hf_uri
 
 EMBEDDED_MODELS = ("smollm2-135m",)
-_HF_RE = re.compile(r"^hf://(?P<repo>[A-Za-z0-9][\w.-]*/[\w.-]+)(?:@(?P<rev>[\w./-]+))?$")
 
 
 @dataclass(frozen=True)
@@ -36,11 +36,12 @@ def parse_source(text: str) -> SourceRef:
         if name not in EMBEDDED_MODELS:
             raise ValueError(f"unknown embedded model {name!r}; allowed: {', '.join(EMBEDDED_MODELS)}")
         return SourceRef("embedded", name)
-    if text.startswith("hf://"):
-        match = _HF_RE.match(text)
-        if not match:
-            raise ValueError(f"malformed hub source {text!r}; expected hf://org/name or hf://org/name@revision")
-        return SourceRef("hf", match["repo"], match["rev"])
+    if text.startswith(HF_SCHEME):
+        try:
+            repo_id, revision = parse_hf_uri(text)
+        except ValueError as err:
+            raise ValueError(f"malformed hub source: {err}; expected hf://org/name or hf://org/name@revision") from None
+        return SourceRef("hf", repo_id, revision)
     if "://" in text or text.startswith(("embedded", "hf:")):
         raise ValueError(
             f"unknown model source {text!r}; allowed: embedded:<{'|'.join(EMBEDDED_MODELS)}>, "
