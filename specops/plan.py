@@ -1,6 +1,7 @@
 """`specops plan`: every step, command and rendered file of a run, without starting anything."""
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 
 from specops.backends.base import PlanStep, Variant, load_backend, variants_of
@@ -22,7 +23,7 @@ def _genai_perf_step(loaded: LoadedProfile, variant: Variant) -> PlanStep:
         warmup_request_count=p.benchmark.warmup_requests,
         output_tokens=p.benchmark.output_tokens,
     )
-    return PlanStep("benchmark", commands=[" ".join(genai_perf.build_command(req))])
+    return PlanStep("benchmark", commands=[shlex.join(genai_perf.build_command(req))])
 
 
 def build_plan(loaded: LoadedProfile) -> list[tuple[str, list[PlanStep]]]:

@@ -3,8 +3,8 @@ tritonserver binary from nvidia-pytriton. Its I/O is the vLLM backend's, so gena
 tritonclient talk to it exactly as to vLLM on Triton."""
 from __future__ import annotations
 
-import shutil
 from dataclasses import dataclass
+import shlex
 from pathlib import Path
 from typing import Any
 
@@ -16,10 +16,10 @@ from specops.report.results import Acceptance
 from specops.rundir import cache_root
 from specops.sources.base import ModelArtifact
 from specops.triton import client
-from specops.triton.model_config import python_generate_config, to_pbtxt, write_pbtxt
+from specops.triton.model_config import python_generate_config, to_pbtxt
+from specops.triton.repository import TRITON_MODEL_FILE, write_python_model
 from specops.triton.server import TritonServer
 
-MODEL_FILE = Path(__file__).resolve().parents[1] / "runtime" / "triton_model.py"
 ACCEPTANCE_SOURCE = "Triton metrics port (spec_decode_* counters of the embedded runtime)"
 
 
@@ -58,10 +58,7 @@ class LocalBackend(Backend):
         )
 
     def render(self, variant: Variant, target: ModelArtifact, draft: ModelArtifact | None, out_dir: Path) -> None:
-        model_dir = out_dir / variant.model_name
-        (model_dir / "1").mkdir(parents=True, exist_ok=True)
-        write_pbtxt(self._config(variant, target), model_dir)
-        shutil.copyfile(MODEL_FILE, model_dir / "1" / "model.py")
+        write_python_model(out_dir, self._config(variant, target))
 
     def launch(self, variant: Variant, repo: Path, log_path: Path) -> LocalServer:
         triton = TritonServer(
@@ -102,10 +99,12 @@ class LocalBackend(Backend):
         stand_in = ModelArtifact(model_path, self.profile.target.source, "")
         config = to_pbtxt(self._config(variant, stand_in))
         repo = f"repository/{variant.model_name}"
-        serve = TritonServer.describe_command(Path(repo), host=self.profile.serving.host,
-                                              exit_timeout_s=self.config.exit_timeout_s)
+        serve = TritonServer.describe_command(Path(f"artifacts/{self.profile.name}/<run-id>/repository/{variant.name}"),
+                                              host=self.profile.serving.host,
+                                              exit_timeout_s=self.config.exit_timeout_s,
+                                              backend_dir=cache_root() / "triton-backends")
         return [
             PlanStep("render", files={f"{repo}/config.pbtxt": config,
-                                      f"{repo}/1/model.py": f"(copy of {MODEL_FILE})"}),
-            PlanStep("serve", commands=[" ".join(serve)]),
+                                      f"{repo}/1/model.py": f"(copy of {TRITON_MODEL_FILE})"}),
+            PlanStep("serve", commands=[shlex.join(serve)]),
         ]

@@ -1,0 +1,87 @@
+"""Our own Triton backend directory with the Python backend and the stub for this interpreter.
+
+The nvidia-pytriton wheel ships the Python backend without a stub where tritonserver looks
+(`<backend-dir>/python/triton_python_backend_stub`); the stubs live per Python version in
+`python_backend_stubs/3.X/`. We assemble `<dest>/python/` with symlinks into the wheel and never
+write into site-packages.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+STUB = "triton_python_backend_stub"
+BACKEND_LIB = "libtriton_python.so"
+BACKEND_UTILS = "triton_python_backend_utils.py"
+
+
+@dataclass(frozen=True)
+class TritonDist:
+    """Where the tritonserver distribution inside the nvidia-pytriton wheel lives."""
+
+    root: Path  # .../site-packages/pytriton/tritonserver
+
+    @property
+    def binary(self) -> Path:
+        return self.root / "bin" / "tritonserver"
+
+    @property
+    def python_backend(self) -> Path:
+        return self.root / "backends" / "python"
+
+    @property
+    def libs(self) -> Path:
+        """The wheel's bundled shared libraries (libtritonserver, libarchive, ...)."""
+        return self.root.parent.parent / "nvidia_pytriton.libs"
+
+    def stub(self, python_version: str | None = None) -> Path:
+        version = python_version or f"{sys.version_info.major}.{sys.version_info.minor}"
+        return self.root / "python_backend_stubs" / version / STUB
+
+
+def triton_dist() -> TritonDist:
+    """Locate the tritonserver distribution of the installed nvidia-pytriton wheel."""
+    import pytriton  # noqa: PLC0415 - located lazily, only this module needs it
+
+    root = Path(pytriton.__file__).resolve().parent / "tritonserver"
+    if not (root / "bin" / "tritonserver").is_file():
+        raise FileNotFoundError(f"no tritonserver binary under {root} (nvidia-pytriton installed?)")
+    return TritonDist(root)
+
+
+def assemble_backend_dir(dest: Path, dist: TritonDist | None = None) -> Path:
+    """Create (or refresh) `<dest>/python/` with the Python backend; return `dest`.
+
+    Idempotent: correct links are left alone, wrong ones replaced.
+    """
+    dist = dist or triton_dist()
+    sources = {
+        BACKEND_LIB: dist.python_backend / BACKEND_LIB,
+        BACKEND_UTILS: dist.python_backend / BACKEND_UTILS,
+        STUB: dist.stub(),
+    }
+    for name, src in sources.items():
+        if not src.is_file():
+            raise FileNotFoundError(f"{name} not found at {src}")
+    python_dir = Path(dest) / "python"
+    python_dir.mkdir(parents=True, exist_ok=True)
+    for name, src in sources.items():
+        _link(python_dir / name, src)
+    return Path(dest)
+
+
+def _link(link: Path, target: Path) -> None:
+    if link.is_symlink() and Path(os.readlink(link)) == target:
+        return
+    if link.exists() or link.is_symlink():
+        log.info("replacing %s (was not a link to %s)", link, target)
+        link.unlink()
+    tmp = link.with_name(f".{link.name}.{os.getpid()}.tmp")
+    tmp.unlink(missing_ok=True)
+    tmp.symlink_to(target)
+    tmp.replace(link)  # atomic: a concurrent assembler never sees a missing file

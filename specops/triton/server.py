@@ -1,0 +1,289 @@
+"""tritonserver from the nvidia-pytriton wheel, run as a process group we own."""
+from __future__ import annotations
+
+import logging
+import os
+import re
+import secrets
+import signal
+import subprocess
+import sys
+import sysconfig
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from specops.triton import client, proc
+from specops.triton.backend_dir import TritonDist, assemble_backend_dir, triton_dist
+from specops.triton.endpoint import Endpoint
+
+log = logging.getLogger(__name__)
+
+# Sent to tritonserver when our process dies. SIGKILL: with SIGTERM the server waits for
+# in-flight decoupled requests (a live genai-perf keeps it up for a whole generation) and then
+# can stay stuck after "Exiting immediately". Its stubs follow within ~0.5 s (our model file
+# exits when orphaned); the 1 MiB shm regions it leaves are swept by the next start.
+_DEATH_SIGNAL = signal.SIGKILL
+_SHM_DIR = Path("/dev/shm")
+_NOISE = re.compile(r"^\s*[|+]|CudaDriverHelper has not been initialized")  # status tables, CPU-only noise
+_PORT_CLASH = re.compile(r"already in use|Address already in use|failed to start .*(HTTP|GRPC|Metrics)", re.I)
+
+
+class TritonStartError(RuntimeError):
+    """tritonserver exited or never became ready; the message carries the log tail."""
+
+
+class TritonStopError(RuntimeError):
+    """Processes or ports outlived stop()."""
+
+
+class TritonServer:
+    """Start tritonserver on free loopback ports; `with TritonServer(...) as s: s.wait_ready(60)`.
+
+    The server runs in its own session (process group) with a death signal tied to this
+    process, the running interpreter's directory first on PATH (the Python-backend stub takes
+    its environment from the `python3` it finds there), and its output in `log_file`.
+    """
+
+    def __init__(
+        self,
+        model_repository: Path,
+        log_file: Path,
+        *,
+        backend_dir: Path | None = None,
+        host: str = "127.0.0.1",
+        models: Sequence[str] | None = None,
+        exit_timeout_s: int = 5,
+        port_attempts: int = 3,
+        extra_args: Sequence[str] = (),
+    ):
+        self.model_repository = Path(model_repository).resolve()
+        self.log_file = Path(log_file).resolve()
+        self.backend_dir = Path(backend_dir).absolute() if backend_dir else self.log_file.parent / "triton-backends"
+        self.host = host
+        self.models = list(models) if models is not None else _repository_models(self.model_repository)
+        self.exit_timeout_s = exit_timeout_s
+        self.port_attempts = port_attempts
+        self.extra_args = list(extra_args)
+        self._dist: TritonDist | None = None
+        self._proc: subprocess.Popen | None = None
+        self._ports: tuple[int, int, int] | None = None
+        self._attempt = 0
+        self._log_offset = 0
+        self._started_at = 0.0
+        self._shm_prefix = f"specops{os.getpid()}_{secrets.token_hex(3)}_"
+
+    # --- lifecycle --------------------------------------------------------------------------
+    def __enter__(self) -> TritonServer:
+        return self.start()
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        try:
+            self.stop()
+        except TritonStopError:
+            if exc is None:
+                raise
+            log.exception("tritonserver teardown failed while handling %s", exc_type.__name__)
+
+    def start(self) -> TritonServer:
+        """Assemble the backend directory and launch the process (readiness: `wait_ready`)."""
+        if self._proc is not None:
+            raise RuntimeError("tritonserver already started")
+        self._dist = triton_dist()
+        assemble_backend_dir(self.backend_dir, self._dist)
+        _sweep_stale_shm_regions()
+        self.log_file.parent.mkdir(parents=True, exist_ok=True)
+        self._launch()
+        return self
+
+    def wait_ready(self, deadline_s: float) -> Endpoint:
+        """Block until server and models are ready; relaunch on a port clash; raise with the log tail."""
+        if self._proc is None:
+            raise RuntimeError("tritonserver not started")
+        deadline = time.monotonic() + deadline_s
+        while True:
+            rc = self._proc.poll()
+            if rc is not None:
+                clash = self._port_clash()
+                if clash and self._attempt < self.port_attempts:
+                    log.warning("tritonserver ports %s clashed; relaunching on new ports", self._ports)
+                    self._launch()
+                    continue
+                why = f"could not bind its ports in {self._attempt} attempts" if clash else "exited"
+                raise TritonStartError(
+                    f"tritonserver {why} (exit code {rc}) before it was ready; "
+                    f"log {self.log_file} ends with:\n{self.log_tail()}"
+                )
+            if client.is_ready(self.endpoint, self.models):
+                log.info("tritonserver ready in %.1fs: %s", time.monotonic() - self._started_at, self.endpoint)
+                return self.endpoint
+            if time.monotonic() >= deadline:
+                raise TritonStartError(
+                    f"tritonserver not ready within {deadline_s:.0f}s (models {self.models}); "
+                    f"log {self.log_file} ends with:\n{self.log_tail()}"
+                )
+            time.sleep(0.2)
+
+    def stop(self, timeout_s: float | None = None) -> None:
+        """SIGTERM the group, SIGKILL after `timeout_s`, reap stubs, check the ports are free.
+
+        The default bound is the server's exit timeout plus 1 s: past its exit timeout
+        tritonserver logs "Exiting immediately" but stays stuck while a decoupled request is
+        in flight (the model cannot unload before it completes), so waiting longer buys nothing.
+        """
+        if self._proc is None:
+            return
+        popen, self._proc = self._proc, None
+        t0 = time.monotonic()
+        timeout_s = self.exit_timeout_s + 1.0 if timeout_s is None else timeout_s
+        survivors = proc.kill_process_tree(popen, timeout_s)
+        self._remove_shm_regions()
+        busy = proc.wait_ports_free(self.host, list(self._ports or ()), timeout_s=5.0)
+        log.info("tritonserver pid %d stopped in %.1fs (exit %s)", popen.pid, time.monotonic() - t0, popen.returncode)
+        if survivors or busy:
+            raise TritonStopError(
+                f"after stopping tritonserver pid {popen.pid}: processes alive "
+                f"{[p.pid for p in survivors]}, ports still bound {busy}"
+            )
+
+    # --- state ------------------------------------------------------------------------------
+    @property
+    def endpoint(self) -> Endpoint:
+        if self._ports is None:
+            raise RuntimeError("tritonserver not started")
+        http, grpc, metrics = self._ports
+        pid = self._proc.pid if self._proc is not None else None
+        return Endpoint(self.host, http, grpc, metrics, pid)
+
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self._proc is not None else None
+
+    @property
+    def running(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
+    @classmethod
+    def describe_command(
+        cls,
+        model_repository: Path,
+        *,
+        host: str = "127.0.0.1",
+        exit_timeout_s: int = 5,
+        backend_dir: Path | None = None,
+        extra_args: Sequence[str] = (),
+    ) -> list[str]:
+        """The command line `start()` would run, ports and shm prefix as placeholders (for plans)."""
+        server = cls(model_repository, Path("triton.log"), host=host, models=[],
+                     exit_timeout_s=exit_timeout_s, extra_args=extra_args)
+        server._dist, server._shm_prefix = triton_dist(), "<unique-prefix>"
+        server.model_repository = Path(model_repository)  # shown as given, not resolved
+        server.backend_dir = Path(backend_dir or "<triton-backends>")
+        return server._command(("<http-port>", "<grpc-port>", "<metrics-port>"))
+
+    def command(self) -> list[str]:
+        """The tritonserver command line for the current ports."""
+        assert self._ports is not None
+        return self._command(tuple(map(str, self._ports)))
+
+    def _command(self, ports: tuple[str, ...]) -> list[str]:
+        assert self._dist is not None
+        http, grpc, metrics = ports
+        return [
+            str(self._dist.binary),
+            "--model-repository", str(self.model_repository),
+            "--backend-directory", str(self.backend_dir),
+            "--model-control-mode", "none",
+            "--exit-timeout-secs", str(self.exit_timeout_s),
+            "--log-verbose", "0",
+            "--http-address", self.host, "--http-port", http,
+            "--grpc-address", self.host, "--grpc-port", grpc,
+            "--metrics-address", self.host, "--metrics-port", metrics,
+            "--allow-gpu-metrics", "false",
+            "--pinned-memory-pool-byte-size", "0",  # CPU only: skip the CUDA pinned pool probe
+            "--backend-config", f"python,shm-region-prefix-name={self._shm_prefix}",
+            *self.extra_args,
+        ]  # fmt: skip
+
+    def environment(self) -> dict[str, str]:
+        """Our environment with the running interpreter's directory first on PATH."""
+        env = dict(os.environ)
+        bin_dir = os.path.dirname(sys.executable)  # not resolved: the venv's bin, not the base python's
+        env["PATH"] = os.pathsep.join([bin_dir, env.get("PATH", "/usr/bin:/bin")])
+        # The binary, libtriton_python.so and the stub find the wheel's nvidia_pytriton.libs
+        # through their $ORIGIN rpath (also through our symlinks). The stub links a bare
+        # libpython3.X.so.1.0: without help it takes the system one (Debian 3.11.2 here) while
+        # importing the venv's stdlib (pyenv 3.11.7), and extension modules then fail
+        # ("_ssl...: undefined symbol: _PyModule_Add"). Point it at the running interpreter's.
+        libdir = python_libdir()
+        if libdir:
+            env["LD_LIBRARY_PATH"] = os.pathsep.join(filter(None, [libdir, env.get("LD_LIBRARY_PATH")]))
+        return env
+
+    def log_tail(self, lines: int = 25) -> str:
+        """The current launch's log, ASCII tables and CUDA noise dropped, error lines kept."""
+        try:
+            with open(self.log_file, "rb") as fh:
+                fh.seek(self._log_offset)
+                text = fh.read().decode("utf-8", "replace")
+        except FileNotFoundError:
+            return "(no log)"
+        kept = [ln for ln in text.splitlines() if ln.strip() and not _NOISE.search(ln)]
+        tail = kept[-lines:]
+        errors = [ln for ln in kept[:-lines] if ln.startswith("E")][-5:]  # scrolled-off errors
+        return "\n".join([*errors, "...", *tail] if errors else tail)
+
+    # --- internals --------------------------------------------------------------------------
+    def _launch(self) -> None:
+        avoid = set(self._ports or ())
+        self._ports = tuple(proc.pick_free_ports(self.host, 3, avoid=avoid))  # type: ignore[assignment]
+        self._attempt += 1
+        cmd = self.command()
+        with open(self.log_file, "ab") as fh:
+            self._log_offset = fh.tell()
+            fh.write(f"# specops launch {self._attempt}: {' '.join(cmd)}\n".encode())
+        self._started_at = time.monotonic()
+        self._proc = proc.spawn(cmd, self.environment(), self.log_file, death_signal=_DEATH_SIGNAL)
+        log.info("tritonserver pid %d starting (attempt %d): %s", self._proc.pid, self._attempt, " ".join(cmd))
+
+    def _remove_shm_regions(self) -> None:
+        """Drop Python-backend shm regions a killed server left behind (our unique prefix only)."""
+        for region in _SHM_DIR.glob(f"{self._shm_prefix}*"):
+            log.info("removing leftover shared memory region %s", region)
+            region.unlink(missing_ok=True)
+
+    def _port_clash(self) -> bool:
+        with open(self.log_file, "rb") as fh:
+            fh.seek(self._log_offset)
+            return bool(_PORT_CLASH.search(fh.read().decode("utf-8", "replace")))
+
+
+def python_libdir() -> str | None:
+    """Directory of the running interpreter's shared libpython, None for a static build."""
+    libdir, soname = sysconfig.get_config_var("LIBDIR"), sysconfig.get_config_var("INSTSONAME")
+    if not sysconfig.get_config_var("Py_ENABLE_SHARED") or not libdir or not soname:
+        return None
+    return libdir if (Path(libdir) / soname).exists() else None
+
+
+def _sweep_stale_shm_regions() -> None:
+    """Remove shm regions of servers whose owning specops process is dead (SIGKILLed runs)."""
+    for region in _SHM_DIR.glob("specops*_*"):
+        match = re.match(r"specops(\d+)_", region.name)
+        if match and not _pid_alive(int(match[1])):
+            log.info("removing stale shared memory region %s (owner pid %s is gone)", region, match[1])
+            region.unlink(missing_ok=True)
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _repository_models(repository: Path) -> list[str]:
+    return sorted(p.parent.name for p in repository.glob("*/config.pbtxt"))
