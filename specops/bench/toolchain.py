@@ -16,8 +16,8 @@ import sysconfig
 from collections.abc import Mapping
 from pathlib import Path
 
-# Secrets the benchmark never needs: dropped from its environment.
-SECRET_VARS = ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN")
+from specops.secrets import scrubbed_env
+
 OFFLINE_VARS = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
 
 # A missing shared library of perf_analyzer -> how to get it.
@@ -55,9 +55,7 @@ def cudart_lib_dir() -> Path | None:
 
 def tool_env(base_env: Mapping[str, str] | None = None) -> dict[str, str]:
     """Environment for genai-perf/perf_analyzer: venv bin first, cudart, offline, no secrets."""
-    env = dict(os.environ if base_env is None else base_env)
-    for name in SECRET_VARS:
-        env.pop(name, None)
+    env = scrubbed_env(os.environ if base_env is None else base_env)
     env["PATH"] = _prepend(str(scripts_dir()), env.get("PATH", os.defpath))
     cudart = cudart_lib_dir()
     if cudart is not None:

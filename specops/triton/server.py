@@ -16,6 +16,7 @@ from pathlib import Path
 from specops.triton import client, proc
 from specops.triton.backend_dir import TritonDist, assemble_backend_dir, triton_dist
 from specops.triton.endpoint import Endpoint
+from specops.secrets import scrubbed_env
 
 log = logging.getLogger(__name__)
 
@@ -207,7 +208,7 @@ class TritonServer:
 
     def environment(self) -> dict[str, str]:
         """Our environment with the running interpreter's directory first on PATH."""
-        env = dict(os.environ)
+        env = scrubbed_env(os.environ)  # the server never needs download credentials
         bin_dir = os.path.dirname(sys.executable)  # not resolved: the venv's bin, not the base python's
         env["PATH"] = os.pathsep.join([bin_dir, env.get("PATH", "/usr/bin:/bin")])
         # The binary, libtriton_python.so and the stub find the wheel's nvidia_pytriton.libs

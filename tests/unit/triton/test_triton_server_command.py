@@ -50,3 +50,10 @@ def test_describe_command_for_plans(tmp_path):
     assert args["--grpc-port"] == "<grpc-port>" and args["--grpc-address"] == "0.0.0.0"
     assert args["--exit-timeout-secs"] == "7"
     assert not (tmp_path / "repo").exists()  # describing touches nothing
+
+
+def test_server_environment_never_carries_download_credentials(monkeypatch, tmp_path):
+    monkeypatch.setenv("HF_TOKEN", "hf_secret_value")
+    monkeypatch.setenv("HUGGING_FACE_HUB_TOKEN", "hf_other_secret")
+    env = TritonServer(tmp_path, tmp_path / "log").environment()
+    assert "hf_secret_value" not in env.values() and "hf_other_secret" not in env.values()
