@@ -16,13 +16,13 @@ def smoke(profile: Profile, server: Server, variant: Variant) -> str:
 
 
 def check_prompts(profile: Profile) -> list[str]:
-    """The lossless prompts: taken after the benchmark's, so the two sets do not overlap."""
-    bench = profile.benchmark
-    offset = bench.prompt_offset + bench.num_requests + bench.warmup_requests
-    prompts = load_prompts(bench.prompts, limit=profile.comparison.lossless_prompts, offset=offset)
-    if len(prompts) < profile.comparison.lossless_prompts:  # a short prompt file: reuse from its start
-        prompts = load_prompts(bench.prompts, limit=profile.comparison.lossless_prompts)
-    return prompts
+    """The lossless prompts: those after the benchmark's where the source has enough, so the
+    check sees prompts the benchmark did not; otherwise the source's first ones."""
+    bench, wanted = profile.benchmark, profile.comparison.lossless_prompts
+    prompts = load_prompts(bench.prompts)
+    after = bench.prompt_offset + bench.num_requests + bench.warmup_requests
+    start = after if after + wanted <= len(prompts) else 0
+    return prompts[start : start + wanted]
 
 
 def greedy_outputs(profile: Profile, server: Server, variant: Variant, prompts: list[str]) -> list[str]:
