@@ -20,7 +20,7 @@ from specops.sources.base import ModelArtifact
 def write_report(run: RunDir, loaded: LoadedProfile, results: list[VariantResult], lossless: LosslessResult | None,
                  models: dict[str, ModelArtifact]) -> RunReport:
     """comparison.csv, report.md, comparison.png and manifest.json into the run directory."""
-    report = write(run, loaded, results, lossless, models, tools={})
+    report = write(run, loaded, results, lossless, models)
     get_run_logger().info("report: %s\n%s", report.report_md, report.summary())
     return report
 

@@ -34,6 +34,7 @@ class LocalServer:
     log_path: Path
     pid: int
     create_time: float  # with pid, identifies the process even after the pid is recycled
+    version: str
 
     @property
     def endpoint(self):
@@ -44,7 +45,8 @@ class LocalServer:
 
     def record(self) -> dict[str, Any]:
         e = self.endpoint
-        return {"pid": self.pid, "create_time": self.create_time, "ports": [e.http_port, e.grpc_port, e.metrics_port]}
+        return {"pid": self.pid, "create_time": self.create_time, "ports": [e.http_port, e.grpc_port, e.metrics_port],
+                "tool": "tritonserver", "version": self.version}
 
 
 class LocalBackend(Backend):
@@ -75,7 +77,7 @@ class LocalBackend(Backend):
             triton.stop(self.profile.serving.stop_timeout_s)
             raise
         proc = psutil.Process(triton.pid)  # after readiness: a port clash relaunches the process
-        return LocalServer(triton, log_path, proc.pid, proc.create_time())
+        return LocalServer(triton, log_path, proc.pid, proc.create_time(), client.server_version(triton.endpoint))
 
     def generate(self, server: LocalServer, variant: Variant, prompt: str, max_tokens: int) -> str:
         return client.generate(server.endpoint, variant.model_name, prompt, max_tokens, temperature=0.0,

@@ -1,6 +1,7 @@
 """Write everything a run reports: comparison.csv, report.md, plot, manifest.json, timings."""
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,8 +46,18 @@ def phase_totals(run: RunDir) -> tuple[float, dict[str, float]]:
     return wall, totals
 
 
+def served_tools(run: RunDir) -> dict[str, str]:
+    """Server versions as each started server reported them (servers/<variant>.json)."""
+    found = {}
+    for record in sorted((run.path / "servers").glob("*.json")):
+        data = json.loads(record.read_text())
+        if data.get("tool"):
+            found[data["tool"]] = data.get("version", "unknown")
+    return found
+
+
 def write_report(run: RunDir, loaded: LoadedProfile, results: list[VariantResult], lossless: LosslessResult | None,
-                 models: dict[str, ModelArtifact], tools: dict[str, str]) -> RunReport:
+                 models: dict[str, ModelArtifact]) -> RunReport:
     profile = loaded.profile
     wall, totals = phase_totals(run)
     overhead = wall - sum(totals.values())
@@ -60,7 +71,7 @@ def write_report(run: RunDir, loaded: LoadedProfile, results: list[VariantResult
     ]
     csv_path, md_path, md = write_tables(run.path, f"{profile.name} - {run.run_id}", results, lossless, notes)
     plot = write_plot(run.path / "comparison.png", f"{profile.name} ({status})", results)
-    manifest = build_manifest(profile.name, loaded.sha256, run.run_id, models, tools, extra={
+    manifest = build_manifest(profile.name, loaded.sha256, run.run_id, models, served_tools(run), extra={
         "status": status, "reasons": reasons, "speedup": speedup(results),
         "timings": {"wall_s": wall, "overhead_s": overhead, **{f"{k}_s": v for k, v in totals.items()}},
         "results": [r.to_dict() for r in results],

@@ -54,6 +54,17 @@ def is_ready(endpoint: Endpoint, models: Iterable[str] = (), timeout_s: float = 
         client.close()
 
 
+def server_version(endpoint: Endpoint, timeout_s: float = 5.0) -> str:
+    """The server's own version string (e.g. "2.51.0"), for the run manifest."""
+    import tritonclient.grpc as grpcclient  # noqa: PLC0415
+
+    client = grpcclient.InferenceServerClient(endpoint.grpc_url, channel_args=_GRPC_CHANNEL_ARGS)
+    try:
+        return client.get_server_metadata(client_timeout=timeout_s).version
+    finally:
+        client.close()
+
+
 def generate(
     endpoint: Endpoint,
     model: str,

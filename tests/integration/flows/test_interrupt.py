@@ -18,10 +18,10 @@ from tests.integration.support import REPO_ROOT, service_env
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 
-def wait_for(path: Path, timeout_s: float, proc: subprocess.Popen) -> None:
+def wait_for(path: Path, timeout_s: float, proc: subprocess.Popen, output: Path) -> None:
     deadline = time.monotonic() + timeout_s
     while not path.exists():
-        assert proc.poll() is None, f"run ended before {path.name} appeared"
+        assert proc.poll() is None, f"run ended before {path.name} appeared:\n{output.read_text()[-3000:]}"
         assert time.monotonic() < deadline, f"{path} did not appear within {timeout_s}s"
         time.sleep(0.5)
 
@@ -54,19 +54,22 @@ def test_interrupt_during_benchmark_cleans_up(sig, embedded_model, tmp_path):
     args = [sys.executable, "-m", "specops.cli", "run", "ngram-local", "--run-id", "interrupted",
             "--set", "benchmark.num_requests=200", "--set", "benchmark.output_tokens=64",
             "--set", "comparison.lossless_prompts=1", "--set", "comparison.lossless_max_tokens=8"]
-    proc = subprocess.Popen(args, cwd=REPO_ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True, start_new_session=True)
+    output = tmp_path / "specops-run.log"  # a file, not a pipe: nobody reads while it runs
+    with output.open("w") as sink:
+        proc = subprocess.Popen(args, cwd=REPO_ROOT, env=env, stdout=sink, stderr=subprocess.STDOUT,
+                                start_new_session=True)
     try:
-        wait_for(run_dir / "logs" / "genai-perf-speculative.log", 600, proc)
+        wait_for(run_dir / "logs" / "genai-perf-speculative.log", 600, proc, output)
         time.sleep(8)  # genai-perf is past its start-up and perf_analyzer is sending requests
         assert processes_mentioning(str(run_dir)), "the server should be running during the benchmark"
         record = json.loads((run_dir / "servers" / "speculative.json").read_text())
         proc.send_signal(sig)
-        out, _ = proc.communicate(timeout=90)
+        proc.wait(timeout=90)
     finally:
         if proc.poll() is None:
             proc.kill()
-            proc.communicate()
+            proc.wait()
+    out = output.read_text()
     assert proc.returncode != 0, out[-2000:]
     assert (run_dir / "logs" / "server-speculative.log").stat().st_size > 0  # logs are kept
     deadline = time.monotonic() + 10

@@ -67,6 +67,7 @@ def test_run_directory_holds_everything(two_runs):
     target = manifest["models"]["target"]
     assert target["source"] == "embedded:smollm2-135m" and len(target["sha256"]) == 64 and target["revision"]
     assert manifest["packages"]["genai-perf"] == "0.0.16" and manifest["packages"]["tritonclient"] == "2.51.0"
+    assert manifest["tools"]["tritonserver"].startswith("2.51")
     lossless = json.loads((run / "check" / "lossless.json").read_text())
     assert lossless["valid"] and lossless["compared"] == 3
 

@@ -42,9 +42,10 @@ def test_write_report_files(tmp_path, monkeypatch):
     run = RunDir.create("ngram-local", "r1")
     run.mark_started()
     run.add_timing("benchmark", "base", 2.0)
+    run.write_json("servers/base.json", {"pid": 1, "tool": "tritonserver", "version": "2.51.0"})
     loaded = load_profile("ngram-local")
     target = ModelArtifact(tmp_path, "embedded:smollm2-135m", "ab" * 32, "wheelsha")
-    rep = write_report(run, loaded, results(), compare_outputs(["x"], ["x"]), {"target": target}, tools={})
+    rep = write_report(run, loaded, results(), compare_outputs(["x"], ["x"]), {"target": target})
     assert rep.status == "VALID" and rep.speedup == 1.5
     frame = pd.read_csv(rep.comparison_csv)
     assert list(frame["variant"]) == ["speculative", "base"]
@@ -54,4 +55,5 @@ def test_write_report_files(tmp_path, monkeypatch):
     manifest = json.loads(rep.manifest_json.read_text())
     assert manifest["models"]["target"]["sha256"] == "ab" * 32
     assert manifest["packages"]["prefect"] and manifest["profile_sha256"] == loaded.sha256
+    assert manifest["tools"] == {"tritonserver": "2.51.0"}
     assert rep.plot_png.stat().st_size > 1000
