@@ -9,7 +9,6 @@ Ratios come from one run each; nothing here asserts a target.
 from __future__ import annotations
 
 import argparse
-import os
 import time
 
 DEFAULTS = ["benchmark.num_requests=16", "benchmark.output_tokens=128", "comparison.lossless_prompts=8"]
@@ -45,7 +44,9 @@ def main() -> None:
     parser.add_argument("--set", dest="overrides", action="append", default=None)
     parser.add_argument("--runs", type=int, default=2)
     args = parser.parse_args()
-    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+    from specops.cli import prefect_defaults
+
+    prefect_defaults()
     for _ in range(args.runs):
         one_run(args.profile, args.overrides or DEFAULTS)
 

@@ -33,6 +33,14 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def prefect_defaults() -> None:
+    """Settings for running flows without a Prefect server (an ephemeral one is started)."""
+    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+    # A fresh PREFECT_HOME migrates its SQLite database first: on 2 busy cores that outlasts
+    # the 20 s default and the run dies before it starts.
+    os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "180")
+
+
 def _terminate_as_interrupt(signum, frame):  # so `finally` teardown runs on SIGTERM too
     raise KeyboardInterrupt(f"signal {signum}")
 
@@ -41,7 +49,7 @@ def cmd_run(args) -> int:
     from specops.profile.loader import load_profile
 
     load_profile(args.profile, args.overrides)  # fail fast, before Prefect starts
-    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+    prefect_defaults()
     signal.signal(signal.SIGTERM, _terminate_as_interrupt)
     from flows.specdec import specdec
 
