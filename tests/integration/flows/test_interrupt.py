@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -13,7 +12,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from tests.integration.support import REPO_ROOT, service_env
+from tests.integration.support import REPO_ROOT, port_free, processes_mentioning, service_env
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -24,27 +23,6 @@ def wait_for(path: Path, timeout_s: float, proc: subprocess.Popen, output: Path)
         assert proc.poll() is None, f"run ended before {path.name} appeared:\n{output.read_text()[-3000:]}"
         assert time.monotonic() < deadline, f"{path} did not appear within {timeout_s}s"
         time.sleep(0.5)
-
-
-def port_free(host: str, port: int) -> bool:
-    with socket.socket() as s:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            s.bind((host, port))
-            return True
-        except OSError:
-            return False
-
-
-def processes_mentioning(text: str) -> list[dict]:
-    found = []
-    for p in psutil.process_iter(["pid", "name", "cmdline"]):
-        try:
-            if text in " ".join(p.info["cmdline"] or []):
-                found.append(p.info)
-        except psutil.NoSuchProcess:
-            pass
-    return found
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["sigint", "sigterm"])

@@ -3,6 +3,7 @@ run to completion by a process worker (`--run-once`), as `make up` + `prefect de
 from __future__ import annotations
 
 import asyncio
+import os
 import socket
 import subprocess
 import sys
@@ -12,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.support import REPO_ROOT, service_env
+from tests.integration.support import REPO_ROOT, port_free, processes_mentioning, service_env
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -38,8 +39,9 @@ def wait_healthy(url: str, server: subprocess.Popen, timeout_s: float = 180) -> 
     raise TimeoutError("prefect server not healthy")
 
 
-@pytest.fixture
-def prefect_server(tmp_path):
+@pytest.fixture(scope="module")
+def prefect_server(tmp_path_factory):
+    tmp_path = tmp_path_factory.mktemp("prefect")
     port = free_port()
     api = f"http://127.0.0.1:{port}/api"
     env = service_env(tmp_path, PREFECT_API_URL=api)
@@ -48,6 +50,9 @@ def prefect_server(tmp_path):
                               env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     try:
         wait_healthy(api, server)
+        prefect(env, "work-pool", "create", "specops-cpu", "--type", "process")
+        deployed = prefect(env, "--no-prompt", "deploy", "--all")
+        assert "specdec/ngram-local" in deployed.stdout
         yield api, env
     finally:
         server.terminate()
@@ -66,11 +71,9 @@ def prefect(env, *args, timeout=300) -> subprocess.CompletedProcess:
     return proc
 
 
-def test_deployment_runs_through_process_worker(prefect_server, embedded_model, tmp_path):
+def test_deployment_runs_through_process_worker(prefect_server, embedded_model):
     api, env = prefect_server
-    prefect(env, "work-pool", "create", "specops-cpu", "--type", "process")
-    deployed = prefect(env, "--no-prompt", "deploy", "--all")
-    assert "specdec/ngram-local" in deployed.stdout
+    artifacts = Path(env["SPECOPS_ARTIFACTS"])
 
     from prefect.client.orchestration import get_client
     from prefect.deployments import run_deployment
@@ -82,7 +85,7 @@ def test_deployment_runs_through_process_worker(prefect_server, embedded_model, 
         flow_run = run_deployment("specdec/ngram-local", parameters={"overrides": overrides, "run_id": "via-worker"},
                                   timeout=0)
         worker = subprocess.run([str(BIN / "prefect"), "worker", "start", "--pool", "specops-cpu", "--type",
-                                 "process", "--run-once"], env=env, cwd=tmp_path, capture_output=True, text=True,
+                                 "process", "--run-once"], env=env, cwd=artifacts.parent, capture_output=True, text=True,
                                 timeout=1200)
 
         async def final_state():
@@ -91,6 +94,67 @@ def test_deployment_runs_through_process_worker(prefect_server, embedded_model, 
 
         state = asyncio.run(final_state())
     assert state.is_completed(), f"{state}\n{worker.stdout[-4000:]}\n{worker.stderr[-4000:]}"
-    run_dir = tmp_path / "artifacts" / "ngram-local" / "via-worker"
+    run_dir = artifacts / "ngram-local" / "via-worker"
     assert (run_dir / "report.md").is_file() and (run_dir / "comparison.csv").is_file()
     assert "**VALID**" in (run_dir / "report.md").read_text()
+
+
+def test_cancelling_during_benchmark_leaves_nothing_behind(prefect_server, embedded_model):
+    """Cancel from the API while genai-perf runs: the worker stops the flow run, and no server,
+    stub or benchmark process nor bound port survives (finally + on_cancellation + pdeathsig)."""
+    import json
+    import signal
+
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.objects import StateType
+    from prefect.deployments import run_deployment
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+    from prefect.states import Cancelling
+
+    api, env = prefect_server
+    run_dir = Path(env["SPECOPS_ARTIFACTS"]) / "ngram-local" / "to-cancel"
+    overrides = ["benchmark.num_requests=200", "comparison.lossless_prompts=1", "comparison.lossless_max_tokens=8"]
+    worker_env = dict(env, PREFECT_WORKER_QUERY_SECONDS="2", PREFECT_RUNNER_POLL_FREQUENCY="2")
+    with temporary_settings({PREFECT_API_URL: api}):
+        flow_run = run_deployment("specdec/ngram-local", parameters={"overrides": overrides, "run_id": "to-cancel"},
+                                  timeout=0)
+        log = (run_dir.parent.parent / "cancel-worker.log")
+        log.parent.mkdir(parents=True, exist_ok=True)
+        with log.open("w") as sink:
+            worker = subprocess.Popen([str(BIN / "prefect"), "worker", "start", "--pool", "specops-cpu", "--type",
+                                       "process"], env=worker_env, cwd=REPO_ROOT, stdout=sink,
+                                      stderr=subprocess.STDOUT, start_new_session=True)
+        try:
+            deadline = time.monotonic() + 600
+            while not (run_dir / "logs" / "genai-perf-speculative.log").exists():
+                assert time.monotonic() < deadline and worker.poll() is None, log.read_text()[-3000:]
+                time.sleep(1)
+            time.sleep(8)
+            record = json.loads((run_dir / "servers" / "speculative.json").read_text())
+            assert processes_mentioning(str(run_dir))
+
+            async def cancel_and_wait():
+                async with get_client() as client:
+                    await client.set_flow_run_state(flow_run.id, Cancelling(), force=True)
+                    for _ in range(120):
+                        state = (await client.read_flow_run(flow_run.id)).state
+                        if state.type == StateType.CANCELLED:
+                            return state
+                        await asyncio.sleep(1)
+                    return state
+
+            state = asyncio.run(cancel_and_wait())
+        finally:
+            os.killpg(worker.pid, signal.SIGTERM)
+            try:
+                worker.wait(60)
+            except subprocess.TimeoutExpired:
+                os.killpg(worker.pid, signal.SIGKILL)
+                worker.wait()
+    assert state.type == StateType.CANCELLED, f"{state}\n{log.read_text()[-3000:]}"
+    deadline = time.monotonic() + 30
+    while processes_mentioning(str(run_dir)) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert processes_mentioning(str(run_dir)) == []
+    for port in record["ports"]:
+        assert port_free("127.0.0.1", port), f"port {port} still bound"
