@@ -13,7 +13,7 @@ from specops.rundir import cache_root
 from tasks.benchmark import read_acceptance, run_genai_perf
 from tasks.check import compare_check_outputs, generate_check_outputs, send_smoke_request
 from tasks.models import download_model
-from tasks.profile import create_run_dir, validate_profile
+from tasks.profile import check_prerequisites, create_run_dir, validate_profile
 from tasks.render import render_repository
 from tasks.report import publish_artifacts, write_report
 from tasks.serve import start_server, stop_server
@@ -39,6 +39,7 @@ def measure_variant(loaded, variant: Variant, repo, target, run) -> tuple[Varian
 def specdec(profile: str = "ngram-local", overrides: list[str] | None = None, run_id: str | None = None):
     """Deploy and benchmark one speculative-decoding profile against its base model."""
     loaded = validate_profile(profile, list(overrides or []))
+    check_prerequisites(loaded)
     run = create_run_dir(loaded, run_id)
     cache_dir = cache_root()
     target = download_model(loaded.profile.target.source, cache_dir)

@@ -9,6 +9,7 @@ import sys
 import time
 from pathlib import Path
 
+from specops.backends.base import PrerequisiteError
 from specops.profile.errors import ProfileError
 
 
@@ -48,7 +49,12 @@ def _terminate_as_interrupt(signum, frame):  # so `finally` teardown runs on SIG
 def cmd_run(args) -> int:
     from specops.profile.loader import load_profile
 
-    load_profile(args.profile, args.overrides)  # fail fast, before Prefect starts
+    from specops.backends.base import load_backend
+
+    loaded = load_profile(args.profile, args.overrides)  # fail fast, before Prefect starts
+    problems = load_backend(loaded.profile).preflight()
+    if problems:
+        raise PrerequisiteError(loaded.profile.name, problems)
     prefect_defaults()
     signal.signal(signal.SIGTERM, _terminate_as_interrupt)
     from flows.specdec import specdec
@@ -107,6 +113,9 @@ def main(argv: list[str] | None = None) -> int:
     except ProfileError as err:
         print(f"specops: {err}", file=sys.stderr)
         return 2
+    except PrerequisiteError as err:
+        print(f"specops: {err}", file=sys.stderr)
+        return 4
     except KeyboardInterrupt:
         print("specops: interrupted; servers were stopped", file=sys.stderr)
         return 130

@@ -4,6 +4,7 @@ from __future__ import annotations
 from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
+from specops.backends.base import PrerequisiteError, load_backend
 from specops.profile.loader import LoadedProfile, load_profile
 from specops.rundir import RunDir
 
@@ -14,6 +15,15 @@ def validate_profile(profile: str, overrides: list[str]) -> LoadedProfile:
     loaded = load_profile(profile, overrides)
     get_run_logger().info("profile %s (%s) valid, sha256 %s", loaded.profile.name, loaded.path, loaded.sha256[:12])
     return loaded
+
+
+@task(cache_policy=NO_CACHE)
+def check_prerequisites(loaded: LoadedProfile) -> None:
+    """Stop at once, saying what is missing, when this machine cannot run the profile's backend."""
+    problems = load_backend(loaded.profile).preflight()
+    if problems:
+        raise PrerequisiteError(loaded.profile.name, problems)
+    get_run_logger().info("backend %s: prerequisites present", loaded.profile.backend.kind)
 
 
 @task(cache_policy=NO_CACHE)

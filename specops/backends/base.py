@@ -49,6 +49,12 @@ class PlanStep:
     files: dict[str, str] = field(default_factory=dict)  # relative path -> content
 
 
+class PrerequisiteError(RuntimeError):
+    def __init__(self, profile: str, problems: list[str]):
+        self.problems = problems
+        super().__init__(f"{profile} cannot run on this machine:\n  " + "\n  ".join(problems))
+
+
 class Server(Protocol):
     """A started, ready server. stop() is idempotent and bounded."""
 
@@ -90,6 +96,10 @@ class Backend(ABC):
 
     def tokenizer_dir(self, target: ModelArtifact) -> Path:
         return target.path
+
+    def preflight(self) -> list[str]:
+        """What this machine lacks to run the backend (GPU, Docker, tools), each with its fix."""
+        return []
 
 
 def load_backend(profile: Profile) -> Backend:
