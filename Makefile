@@ -1,4 +1,4 @@
-# specops — every target installs what it needs first (venv, Debian libb64-0d for perf_analyzer).
+# specops — every target installs what it needs first (venv; Debian packages below).
 SHELL := /bin/bash
 PYTHON ?= python3.11
 VENV := .venv
@@ -9,15 +9,17 @@ export PREFECT_SERVER_ANALYTICS_ENABLED := false
 PROFILE ?= ngram-local
 POOL ?= specops-cpu
 PREFECT_PORT ?= 4200
+DEBIAN_PACKAGES := libb64-0d docker.io busybox-static
 
 .PHONY: install demo test test-fast bench up down deploy schema clean
 
 $(VENV)/.installed: pyproject.toml
 	@command -v $(PYTHON) >/dev/null || { echo "need $(PYTHON)"; exit 1; }
-	@# perf_analyzer (from tritonclient 2.51.0) links libb64.so.0d
-	@dpkg -s libb64-0d >/dev/null 2>&1 || { \
+	@# perf_analyzer (from tritonclient 2.51.0) links libb64.so.0d; the Docker launcher's tests
+	@# start their own dockerd (docker.io) and import a busybox-static image.
+	@dpkg -s $(DEBIAN_PACKAGES) >/dev/null 2>&1 || { \
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
-	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq libb64-0d; }
+	  $$SUDO apt-get update -qq && $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(DEBIAN_PACKAGES); }
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	@# torch first: 2.13.0 is a CPU wheel on this machine's disk; anything else downloads GBs
 	$(BIN)/pip install -q torch==2.13.0
