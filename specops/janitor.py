@@ -24,15 +24,21 @@ def live_dir() -> Path:
     return path
 
 
+def record_key(record: dict[str, Any]) -> str:
+    """A process is named by its pid, a container by its id."""
+    return f"container-{record['container_id']}" if record.get("container_id") else f"pid-{record['pid']}"
+
+
 def register(record: dict[str, Any]) -> Path:
-    """record needs 'pid' and 'create_time' (so a recycled pid is never killed); 'owner' optional."""
-    path = live_dir() / f"{record['pid']}.json"
+    """A process record needs 'pid' and 'create_time' (so a recycled pid is never killed), a
+    container record 'container_id'; 'owner' (e.g. a flow run id) is optional."""
+    path = live_dir() / f"{record_key(record)}.json"
     path.write_text(json.dumps(record, sort_keys=True))
     return path
 
 
-def unregister(pid: int) -> None:
-    (live_dir() / f"{pid}.json").unlink(missing_ok=True)
+def unregister(record: dict[str, Any]) -> None:
+    (live_dir() / f"{record_key(record)}.json").unlink(missing_ok=True)
 
 
 def _alive(record: dict[str, Any]) -> psutil.Process | None:
@@ -71,6 +77,10 @@ def reap(owner: str | None = None, timeout_s: float = 10.0, log: Callable[[str],
             continue
         if owner is not None and record.get("owner") != owner:
             continue
+        if record.get("container_id"):
+            stopped += _reap_container(record, timeout_s, log)
+            path.unlink(missing_ok=True)
+            continue
         proc = _alive(record)
         if proc is not None:
             log(f"janitor: stopping leftover server pid {record['pid']} ({record.get('what', '?')})")
@@ -78,6 +88,21 @@ def reap(owner: str | None = None, timeout_s: float = 10.0, log: Callable[[str],
             stopped += 1
         path.unlink(missing_ok=True)
     return stopped
+
+
+def _reap_container(record: dict[str, Any], timeout_s: float, log: Callable[[str], None]) -> int:
+    from specops.launch.docker_launcher import ContainerHandle, DockerLauncher
+    from specops.launch.errors import LaunchError
+
+    handle = ContainerHandle(record["container_id"], record.get("container_name", ""),
+                             Path(record["log_path"]) if record.get("log_path") else None)
+    try:
+        log(f"janitor: stopping leftover container {handle.name or handle.id[:12]} ({record.get('what', '?')})")
+        DockerLauncher().stop(handle, timeout_s)
+        return 1
+    except LaunchError as err:  # daemon gone or container already removed: nothing left to stop
+        log(f"janitor: container {handle.id[:12]}: {err}")
+        return 0
 
 
 def wait_gone(pids: list[int], timeout_s: float) -> bool:

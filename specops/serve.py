@@ -25,4 +25,4 @@ def stop_variant(server: Server, timeout_s: float) -> None:
     try:
         server.stop(timeout_s)
     finally:
-        janitor.unregister(server.record()["pid"])
+        janitor.unregister(server.record())

@@ -122,3 +122,18 @@ def test_missing_image_says_docker_pull(launcher, dockerd, tmp_path):
     with pytest.raises(ImageMissing, match=r"docker pull specops-test/absent:0"):
         launcher.start(ContainerSpec(image="specops-test/absent:0", command=["true"]), tmp_path / "m.log")
     assert not dockerd.containers.list(all=True, filters={"ancestor": "specops-test/absent:0"})
+
+
+def test_flow_janitor_reaps_a_recorded_container(dockerd, launcher, test_image, tmp_path, monkeypatch):
+    """The records the pipeline keeps for the Prefect hooks cover containers too (by id)."""
+    from specops import janitor
+
+    monkeypatch.setenv("SPECOPS_CACHE", str(tmp_path / "cache"))
+    handle = launcher.start(_spec(test_image, "echo marker-recorded; sleep 1000", run_id="flow-run"),
+                            tmp_path / "server.log")
+    janitor.register({"pid": 0, "tool": "docker", **handle.record(), "owner": "flow-run-1", "what": "test"})
+    assert janitor.reap(owner="someone-else", timeout_s=0) == 0 and not _gone(dockerd, handle.id)
+    assert janitor.reap(owner="flow-run-1", timeout_s=0) == 1
+    assert _gone(dockerd, handle.id)
+    assert "marker-recorded" in (tmp_path / "server.log").read_text()
+    assert list(janitor.live_dir().glob("*.json")) == []
