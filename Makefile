@@ -56,7 +56,8 @@ up: install
 	@$(BIN)/prefect config set PREFECT_API_URL=http://127.0.0.1:$(PREFECT_PORT)/api >/dev/null
 	@nohup $(BIN)/prefect server start --host 127.0.0.1 --port $(PREFECT_PORT) > $(PREFECT_HOME)/server.log 2>&1 & echo $$! > $(PREFECT_HOME)/server.pid
 	@for i in $$(seq 1 120); do curl -sf http://127.0.0.1:$(PREFECT_PORT)/api/health >/dev/null && break; sleep 1; done
-	@$(BIN)/prefect work-pool inspect $(POOL) >/dev/null 2>&1 || $(BIN)/prefect work-pool create $(POOL) --type process >/dev/null
+	@for pool in specops-cpu specops-gpu; do $(BIN)/prefect work-pool inspect $$pool >/dev/null 2>&1 || \
+	  $(BIN)/prefect work-pool create $$pool --type process >/dev/null; done
 	@$(BIN)/prefect --no-prompt deploy --all
 	@PATH=$(BIN):$$PATH nohup $(BIN)/prefect worker start --pool $(POOL) --type process > $(PREFECT_HOME)/worker.log 2>&1 & echo $$! > $(PREFECT_HOME)/worker.pid
 	@echo "Prefect UI: http://127.0.0.1:$(PREFECT_PORT)  (PREFECT_HOME=$(PREFECT_HOME))"

@@ -14,7 +14,7 @@ from tasks.benchmark import read_acceptance, run_genai_perf
 from tasks.check import compare_check_outputs, generate_check_outputs, send_smoke_request
 from tasks.models import download_model
 from tasks.profile import check_prerequisites, create_run_dir, validate_profile
-from tasks.render import render_repository
+from tasks.render import build_engine, render_repository
 from tasks.report import publish_artifacts, write_report
 from tasks.serve import start_server, stop_server
 
@@ -45,7 +45,8 @@ def specdec(profile: str = "ngram-local", overrides: list[str] | None = None, ru
     target = download_model(loaded.profile.target.source, cache_dir)
     draft = download_model(loaded.profile.draft.source, cache_dir) if loaded.profile.draft else None
     variants = variants_of(loaded.profile)
-    repos = {v.name: render_repository(loaded.profile, v, target, draft, cache_dir) for v in variants}
+    engines = {v.name: build_engine(loaded.profile, v, target, draft, cache_dir) for v in variants}
+    repos = {v.name: render_repository(loaded.profile, v, target, draft, cache_dir, engines[v.name]) for v in variants}
     results, outputs = [], {}
     for variant in variants:
         result, outputs[variant.name] = measure_variant(loaded, variant, repos[variant.name], target, run)

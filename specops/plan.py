@@ -4,25 +4,17 @@ from __future__ import annotations
 import shlex
 from pathlib import Path
 
-from specops.backends.base import PlanStep, Variant, load_backend, variants_of
+from specops.backends.base import Backend, PlanStep, Variant, load_backend, variants_of
+from specops.benchmark import genai_perf_request
 from specops.bench import genai_perf
 from specops.profile.loader import LoadedProfile
 from specops.rundir import cache_root
 
 
-def _genai_perf_step(loaded: LoadedProfile, variant: Variant) -> PlanStep:
-    p = loaded.profile
-    req = genai_perf.GenaiPerfRequest(
-        model=variant.model_name,
-        url="127.0.0.1:<grpc port>",
-        input_file=Path(f"artifacts/{p.name}/<run-id>/inputs/genai_perf_input.jsonl"),
-        tokenizer=Path("<target checkpoint>"),
-        artifact_dir=Path(f"artifacts/{p.name}/<run-id>/genai-perf/{variant.name}"),
-        concurrency=p.benchmark.concurrency,
-        request_count=p.benchmark.num_requests,
-        warmup_request_count=p.benchmark.warmup_requests,
-        output_tokens=p.benchmark.output_tokens,
-    )
+def _genai_perf_step(loaded: LoadedProfile, backend: Backend, variant: Variant) -> PlanStep:
+    run = Path(f"artifacts/{loaded.profile.name}/<run-id>")
+    req = genai_perf_request(loaded.profile, backend.bench_target(None, variant), Path("<target checkpoint>"),
+                             run / "inputs" / "genai_perf_input.jsonl", run / "genai-perf" / variant.name)
     return PlanStep("benchmark", commands=[shlex.join(genai_perf.build_command(req))])
 
 
@@ -40,7 +32,7 @@ def build_plan(loaded: LoadedProfile) -> list[tuple[str, list[PlanStep]]]:
         steps.append(PlanStep("check", commands=[
             f"smoke request, then {p.comparison.lossless_prompts} prompts x {p.comparison.lossless_max_tokens} "
             "tokens at temperature 0 (compared with the other variant)"]))
-        steps.append(_genai_perf_step(loaded, variant))
+        steps.append(_genai_perf_step(loaded, backend, variant))
         steps.append(PlanStep("teardown", commands=[f"SIGTERM, SIGKILL after {p.serving.stop_timeout_s:g}s"]))
         sections.append((f"variant {variant.name} (method {variant.method.kind})", steps))
     sections.append(("report", [PlanStep("report", commands=[

@@ -14,8 +14,22 @@ from specops.sources.base import ModelArtifact
 RECIPE = "local-repo-1"  # bump when the rendered layout changes
 
 
-def repository_key(profile: Profile, variant: Variant, target: ModelArtifact, draft: ModelArtifact | None) -> str:
+def build_engines(profile: Profile, variant: Variant, target: ModelArtifact, draft: ModelArtifact | None,
+                  cache_dir: Path) -> Path | None:
+    """Build the variant's engines into a content-addressed cache directory (if the backend builds)."""
+    out = Path(cache_dir) / "engines" / repository_key(profile, variant, target, draft)
+    if (out / ".complete").exists():
+        return out
+    built = load_backend(profile).build(variant, target, draft, out)
+    if built is not None:
+        (out / ".complete").write_text("")
+    return built
+
+
+def repository_key(profile: Profile, variant: Variant, target: ModelArtifact, draft: ModelArtifact | None,
+                   engines: Path | None = None) -> str:
     payload = {
+        "engines": str(engines) if engines else None,
         "recipe": RECIPE,
         "backend": profile.backend.model_dump(mode="json"),
         "method": variant.method.model_dump(mode="json"),
@@ -28,14 +42,17 @@ def repository_key(profile: Profile, variant: Variant, target: ModelArtifact, dr
 
 
 def render_repository(profile: Profile, variant: Variant, target: ModelArtifact, draft: ModelArtifact | None,
-                      cache_dir: Path) -> Path:
-    out = Path(cache_dir) / "repos" / repository_key(profile, variant, target, draft)
+                      cache_dir: Path, engines: Path | None = None) -> Path:
+    out = Path(cache_dir) / "repos" / repository_key(profile, variant, target, draft, engines)
     if (out / ".complete").exists():
         return out
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=".render-", dir=out.parent))
     try:
-        load_backend(profile).render(variant, target, draft, tmp)
+        backend = load_backend(profile)
+        if engines is not None:
+            backend.use_engines(variant, engines)
+        backend.render(variant, target, draft, tmp)
         (tmp / ".complete").write_text("")
         shutil.rmtree(out, ignore_errors=True)
         tmp.rename(out)

@@ -2,6 +2,13 @@
 from __future__ import annotations
 
 from specops.backends.local_config import LocalBackendConfig
+from specops.backends.trtllm_config import METHODS as TRTLLM_METHODS
+from specops.backends.trtllm_config import NOTE as TRTLLM_NOTE
+from specops.backends.trtllm_config import TrtllmBackendConfig
+from specops.backends.trtllm_engine_config import TrtllmEngineBackendConfig
+from specops.backends.trtllm_serve_config import TrtllmServeBackendConfig
+from specops.backends.vllm_config import METHODS as VLLM_METHODS
+from specops.backends.vllm_config import VllmBackendConfig
 from specops.backends.spec import BackendConfig, BackendSpec
 from specops.registry import Registry
 
@@ -14,6 +21,52 @@ BACKENDS.register(
         methods=frozenset({"none", "ngram"}),
         impl="specops.backends.local:LocalBackend",
         note="the embedded runtime serves draft models and trained heads from a later release",
+    ),
+)
+
+BACKENDS.register(
+    "vllm",
+    BackendSpec(
+        name="vllm",
+        config_model=VllmBackendConfig,
+        methods=VLLM_METHODS,
+        impl="specops.backends.vllm:VllmBackend",
+        needs_gpu=True,
+        note="EAGLE-1 checkpoints need a 25.03+ -vllm-python-py3 image (or converting)",
+    ),
+)
+BACKENDS.register(
+    "trtllm",
+    BackendSpec(
+        name="trtllm",
+        config_model=TrtllmBackendConfig,
+        methods=TRTLLM_METHODS,
+        impl="specops.backends.trtllm:TrtllmBackend",
+        needs_gpu=True,
+        note=TRTLLM_NOTE,
+    ),
+)
+BACKENDS.register(
+    "trtllm-engine",
+    BackendSpec(
+        name="trtllm-engine",
+        config_model=TrtllmEngineBackendConfig,
+        methods=frozenset({"none", "eagle", "medusa", "draft-target"}),
+        impl="specops.backends.trtllm_engine:TrtllmEngineBackend",
+        needs_gpu=True,
+        note="TensorRT-LLM engines (convert_checkpoint + trtllm-build) on Triton inflight_batcher_llm; "
+        "the only backend serving Medusa",
+    ),
+)
+BACKENDS.register(
+    "trtllm-serve",
+    BackendSpec(
+        name="trtllm-serve",
+        config_model=TrtllmServeBackendConfig,
+        methods=frozenset({"none", "eagle3", "draft-target", "ngram"}),
+        impl="specops.backends.trtllm_serve:TrtllmServeBackend",
+        needs_gpu=True,
+        note="trtllm-serve (PyTorch backend, OpenAI API); EAGLE-1 and Medusa engines: use trtllm-engine",
     ),
 )
 

@@ -40,6 +40,7 @@ class BenchTarget:
     endpoint_type: str  # "kserve" | "completions" | "chat"
     backend: str | None  # genai-perf --backend for kserve: "vllm" | "tensorrtllm"
     streaming: bool = True
+    extra_inputs: dict[str, Any] = field(default_factory=dict)  # genai-perf --extra-inputs the model needs
 
 
 @dataclass(frozen=True)
@@ -87,12 +88,22 @@ class Backend(ABC):
         """Cumulative speculation counters, from the backend's own source."""
 
     @abstractmethod
-    def bench_target(self, server: Server, variant: Variant) -> BenchTarget:
-        """Where and how genai-perf talks to the served variant."""
+    def bench_target(self, server: Server | None, variant: Variant) -> BenchTarget:
+        """Where and how genai-perf talks to the served variant (server None: for a plan, with
+        placeholders where only a running server knows the value)."""
 
     @abstractmethod
     def plan(self, variant: Variant, target: ModelArtifact | None, draft: ModelArtifact | None) -> list[PlanStep]:
         """Commands and files a run would use, without starting anything."""
+
+    def build(self, variant: Variant, target: ModelArtifact, draft: ModelArtifact | None,
+              out_dir: Path) -> Path | None:
+        """Build what the variant serves from (TensorRT engines) into out_dir; None when the
+        backend serves checkpoints directly and there is nothing to build."""
+        return None
+
+    def use_engines(self, variant: Variant, engines_dir: Path) -> None:
+        """Take a (possibly cached) build's output before render()."""
 
     def tokenizer_dir(self, target: ModelArtifact) -> Path:
         return target.path

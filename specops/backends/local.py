@@ -96,8 +96,9 @@ class LocalBackend(Backend):
             metrics.get("spec_decode_num_accepted_tokens", 0.0),
         )
 
-    def bench_target(self, server: LocalServer, variant: Variant) -> BenchTarget:
-        return BenchTarget(url=server.endpoint.grpc_url, model=variant.model_name, endpoint_type="kserve",
+    def bench_target(self, server: LocalServer | None, variant: Variant) -> BenchTarget:
+        url = server.endpoint.grpc_url if server else f"{self.profile.serving.host}:<grpc port>"
+        return BenchTarget(url=url, model=variant.model_name, endpoint_type="kserve",
                            backend="vllm", streaming=True)
 
     def plan(self, variant: Variant, target: ModelArtifact | None, draft: ModelArtifact | None) -> list[PlanStep]:

@@ -14,6 +14,10 @@ class BackendConfig(BaseModel):
     kind: str
     summary: ClassVar[str] = ""
 
+    def method_problems(self, method: str) -> list[str]:
+        """Refusals that depend on this config and the method together (e.g. the image tag)."""
+        return []
+
 
 @dataclass(frozen=True)
 class BackendSpec:

@@ -98,6 +98,9 @@ class Profile(Section):
                 f"allowed with {spec.name!r}: {', '.join(sorted(spec.methods))}{where}"
                 + (f" ({spec.note})" if spec.note else "")
             )
+        problems = self.backend.method_problems(method)
+        if problems:
+            raise FieldError("backend", "; ".join(problems))
         if self.method.needs_draft and self.draft is None:
             raise FieldError("draft", f"method {method!r} needs a 'draft' section with a source")
         if not self.method.needs_draft and self.draft is not None:

@@ -1,10 +1,16 @@
 """`specops plan` shows every step, command and rendered file without starting or fetching anything."""
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+import time
+
 import psutil
+import pytest
 
 from specops.plan import format_plan
-from specops.profile.loader import load_profile
+from specops.profile.loader import list_profile_names, load_profile
 
 
 def test_plan_lists_commands_and_files_without_side_effects(tmp_path, monkeypatch):
@@ -22,3 +28,25 @@ def test_plan_lists_commands_and_files_without_side_effects(tmp_path, monkeypatc
     ]:
         assert needle in text, needle
     assert "--service-kind" not in text
+
+
+@pytest.mark.parametrize("name", list_profile_names())
+def test_every_shipped_profile_plans_without_gpu_or_docker(name, tmp_path, monkeypatch):
+    monkeypatch.setenv("SPECOPS_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no-docker.sock")
+    text = format_plan(load_profile(name))
+    assert "variant speculative" in text and "variant base (method none)" in text
+    assert "genai-perf profile" in text and "--service-kind" not in text
+
+
+def test_gpu_profile_run_stops_at_once_naming_what_is_missing(tmp_path):
+    """No Docker daemon here (DOCKER_HOST points at nothing): refused before Prefect or any download."""
+    env = dict(os.environ, SPECOPS_CACHE=str(tmp_path / "cache"), SPECOPS_ARTIFACTS=str(tmp_path / "artifacts"),
+               DOCKER_HOST=f"unix://{tmp_path}/no-docker.sock")
+    start = time.monotonic()
+    proc = subprocess.run([sys.executable, "-m", "specops.cli", "run", "eagle3-trtllm"], env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 4, proc.stderr
+    assert "eagle3-trtllm cannot run on this machine" in proc.stderr and "Docker" in proc.stderr
+    assert time.monotonic() - start < 60
+    assert not (tmp_path / "cache").exists() and not (tmp_path / "artifacts").exists()

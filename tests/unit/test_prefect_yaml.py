@@ -5,6 +5,7 @@ from pathlib import Path
 
 import yaml
 
+from specops.backends import BACKENDS
 from specops.profile.loader import list_profile_names, load_profile
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -18,7 +19,8 @@ def test_one_deployment_per_profile():
         assert d["entrypoint"] == "flows/specdec.py:specdec"
         assert d["parameters"]["profile"] == name
         assert load_profile(name).profile.name == name  # deployment name = profile name
-        assert d["work_pool"]["name"].startswith("specops-")
+        gpu = BACKENDS.get(load_profile(name).profile.backend.kind).needs_gpu
+        assert d["work_pool"]["name"] == ("specops-gpu" if gpu else "specops-cpu")
 
 
 def test_entrypoint_is_the_specdec_flow():

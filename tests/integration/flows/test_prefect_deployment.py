@@ -50,7 +50,8 @@ def prefect_server(tmp_path_factory):
                               env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     try:
         wait_healthy(api, server)
-        prefect(env, "work-pool", "create", "specops-cpu", "--type", "process")
+        for pool in ("specops-cpu", "specops-gpu"):
+            prefect(env, "work-pool", "create", pool, "--type", "process")
         deployed = prefect(env, "--no-prompt", "deploy", "--all")
         assert "specdec/ngram-local" in deployed.stdout
         yield api, env

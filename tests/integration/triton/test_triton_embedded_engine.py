@@ -15,7 +15,7 @@ from specops.triton.server import TritonServer
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
-CACHE = Path(os.environ.get("SPECOPS_CACHE", "/work/main/.cache/specops"))
+CACHE = Path(os.environ.get("SPECOPS_CACHE", Path(__file__).resolve().parents[3] / ".cache" / "specops"))
 # A repeating list: the model continues it, and prompt lookup finds (and gets accepted) drafts.
 PROMPT = "apple, banana, cherry, date, elderberry, fig, grape, " * 2 + "apple, banana,"
 

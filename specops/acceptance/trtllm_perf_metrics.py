@@ -1,0 +1,51 @@
+"""TRT-LLM Triton backend: the per-request outputs a request gets with `return_perf_metrics`.
+
+The tensorrt_llm / ensemble models declare `acceptance_rate` (TYPE_FP32, dims [1]),
+`total_accepted_draft_tokens` and `total_draft_tokens` (TYPE_INT32, dims [1])
+(tensorrtllm_backend all_models/inflight_batcher_llm/*/config.pbtxt). The HTTP generate
+endpoint returns them as JSON fields beside `text_output`; gRPC clients read them with
+`as_numpy(name)` (shape [1, 1] with the batch dimension). Both shapes are accepted here.
+
+The outputs carry no count of verification steps. With a fixed draft length K per step
+(draft-target, or a chain), steps = total_draft_tokens / K; pass `draft_tokens_per_step` to
+get `num_drafts` and hence mean accepted tokens per step. Without it num_drafts stays 0 and
+only the acceptance rate is defined.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from specops.report.results import Acceptance
+
+SOURCE = "TRT-LLM Triton backend return_perf_metrics (total_draft_tokens, total_accepted_draft_tokens)"
+FIELDS = ("acceptance_rate", "total_accepted_draft_tokens", "total_draft_tokens")
+
+
+def _scalar(value: Any) -> float:
+    """A JSON number, a one-element (nested) list, or a numpy array -> float."""
+    while hasattr(value, "tolist") and not isinstance(value, (int, float)):
+        value = value.tolist()
+    while isinstance(value, (list, tuple)):
+        if len(value) != 1:
+            raise ValueError(f"expected one value per request, got {value!r}")
+        value = value[0]
+    return float(value)
+
+
+def sum_perf_metrics(responses: Iterable[Mapping[str, Any]]) -> tuple[float, float]:
+    """(total_draft_tokens, total_accepted_draft_tokens) summed over final responses."""
+    drafted = accepted = 0.0
+    for response in responses:
+        missing = [f for f in FIELDS[1:] if f not in response]
+        if missing:
+            raise ValueError(f"response lacks {', '.join(missing)}: was the request sent with return_perf_metrics?")
+        drafted += _scalar(response["total_draft_tokens"])
+        accepted += _scalar(response["total_accepted_draft_tokens"])
+    return drafted, accepted
+
+
+def from_perf_metrics(responses: Iterable[Mapping[str, Any]], draft_tokens_per_step: int | None = None) -> Acceptance:
+    drafted, accepted = sum_perf_metrics(responses)
+    steps = drafted / draft_tokens_per_step if draft_tokens_per_step else 0.0
+    return Acceptance(SOURCE, steps, drafted, accepted)

@@ -1,0 +1,111 @@
+"""Config of the `trtllm-engine` backend: checkpoint conversion, `trtllm-build`, and the
+inflight_batcher_llm repository filled by the container's `fill_template.py`.
+
+Defaults are the Triton tutorial's engine recipe (triton-inference-server/tutorials,
+Feature_Guide/Speculative_Decoding/TRT-LLM/README.md): fp16, max_batch_size 4, decoupled off,
+queue delay 10000, logits TYPE_FP32. Recipe-specific build flags live in the profiles.
+"""
+from __future__ import annotations
+
+import re
+from typing import ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from specops.backends.spec import BackendConfig
+
+# trtllm-build flags specops sets itself; a profile may not override them through build flags.
+OWNED_BUILD_FLAGS = frozenset({
+    "checkpoint_dir", "output_dir", "speculative_decoding_mode", "max_draft_len", "max_batch_size",
+    "max_input_len", "max_seq_len",
+})
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Mount(_Section):
+    """Where the container sees things (host paths come from the run)."""
+
+    models: str = "/hf-models"  # the tutorial mounts target and draft here
+    engines: str = "/engines"  # converted checkpoints and engines (cached build output)
+    repository: str = "/opt/tritonserver/inflight_batcher_llm"  # the tutorial's MODEL_FOLDER
+
+
+class TritonParams(_Section):
+    """Values of the fill_template parameter sets (tutorial names in comments)."""
+
+    decoupled_mode: bool = False  # DECOUPLED_MODE=false
+    instance_count: int = Field(1, ge=1, le=64)  # INSTANCE_COUNT (pre/post/bls)
+    max_queue_delay_microseconds: int = Field(10000, ge=0)  # MAX_QUEUE_DELAY_MS=10000, passed as is
+    triton_backend: Literal["tensorrtllm", "python"] = "tensorrtllm"  # TRITON_BACKEND
+    batching_strategy: Literal["inflight_fused_batching", "V1"] = "inflight_fused_batching"
+    logits_datatype: Literal["TYPE_FP32", "TYPE_FP16", "TYPE_BF16"] = "TYPE_FP32"  # LOGITS_DATATYPE
+    encoder_input_features_data_type: str = "TYPE_FP16"
+    kv_cache_free_gpu_mem_fraction: float | None = Field(None, gt=0, le=1)
+    extra: dict[str, dict[str, str]] = Field(default_factory=dict,
+                                             description="more keys per model, e.g. {tensorrt_llm: {max_beam_width: '1'}}")
+
+
+class TrtllmEngineBackendConfig(BackendConfig):
+    kind: Literal["trtllm-engine"] = "trtllm-engine"
+    summary: ClassVar[str] = "TensorRT-LLM engines (convert_checkpoint + trtllm-build) on Triton inflight_batcher_llm"
+
+    image: str = Field(description="a -trtllm-python-py3 Triton image (the tutorial asks for >= 25.01)")
+    app_dir: str = Field("/app", description="where the image keeps examples/, tools/, scripts/, all_models/")
+    dtype: Literal["float16", "bfloat16", "float32"] = "float16"
+    tp_size: int = Field(1, ge=1, le=64, description="tensor parallel size (convert --tp_size, launch --world_size)")
+    max_batch_size: int = Field(4, ge=1, le=4096, description="trtllm-build --max_batch_size and triton_max_batch_size")
+    max_input_len: int | None = Field(None, ge=1)
+    max_seq_len: int | None = Field(None, ge=1)
+    max_draft_len: int | None = Field(
+        None, ge=1, le=1024,
+        description="EAGLE: convert --max_draft_len (draft tree size); medusa: trtllm-build --max_draft_len when set; "
+                    "draft-target uses the method's num_speculative_tokens")
+    max_non_leaves_per_layer: int | None = Field(None, ge=1, description="EAGLE convert --max_non_leaves_per_layer")
+    eagle_choices: list[list[int]] | None = Field(None, description="EAGLE-1 tree; default: the backend's mc_sim_7b_63")
+    base_convert_example: str = Field("llama", description="examples/<this>/convert_checkpoint.py for base and draft models")
+    build_flags: dict[str, str] = Field(default_factory=dict, description="trtllm-build flags of the speculative engine")
+    base_build_flags: dict[str, str] = Field(default_factory=dict, description="trtllm-build flags of the base engine")
+    draft_build_flags: dict[str, str] = Field(default_factory=dict, description="trtllm-build flags of the draft engine")
+    triton: TritonParams = TritonParams()
+    mounts: Mount = Mount()
+    http_port: int = Field(8000, ge=1, le=65535)
+    grpc_port: int = Field(8001, ge=1, le=65535)
+    metrics_port: int = Field(8002, ge=1, le=65535)
+    shm_size: str = "2g"  # docker run --shm-size=2g
+    build_timeout_s: float = Field(7200, gt=0, description="bound on convert + trtllm-build in the container")
+
+    @field_validator("image")
+    @classmethod
+    def _image(cls, value: str) -> str:
+        if not value.endswith("-trtllm-python-py3"):
+            raise ValueError(f"image {value!r}: expected a Triton '<xx.yy>-trtllm-python-py3' image")
+        return value
+
+    @field_validator("build_flags", "base_build_flags", "draft_build_flags")
+    @classmethod
+    def _flags(cls, value: dict[str, str]) -> dict[str, str]:
+        for key in value:
+            if not re.fullmatch(r"[a-z][a-z0-9_]*", key):
+                raise ValueError(f"build flag {key!r}: write it without dashes, e.g. gemm_plugin")
+            if key in OWNED_BUILD_FLAGS:
+                raise ValueError(f"build flag {key!r} is set by specops from the profile's own fields")
+        return value
+
+    @property
+    def examples_dir(self) -> str:
+        return f"{self.app_dir}/examples"
+
+    @property
+    def fill_template_script(self) -> str:
+        return f"{self.app_dir}/tools/fill_template.py"
+
+    @property
+    def launch_script(self) -> str:
+        return f"{self.app_dir}/scripts/launch_triton_server.py"
+
+    @property
+    def all_models(self) -> str:
+        return f"{self.app_dir}/all_models/inflight_batcher_llm"
