@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict
 
@@ -17,6 +17,14 @@ class BackendConfig(BaseModel):
     def method_problems(self, method: str) -> list[str]:
         """Refusals that depend on this config and the method together (e.g. the image tag)."""
         return []
+
+
+def reject_owned_keys(value: dict[str, Any], owned: frozenset[str] | set[str], field: str) -> dict[str, Any]:
+    """Pass-through engine options may not set what specops writes from the profile."""
+    clash = sorted(set(owned).intersection(value))
+    if clash:
+        raise ValueError(f"{field} may not set {', '.join(clash)}: specops writes them from the profile")
+    return value
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import Field, field_validator
 
-from specops.backends.spec import BackendConfig
+from specops.backends.spec import BackendConfig, reject_owned_keys
 
 METHODS = frozenset({"none", "ngram", "draft-target", "eagle3"})
 NOTE = ("Medusa and EAGLE-1 are not served by the TRT-LLM LLM API / PyTorch backend; use backend "
@@ -47,10 +47,7 @@ class TrtllmBackendConfig(BackendConfig):
     @field_validator("llm_args")
     @classmethod
     def _not_owned(cls, value: dict[str, Any]) -> dict[str, Any]:
-        clash = sorted(OWNED_KEYS.intersection(value))
-        if clash:
-            raise ValueError(f"llm_args may not set {', '.join(clash)}: specops writes them from the profile")
-        return value
+        return reject_owned_keys(value, OWNED_KEYS, "llm_args")
 
     def method_problems(self, method: str) -> list[str]:
         return method_problems(self, method)

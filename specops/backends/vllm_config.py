@@ -9,7 +9,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field, field_validator, model_validator
 
 from specops.backends.container_common import image_release
-from specops.backends.spec import BackendConfig
+from specops.backends.spec import BackendConfig, reject_owned_keys
 
 METHODS = frozenset({"none", "ngram", "draft-target", "eagle", "eagle3", "medusa"})
 # vLLM `speculative_config.method` per specops method (vLLM docs, features/spec_decode).
@@ -49,10 +49,7 @@ class VllmBackendConfig(BackendConfig):
     @field_validator("engine_args")
     @classmethod
     def _not_owned(cls, value: dict[str, Any]) -> dict[str, Any]:
-        clash = sorted(OWNED_KEYS.intersection(value))
-        if clash:
-            raise ValueError(f"engine_args may not set {', '.join(clash)}: specops writes them from the profile")
-        return value
+        return reject_owned_keys(value, OWNED_KEYS, "engine_args")
 
     @model_validator(mode="after")
     def _image(self) -> "VllmBackendConfig":
