@@ -2,9 +2,9 @@
 
     .venv/bin/python benchmarks/spine_bench.py [--set benchmark.num_requests=16 ...]
 
-Runs the real `specdec` flow (tritonserver + genai-perf + SmolLM2-135M) twice: the first run
-may download/convert/render, the second takes those from cache; both print their figures.
-Ratios come from one run each; nothing here asserts a target.
+Runs the real `specdec` flow (tritonserver + genai-perf + SmolLM2-135M) with a longer benchmark
+than the demo (16 requests x 128 tokens); --runs N repeats it (later runs take download and
+render from cache). Ratios come from one run each; nothing here asserts a target.
 """
 from __future__ import annotations
 
@@ -42,7 +42,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--profile", default="ngram-local")
     parser.add_argument("--set", dest="overrides", action="append", default=None)
-    parser.add_argument("--runs", type=int, default=2)
+    parser.add_argument("--runs", type=int, default=1, help="repeat to see run-to-run spread (later runs are cached)")
     args = parser.parse_args()
     from specops.cli import prefect_defaults
 
