@@ -10,10 +10,10 @@ from specops.profile.loader import list_profile_names, load_profile
 def matrix_lines() -> list[str]:
     backends = BACKENDS.names()
     width = max(len(m) for m in METHODS.names()) + 2
-    lines = ["method".ljust(width) + "  ".join(b.ljust(8) for b in backends)]
+    lines = ["method".ljust(width) + "  ".join(backends)]
     for method in METHODS.names():
-        cells = ["yes" if BACKENDS.get(b).supports(method) else "-" for b in backends]
-        lines.append(method.ljust(width) + "  ".join(c.ljust(8) for c in cells) + f"  {METHODS.get(method).summary}")
+        cells = [("yes" if BACKENDS.get(b).supports(method) else "-").ljust(len(b)) for b in backends]
+        lines.append(method.ljust(width) + "  ".join(cells) + f"  {METHODS.get(method).summary}")
     return lines
 
 
@@ -22,7 +22,7 @@ def format_catalog() -> str:
     for name in list_profile_names():
         try:
             p = load_profile(name).profile
-            lines.append(f"  {name:<28} {p.method.kind:<12} {p.backend.kind:<10} {p.description}")
+            lines.append(f"  {name:<27} {p.method.kind:<13} {p.backend.kind:<14} {p.description}")
         except ProfileError as err:
             lines.append(f"  {name:<28} INVALID: {err}")
     lines += ["", "method x backend:"] + [f"  {line}" for line in matrix_lines()]

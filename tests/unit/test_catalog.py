@@ -1,0 +1,14 @@
+from specops.catalog import format_catalog
+from specops.profile.loader import list_profile_names
+
+
+def test_profiles_command_lists_every_profile_and_the_matrix():
+    text = format_catalog()
+    assert "INVALID" not in text
+    for name in list_profile_names():
+        assert f"  {name} " in text
+    rows = {line.split()[0]: line.split()[1:6] for line in text.split("method x backend:")[1].strip().splitlines()[1:]}
+    header = text.split("method x backend:")[1].strip().splitlines()[0].split()[1:]
+    assert header == ["local", "trtllm", "trtllm-engine", "trtllm-serve", "vllm"]
+    assert rows["medusa"] == ["-", "-", "yes", "-", "yes"]  # Medusa: engine backend (and vLLM), never the LLM API
+    assert rows["ngram"][0] == "yes" and rows["eagle3"][0] == "-"
