@@ -115,7 +115,7 @@ def acceptance_from(responses: list[tuple[float, float]], max_draft_len: int) ->
     accepted = sum(a for a, _ in responses)
     drafted = sum(d for _, d in responses)
     steps = sum(math.ceil(d / max_draft_len) for _, d in responses) if max_draft_len else 0
-    return Acceptance(ACCEPTANCE_SOURCE, float(steps), float(drafted), float(accepted))
+    return Acceptance(ACCEPTANCE_SOURCE, float(steps), float(drafted), float(accepted), covers_benchmark=False)
 
 
 class TrtllmBackend(Backend):

@@ -315,7 +315,7 @@ class TrtllmEngineBackend(Backend):
         method = self.profile.method  # tree methods (eagle, medusa) draft a variable number per step
         acc = from_perf_metrics(server.responses, method.draft_length() if method.kind == "draft-target" else None)
         return Acceptance(f"{acc.source} {ACCEPTANCE_SOURCE_NOTE}", acc.num_drafts, acc.num_draft_tokens,
-                          acc.num_accepted_tokens)
+                          acc.num_accepted_tokens, covers_benchmark=False)
 
     def bench_target(self, server: EngineServer | None, variant: Variant) -> BenchTarget:
         return BenchTarget(url=f"127.0.0.1:{self.config.grpc_port}", model=served_model(variant.method),

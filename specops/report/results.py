@@ -12,10 +12,14 @@ class Acceptance:
     num_drafts: float = 0.0  # verification steps that carried draft tokens
     num_draft_tokens: float = 0.0
     num_accepted_tokens: float = 0.0
+    # Whether the counters see the benchmark's own requests (server-side counters do); per-response
+    # metrics that only specops' check requests ask for cover those requests alone.
+    covers_benchmark: bool = True
 
     def since(self, earlier: "Acceptance | None") -> "Acceptance":
-        """Counters accumulated after `earlier` (the benchmark window, without checks/smoke)."""
-        if earlier is None:
+        """Counters accumulated after `earlier` (the benchmark window, without checks/smoke);
+        counters that never see the benchmark stay as they are (over the check requests)."""
+        if earlier is None or not self.covers_benchmark:
             return self
         return Acceptance(
             self.source,

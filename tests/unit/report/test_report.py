@@ -29,6 +29,9 @@ def test_speedup_and_acceptance_definitions():
     assert spec.acceptance.mean_accepted_per_step == 3.0  # 1 + 20 accepted / 10 steps
     later = Acceptance("test", 15, 60, 26)
     assert later.since(spec.acceptance).num_accepted_tokens == 6
+    # per-response metrics only specops' own requests ask for: kept whole, not differenced to zero
+    own = Acceptance("check requests only", 15, 60, 26, covers_benchmark=False)
+    assert own.since(Acceptance("check requests only", 15, 60, 26, covers_benchmark=False)) is own
 
 
 def test_verdict_reports_divergence():
