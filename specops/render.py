@@ -11,7 +11,7 @@ from specops.backends.base import Variant, load_backend
 from specops.profile.schema import Profile
 from specops.sources.base import ModelArtifact
 
-RECIPE = "local-repo-1"  # bump when the rendered layout changes
+RECIPE = "repository-2"  # bump when a rendered repository or engine layout changes
 
 
 def build_engines(profile: Profile, variant: Variant, target: ModelArtifact, draft: ModelArtifact | None,
