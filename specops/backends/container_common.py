@@ -1,5 +1,6 @@
-"""What the containerised Triton backends (vllm, trtllm) share: image tags, where models live
-inside the container, the container spec handed to the Docker launcher, and the served handle.
+"""What the containerised backends (vllm, trtllm, trtllm-engine, trtllm-serve) share: image tags,
+where models live inside the container, the container spec handed to the Docker launcher, the
+served handle, and plain HTTP to servers on loopback.
 
 Containers go through the Docker launcher (`specops.launch`), imported only when used so
 that the config modules stay light for the profile loader.
@@ -9,7 +10,9 @@ from __future__ import annotations
 import json
 import re
 import shlex
-from dataclasses import dataclass, field
+import urllib.request
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -82,15 +85,15 @@ def _gpus(value: str):
     return int(value) if value.isdigit() else [v.strip() for v in value.split(",") if v.strip()]
 
 
-def container_spec(*, image: str, command: list[str], mounts: list[tuple[str, str, bool]], shm_size: str,
+def container_spec(*, image: str, command: list[str], mounts: list[tuple[str, str, bool]], shm_size: str | None,
                    labels: dict[str, str], gpus: str = "all", env: dict[str, str] | None = None,
-                   secret_env: tuple[str, ...] = HF_SECRET_ENV):
+                   secret_env: tuple[str, ...] = HF_SECRET_ENV, ipc_mode: str | None = None):
     """The launcher's ContainerSpec: host network, the tutorials' ulimits, HF_TOKEN by name only."""
     from specops.launch import ContainerSpec, Mount  # noqa: PLC0415
 
     return ContainerSpec(image=image, command=list(command), env=dict(env or {}), secret_env=tuple(secret_env),
                          mounts=[Mount(Path(s), t, ro) for s, t, ro in mounts], gpus=_gpus(gpus),
-                         shm_size=shm_size, network_mode="host", labels=dict(labels))
+                         shm_size=shm_size, network_mode="host", ipc_mode=ipc_mode, labels=dict(labels))
 
 
 def backend_labels(profile: str, variant: str) -> dict[str, str]:
@@ -117,30 +120,55 @@ def plan_command(spec) -> str:
     return shlex.join(describe(spec))
 
 
+def _opener():
+    return urllib.request.build_opener(urllib.request.ProxyHandler({}))  # loopback: never a proxy
+
+
+def http_ok(url: str, timeout_s: float = 2.0) -> bool:
+    try:
+        with _opener().open(url, timeout=timeout_s) as resp:
+            return 200 <= resp.status < 300
+    except OSError:
+        return False
+
+
+def get_json(url: str, timeout_s: float) -> Any:
+    with _opener().open(url, timeout=timeout_s) as resp:
+        return json.loads(resp.read().decode("utf-8", "replace") or "null")
+
+
+def post_json(url: str, body: dict[str, Any], timeout_s: float) -> dict[str, Any]:
+    req = urllib.request.Request(url, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"})
+    with _opener().open(req, timeout=timeout_s) as resp:
+        return json.loads(resp.read().decode("utf-8", "replace"))
+
+
 @dataclass
 class ContainerServer:
-    """A ready Triton server inside a container started by the Docker launcher."""
+    """A ready server inside a container started by the Docker launcher."""
 
     launcher: Any
     handle: Any
-    endpoint: Endpoint
     log_path: Path
     image: str
-    extra: dict[str, Any] = field(default_factory=dict)
+    stop_timeout_s: float
+    endpoint: Endpoint | None = None  # Triton's ports, for the backends that pick them
 
-    def stop(self, timeout_s: float) -> None:
-        self.launcher.stop(self.handle, timeout_s)
+    def stop(self, timeout_s: float | None = None) -> None:
+        self.launcher.stop(self.handle, self.stop_timeout_s if timeout_s is None else timeout_s)  # idempotent
 
     def record(self) -> dict[str, Any]:
-        # No create_time: the process janitor never signals a container pid (the Docker
-        # launcher's janitor finds leftovers by label instead).
-        e = self.endpoint
-        return {"pid": 0, "tool": "docker", "image": self.image, **self.handle.record(),
-                "ports": [e.http_port, e.grpc_port, e.metrics_port]}
+        # No create_time: the process janitor never signals a container pid; it stops the
+        # container by id (specops.janitor), and the launcher's janitor finds it by label.
+        out = {"pid": 0, "tool": "docker", "image": self.image, **self.handle.record()}
+        if self.endpoint is not None:
+            out["ports"] = [self.endpoint.http_port, self.endpoint.grpc_port, self.endpoint.metrics_port]
+        return out
 
 
-def launch_container(spec, endpoint: Endpoint, log_path: Path, image: str, probe, deadline_s: float,
-                     stop_timeout_s: float) -> ContainerServer:
+def launch_container(spec, log_path: Path, probe: Callable[[], bool], deadline_s: float, stop_timeout_s: float,
+                     *, endpoint: Endpoint | None = None, server_cls: type[ContainerServer] = ContainerServer):
+    """Start the container and wait until probe() holds; stop it on any failure."""
     from specops.launch import DockerLauncher  # noqa: PLC0415
 
     launcher = DockerLauncher()
@@ -150,4 +178,4 @@ def launch_container(spec, endpoint: Endpoint, log_path: Path, image: str, probe
     except BaseException:
         launcher.stop(handle, stop_timeout_s)
         raise
-    return ContainerServer(launcher, handle, endpoint, log_path, image)
+    return server_cls(launcher, handle, log_path, spec.image, stop_timeout_s, endpoint)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import queue
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -118,6 +119,12 @@ def acceptance_from(responses: list[tuple[float, float]], max_draft_len: int) ->
     return Acceptance(ACCEPTANCE_SOURCE, float(steps), float(drafted), float(accepted), covers_benchmark=False)
 
 
+@dataclass
+class LlmApiServer(cc.ContainerServer):
+    perf: list[tuple[float, float]] = field(default_factory=list)  # (accepted, drafted) per response
+    max_draft_len: int = 0
+
+
 class TrtllmBackend(Backend):
     config: TrtllmBackendConfig
 
@@ -166,11 +173,10 @@ class TrtllmBackend(Backend):
         host = self.profile.serving.host  # launch_triton_server.py binds all addresses: ports only
         endpoint = Endpoint(host, *pick_free_ports(host, 3))
         spec = self.container_spec(variant, repo, cc.read_sidecar(repo), endpoint)
-        server = cc.launch_container(spec, endpoint, log_path, self.config.image,
-                                     lambda: client.is_ready(endpoint, [MODEL]),
-                                     self.profile.serving.ready_timeout_s, self.profile.serving.stop_timeout_s)
-        server.extra["perf"] = []
-        server.extra["max_draft_len"] = variant.method.draft_length()
+        server = cc.launch_container(spec, log_path, lambda: client.is_ready(endpoint, [MODEL]),
+                                     self.profile.serving.ready_timeout_s, self.profile.serving.stop_timeout_s,
+                                     endpoint=endpoint, server_cls=LlmApiServer)
+        server.max_draft_len = variant.method.draft_length()
         return server
 
     def preflight(self) -> list[str]:
@@ -178,17 +184,16 @@ class TrtllmBackend(Backend):
 
         return cc.preflight() + genai_perf.preflight()
 
-    def generate(self, server: cc.ContainerServer, variant: Variant, prompt: str, max_tokens: int) -> str:
+    def generate(self, server: LlmApiServer, variant: Variant, prompt: str, max_tokens: int) -> str:
         outputs = infer(server.endpoint, prompt, max_tokens, self.config.perf_metrics,
                         self.profile.serving.request_timeout_s)
         perf = parse_perf_metrics(outputs)
         if perf is not None and variant.method.speculative:
-            server.extra.setdefault("perf", []).append(perf)
+            server.perf.append(perf)
         return "".join(_text(x) for x in np.asarray(outputs["text_output"]).reshape(-1))
 
-    def acceptance(self, server: cc.ContainerServer) -> Acceptance | None:
-        perf = server.extra.get("perf") or []
-        return acceptance_from(perf, server.extra.get("max_draft_len", 0)) if perf else None
+    def acceptance(self, server: LlmApiServer) -> Acceptance | None:
+        return acceptance_from(server.perf, server.max_draft_len) if server.perf else None
 
     def bench_target(self, server: cc.ContainerServer | None, variant: Variant) -> BenchTarget:
         url = server.endpoint.grpc_url if server else f"{self.profile.serving.host}:<grpc port>"

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import shlex
-import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,86 +24,17 @@ from specops.acceptance.trtllm_perf_metrics import from_perf_metrics
 from specops.backends.base import Backend, BenchTarget, PlanStep, Variant
 from specops.backends.fill_template import DRAFT_MODEL, TEMPLATE_OF, fill_command, parameter_sets
 from specops.backends.trtllm_engine_config import TrtllmEngineBackendConfig
-from specops.launch import ContainerSpec, DockerLauncher, Mount, describe_line
+from specops.backends import container_common as cc
+from specops.launch import ContainerSpec, DockerLauncher, describe_line
 from specops.methods import MethodConfig
 from specops.report.results import Acceptance
 from specops.sources.base import ModelArtifact
 
-# --- container glue (shared with trtllm_serve) ---------------------------------------------
-def container_spec(image: str, command: list[str], mounts: list[tuple[str, str, bool]], *, shm_size: str | None = "2g",
-                   env: dict[str, str] | None = None, secret_env: tuple[str, ...] = (), ipc_mode: str | None = None,
-                   labels: dict[str, str] | None = None) -> ContainerSpec:
-    """A GPU container on the host network with the tutorial's ulimits (memlock=-1, stack=67108864)."""
-    return ContainerSpec(image=image, command=command, env=dict(env or {}), secret_env=secret_env,
-                         mounts=[Mount(Path(s), t, ro) for s, t, ro in mounts], gpus="all", shm_size=shm_size,
-                         ipc_mode=ipc_mode, labels={"specops.backend": "trtllm"} | dict(labels or {}))
-
-
-def spec_fields(spec: ContainerSpec) -> dict[str, Any]:
-    """The spec as plain data (plan output, tests)."""
-    return {"image": spec.image, "command": list(spec.command), "env": dict(spec.env),
-            "secret_env": list(spec.secret_env), "gpus": spec.gpus, "shm_size": spec.shm_size,
-            "ulimits": {u.name: u.soft for u in spec.ulimits}, "network_mode": spec.network_mode,
-            "ipc_mode": spec.ipc_mode, "labels": dict(spec.labels),
-            "mounts": [{"source": str(m.source), "target": m.target, "read_only": m.read_only} for m in spec.mounts]}
-
-
-def container_preflight() -> list[str]:
-    return list(DockerLauncher().preflight(gpus=True))
-
-
-def _opener():
-    return urllib.request.build_opener(urllib.request.ProxyHandler({}))  # loopback: never a proxy
-
-
-def http_ok(url: str, timeout_s: float = 2.0) -> bool:
-    try:
-        with _opener().open(url, timeout=timeout_s) as resp:
-            return 200 <= resp.status < 300
-    except OSError:
-        return False
-
-
-def get_json(url: str, timeout_s: float) -> Any:
-    with _opener().open(url, timeout=timeout_s) as resp:
-        return json.loads(resp.read().decode("utf-8", "replace") or "null")
-
-
-def post_json(url: str, body: dict[str, Any], timeout_s: float) -> dict[str, Any]:
-    req = urllib.request.Request(url, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"})
-    with _opener().open(req, timeout=timeout_s) as resp:
-        return json.loads(resp.read().decode("utf-8", "replace"))
-
-
-@dataclass
-class ContainerServer:
-    """A started container whose server answered its readiness URL."""
-
-    launcher: DockerLauncher
-    handle: Any
-    log_path: Path
-    spec: ContainerSpec
-    stop_timeout_s: float
-
-    def stop(self, timeout_s: float | None = None) -> None:
-        self.launcher.stop(self.handle, self.stop_timeout_s if timeout_s is None else timeout_s)  # idempotent
-
-    def record(self) -> dict[str, Any]:
-        return {"tool": "docker", "image": self.spec.image, "command": list(self.spec.command),
-                "pid": 0, **self.handle.record()}
-
-
-def start_server(cls, spec: ContainerSpec, log_path: Path, ready_url: str, ready_timeout_s: float,
-                 stop_timeout_s: float):
-    """Start the container and wait until ready_url answers 2xx; stop it on any failure."""
-    launcher = DockerLauncher()
-    handle = launcher.start(spec, log_path)
-    try:
-        launcher.wait_ready(handle, lambda: http_ok(ready_url), ready_timeout_s)
-    except BaseException:
-        launcher.stop(handle, stop_timeout_s)
-        raise
-    return cls(launcher, handle, log_path, spec, stop_timeout_s)
+def container_spec(image: str, command: list[str], mounts: list[tuple[str, str, bool]], *,
+                   shm_size: str | None = "2g", labels: dict[str, str] | None = None) -> ContainerSpec:
+    """A GPU container for engine steps: engines are built from mounted checkpoints, so no HF_TOKEN."""
+    return cc.container_spec(image=image, command=command, mounts=mounts, shm_size=shm_size, secret_env=(),
+                             labels={"specops.backend": "trtllm"} | dict(labels or {}))
 
 
 # --- trtllm-engine ------------------------------------------------------------------------
@@ -238,7 +168,7 @@ SIDECAR = "specops-mounts.json"  # beside the models in the repository: host pat
 
 
 @dataclass
-class EngineServer(ContainerServer):
+class EngineServer(cc.ContainerServer):
     responses: list[dict] = field(default_factory=list)  # perf metrics of specops' own requests
 
 
@@ -294,8 +224,8 @@ class TrtllmEngineBackend(Backend):
         spec = container_spec(self.config.image, serve_command(self.config, variant.method), mounts,
                               shm_size=self.config.shm_size, labels={"specops.variant": variant.name})
         ready = f"http://127.0.0.1:{self.config.http_port}/v2/health/ready"
-        return start_server(EngineServer, spec, log_path, ready, self.profile.serving.ready_timeout_s,
-                            self.profile.serving.stop_timeout_s)
+        return cc.launch_container(spec, log_path, lambda: cc.http_ok(ready), self.profile.serving.ready_timeout_s,
+                                   self.profile.serving.stop_timeout_s, server_cls=EngineServer)
 
     def generate(self, server: EngineServer, variant: Variant, prompt: str, max_tokens: int) -> str:
         """Triton generate endpoint; greedy is TRT-LLM's default, so no sampling inputs are sent."""
@@ -304,7 +234,7 @@ class TrtllmEngineBackend(Backend):
         if variant.method.kind == "draft-target":
             body["num_draft_tokens"] = variant.method.draft_length()
         url = f"http://127.0.0.1:{self.config.http_port}/v2/models/{served_model(variant.method)}/generate"
-        out = post_json(url, body, self.profile.serving.request_timeout_s)
+        out = cc.post_json(url, body, self.profile.serving.request_timeout_s)
         if variant.method.speculative and "total_draft_tokens" in out:
             server.responses.append(out)
         return str(out.get("text_output", ""))
@@ -322,7 +252,7 @@ class TrtllmEngineBackend(Backend):
                            endpoint_type="kserve", backend="tensorrtllm", streaming=self.config.triton.decoupled_mode)
 
     def preflight(self) -> list[str]:
-        return container_preflight()
+        return cc.preflight()
 
     def plan(self, variant: Variant, target: ModelArtifact | None, draft: ModelArtifact | None) -> list[PlanStep]:
         cfg, method = self.config, variant.method

@@ -18,9 +18,7 @@ import yaml
 
 from specops.acceptance.trtllm_iter_stats import accumulate
 from specops.backends.base import Backend, BenchTarget, PlanStep, Variant
-from specops.backends.trtllm_engine import (
-    ContainerServer, container_preflight, container_spec, get_json, post_json, start_server,
-)
+from specops.backends import container_common as cc
 from specops.backends.trtllm_serve_config import DECODING_TYPES, TrtllmServeBackendConfig
 from specops.launch import ContainerSpec, describe_line
 from specops.methods import MethodConfig
@@ -89,7 +87,7 @@ def container_command(cfg: TrtllmServeBackendConfig) -> list[str]:
 
 
 @dataclass
-class ServeServer(ContainerServer):
+class ServeServer(cc.ContainerServer):
     totals: Acceptance | None = None
 
 
@@ -115,25 +113,27 @@ class TrtllmServeBackend(Backend):
         if repo is not None:
             mounts.append((str(repo), cfg.config_mount, True))
         # the playbook: --gpus=all --ipc=host --network host --ulimit memlock=-1 --ulimit stack=67108864
-        return container_spec(cfg.image, container_command(cfg), mounts, shm_size=None, env=cfg.env,
-                              secret_env=SECRET_ENV, ipc_mode="host", labels={"specops.variant": variant.name})
+        return cc.container_spec(image=cfg.image, command=container_command(cfg), mounts=mounts, shm_size=None,
+                                 env=cfg.env, secret_env=SECRET_ENV, ipc_mode="host",
+                                 labels={"specops.backend": "trtllm", "specops.variant": variant.name})
 
     def launch(self, variant: Variant, repo: Path, log_path: Path) -> ServeServer:
         host = json.loads((repo / SIDECAR).read_text())
         draft = Path(host["draft"]) if host["draft"] else None
-        return start_server(ServeServer, self._spec(variant, repo, Path(host["target"]), draft), log_path,
-                            f"{self.base_url}/health", self.profile.serving.ready_timeout_s,
-                            self.profile.serving.stop_timeout_s)
+        ready = f"{self.base_url}/health"
+        return cc.launch_container(self._spec(variant, repo, Path(host["target"]), draft), log_path,
+                                   lambda: cc.http_ok(ready), self.profile.serving.ready_timeout_s,
+                                   self.profile.serving.stop_timeout_s, server_cls=ServeServer)
 
     def generate(self, server: ServeServer, variant: Variant, prompt: str, max_tokens: int) -> str:
         body = {"model": model_name(self.config), "prompt": prompt, "max_tokens": max_tokens, "temperature": 0.0}
-        out = post_json(f"{self.base_url}/v1/completions", body, self.profile.serving.request_timeout_s)
+        out = cc.post_json(f"{self.base_url}/v1/completions", body, self.profile.serving.request_timeout_s)
         return str(out["choices"][0]["text"])
 
     def acceptance(self, server: ServeServer) -> Acceptance | None:
         if not self.profile.method.speculative or not self.config.enable_iter_perf_stats:
             return None
-        server.totals = accumulate(server.totals, get_json(f"{self.base_url}/metrics", 10.0))
+        server.totals = accumulate(server.totals, cc.get_json(f"{self.base_url}/metrics", 10.0))
         return server.totals
 
     def bench_target(self, server: ServeServer | None, variant: Variant) -> BenchTarget:
@@ -141,7 +141,7 @@ class TrtllmServeBackend(Backend):
                            backend=None, streaming=True)
 
     def preflight(self) -> list[str]:
-        return container_preflight()
+        return cc.preflight()
 
     def plan(self, variant: Variant, target: ModelArtifact | None, draft: ModelArtifact | None) -> list[PlanStep]:
         cfg = self.config

@@ -134,9 +134,9 @@ class VllmBackend(Backend):
         host = self.profile.serving.host
         endpoint = Endpoint(host, *pick_free_ports(host, 3))
         spec = self.container_spec(variant, repo, cc.read_sidecar(repo), endpoint)
-        return cc.launch_container(spec, endpoint, log_path, self.config.image,
-                                   lambda: client.is_ready(endpoint, [variant.model_name]),
-                                   self.profile.serving.ready_timeout_s, self.profile.serving.stop_timeout_s)
+        return cc.launch_container(spec, log_path, lambda: client.is_ready(endpoint, [variant.model_name]),
+                                   self.profile.serving.ready_timeout_s, self.profile.serving.stop_timeout_s,
+                                   endpoint=endpoint)
 
     def preflight(self) -> list[str]:
         from specops.bench import genai_perf  # noqa: PLC0415
