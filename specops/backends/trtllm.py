@@ -168,7 +168,7 @@ class TrtllmBackend(Backend):
                                  gpus=c.gpus, labels=cc.backend_labels(self.profile.name, variant.name) | {"specops.backend": "trtllm"})
 
     def launch(self, variant: Variant, repo: Path, log_path: Path) -> cc.ContainerServer:
-        from specops.triton.proc import pick_free_ports  # noqa: PLC0415
+        from specops.processes import pick_free_ports  # noqa: PLC0415
 
         host = self.profile.serving.host  # launch_triton_server.py binds all addresses: ports only
         endpoint = Endpoint(host, *pick_free_ports(host, 3))

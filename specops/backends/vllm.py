@@ -129,7 +129,7 @@ class VllmBackend(Backend):
                                  labels=cc.backend_labels(self.profile.name, variant.name) | {"specops.backend": "vllm"})
 
     def launch(self, variant: Variant, repo: Path, log_path: Path) -> cc.ContainerServer:
-        from specops.triton.proc import pick_free_ports  # noqa: PLC0415
+        from specops.processes import pick_free_ports  # noqa: PLC0415
 
         host = self.profile.serving.host
         endpoint = Endpoint(host, *pick_free_ports(host, 3))

@@ -9,8 +9,6 @@ runs are comparable: `--output-tokens-mean N --output-tokens-stddev 0
 from __future__ import annotations
 
 import json
-import os
-import signal
 import subprocess
 import threading
 from collections.abc import Callable, Mapping
@@ -20,6 +18,7 @@ from typing import Any
 
 from specops.bench.exports import find_export, parse_exports
 from specops.bench.toolchain import genai_perf_executable, preflight, tool_env
+from specops.processes import kill_process_tree
 
 __all__ = [
     "GenaiPerfError",
@@ -176,10 +175,10 @@ def run(
         try:
             code = proc.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:
-            kill_group(proc)
+            kill_process_tree(proc, KILL_GRACE_S)
             raise GenaiPerfTimeout(f"genai-perf exceeded {timeout_s:g}s; killed (log: {log_path})") from None
         except BaseException:
-            kill_group(proc)
+            kill_process_tree(proc, KILL_GRACE_S)
             raise
         finally:
             pump.join(timeout=KILL_GRACE_S)
@@ -187,25 +186,6 @@ def run(
         tail = "".join(log_path.read_text(encoding="utf-8", errors="replace").splitlines(True)[-20:])
         raise GenaiPerfError(f"genai-perf exited {code} (log: {log_path}):\n{tail}")
     return Path(req.artifact_dir)
-
-
-def kill_group(proc: subprocess.Popen, grace_s: float = KILL_GRACE_S) -> None:
-    """SIGTERM the process group of proc, SIGKILL it if still alive after grace_s."""
-    for sig, wait_s in ((signal.SIGTERM, grace_s), (signal.SIGKILL, grace_s)):
-        try:
-            os.killpg(proc.pid, sig)
-        except ProcessLookupError:
-            return
-        try:
-            proc.wait(timeout=wait_s)
-            # The leader is gone; children in the group may linger: finish them too.
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            return
-        except subprocess.TimeoutExpired:
-            continue
 
 
 def _pump(proc: subprocess.Popen, log, on_line: Callable[[str], None] | None) -> None:

@@ -13,7 +13,8 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from specops.triton import client, proc
+from specops import processes as proc
+from specops.triton import client
 from specops.triton.backend_dir import TritonDist, assemble_backend_dir, triton_dist
 from specops.triton.endpoint import Endpoint
 from specops.secrets import scrubbed_env

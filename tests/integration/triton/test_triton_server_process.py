@@ -15,7 +15,8 @@ from pathlib import Path
 import psutil
 import pytest
 
-from specops.triton import client, proc
+from specops import processes as proc
+from specops.triton import client
 from specops.triton.endpoint import Endpoint
 from specops.triton.model_config import python_generate_config
 from specops.triton.repository import write_python_model

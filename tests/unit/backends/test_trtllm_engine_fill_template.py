@@ -8,7 +8,6 @@ the fill_template.py lines below list the keys the seed fills, per template.
 """
 from __future__ import annotations
 
-from pathlib import Path
 
 import pytest
 

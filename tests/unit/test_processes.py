@@ -6,7 +6,7 @@ import time
 
 import psutil
 
-from specops.triton.proc import kill_process_tree, pick_free_ports, port_is_free, spawn, wait_ports_free
+from specops.processes import kill_process_tree, pick_free_ports, port_is_free, spawn, wait_ports_free
 
 
 def test_picked_ports_are_distinct_and_free():
