@@ -109,8 +109,11 @@ class Backend(ABC):
         return target.path
 
     def preflight(self) -> list[str]:
-        """What this machine lacks to run the backend (GPU, Docker, tools), each with its fix."""
-        return []
+        """What this machine lacks to run the backend (GPU, Docker, tools), each with its fix.
+        Every backend is benchmarked by genai-perf, so its toolchain is checked here."""
+        from specops.bench import genai_perf  # noqa: PLC0415
+
+        return genai_perf.preflight()
 
 
 def load_backend(profile: Profile) -> Backend:

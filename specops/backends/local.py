@@ -10,7 +10,6 @@ from typing import Any
 
 import psutil
 
-from specops.bench import genai_perf
 from specops.backends.base import Backend, BenchTarget, PlanStep, Variant
 from specops.methods import MethodConfig
 from specops.report.results import Acceptance
@@ -79,9 +78,6 @@ class LocalBackend(Backend):
             raise
         proc = psutil.Process(triton.pid)  # after readiness: a port clash relaunches the process
         return LocalServer(triton, log_path, proc.pid, proc.create_time(), client.server_version(triton.endpoint))
-
-    def preflight(self) -> list[str]:
-        return genai_perf.preflight()
 
     def generate(self, server: LocalServer, variant: Variant, prompt: str, max_tokens: int) -> str:
         return client.generate(server.endpoint, variant.model_name, prompt, max_tokens, temperature=0.0,

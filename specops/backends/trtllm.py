@@ -180,9 +180,7 @@ class TrtllmBackend(Backend):
         return server
 
     def preflight(self) -> list[str]:
-        from specops.bench import genai_perf  # noqa: PLC0415
-
-        return cc.preflight() + genai_perf.preflight()
+        return cc.preflight() + super().preflight()
 
     def generate(self, server: LlmApiServer, variant: Variant, prompt: str, max_tokens: int) -> str:
         outputs = infer(server.endpoint, prompt, max_tokens, self.config.perf_metrics,

@@ -252,7 +252,7 @@ class TrtllmEngineBackend(Backend):
                            endpoint_type="kserve", backend="tensorrtllm", streaming=self.config.triton.decoupled_mode)
 
     def preflight(self) -> list[str]:
-        return cc.preflight()
+        return cc.preflight() + super().preflight()
 
     def plan(self, variant: Variant, target: ModelArtifact | None, draft: ModelArtifact | None) -> list[PlanStep]:
         cfg, method = self.config, variant.method

@@ -141,7 +141,7 @@ class TrtllmServeBackend(Backend):
                            backend=None, streaming=True)
 
     def preflight(self) -> list[str]:
-        return cc.preflight()
+        return cc.preflight() + super().preflight()
 
     def plan(self, variant: Variant, target: ModelArtifact | None, draft: ModelArtifact | None) -> list[PlanStep]:
         cfg = self.config

@@ -139,9 +139,7 @@ class VllmBackend(Backend):
                                    endpoint=endpoint)
 
     def preflight(self) -> list[str]:
-        from specops.bench import genai_perf  # noqa: PLC0415
-
-        return cc.preflight() + genai_perf.preflight()
+        return cc.preflight() + super().preflight()
 
     def generate(self, server: cc.ContainerServer, variant: Variant, prompt: str, max_tokens: int) -> str:
         # The vLLM backend speaks exactly the I/O of specops.triton.client.generate.
