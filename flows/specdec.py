@@ -7,12 +7,13 @@ from __future__ import annotations
 from prefect import flow
 
 from flows.hooks import reap_servers
+from flows.train_draft import prepare_trained_draft
 from specops.backends.base import Variant, variants_of
 from specops.report.results import VariantResult
 from specops.rundir import cache_root
 from tasks.benchmark import read_acceptance, run_genai_perf
 from tasks.check import compare_check_outputs, generate_check_outputs, send_smoke_request
-from tasks.models import download_model
+from tasks.models import check_draft_vocabulary, download_model
 from tasks.profile import check_prerequisites, create_run_dir, validate_profile
 from tasks.render import build_engine, render_repository
 from tasks.report import publish_artifacts, write_report
@@ -43,7 +44,12 @@ def specdec(profile: str = "ngram-local", overrides: list[str] | None = None, ru
     run = create_run_dir(loaded, run_id)
     cache_dir = cache_root()
     target = download_model(loaded.profile.target.source, cache_dir)
-    draft = download_model(loaded.profile.draft.source, cache_dir) if loaded.profile.draft else None
+    draft = None
+    if loaded.profile.draft is not None and loaded.profile.draft.train is not None:
+        draft, _ = prepare_trained_draft(loaded, target, run, cache_dir)
+    elif loaded.profile.draft is not None:
+        draft = download_model(loaded.profile.draft.source, cache_dir)
+        check_draft_vocabulary(target, draft)
     variants = variants_of(loaded.profile)
     engines = {v.name: build_engine(loaded.profile, v, target, draft, cache_dir) for v in variants}
     repos = {v.name: render_repository(loaded.profile, v, target, draft, cache_dir, engines[v.name]) for v in variants}

@@ -6,8 +6,10 @@ from pathlib import Path
 
 from specops.backends.base import Backend, PlanStep, Variant, load_backend, variants_of
 from specops.benchmark import genai_perf_request
+from specops.draft.modes import MODE_SUMMARY
 from specops.bench import genai_perf
 from specops.profile.loader import LoadedProfile
+from specops.profile.schema import Profile
 from specops.rundir import cache_root
 
 
@@ -18,14 +20,31 @@ def _genai_perf_step(loaded: LoadedProfile, backend: Backend, variant: Variant) 
     return PlanStep("benchmark", commands=[shlex.join(genai_perf.build_command(req))])
 
 
+def training_plan(p: Profile) -> list[PlanStep]:
+    train, data = p.draft.train, p.draft.train.data
+    where = data.endpoint or "the target served on this profile's backend (speculation off)"
+    sources = ", ".join(data.prompts + ([data.conversations] if data.conversations else []))
+    return [
+        PlanStep("synthesize", commands=[
+            f"{data.num_samples} prompts ({sources}; HumanEval 0..{data.humaneval_holdout - 1} held out) -> "
+            f"{where}, {data.max_tokens} tokens each, {data.concurrency} in flight -> "
+            f"{cache_root()}/train-data/<key>/data.jsonl (resumable)"]),
+        PlanStep("train", commands=[
+            f"{MODE_SUMMARY[train.mode]}, base frozen, {train.epochs:g} epochs, batch {train.batch_size}, "
+            f"seq {train.seq_len}, lr {train.lr:g} -> {cache_root()}/drafts/<key>/export"]),
+    ]
+
+
 def build_plan(loaded: LoadedProfile) -> list[tuple[str, list[PlanStep]]]:
     p = loaded.profile
     backend = load_backend(p)
-    sources = [f"target: {p.target.source}"] + ([f"draft: {p.draft.source}"] if p.draft else [])
+    sources = [f"target: {p.target.source}"] + ([f"draft: {p.draft.source}"] if p.draft and p.draft.source else [])
     head = [
         PlanStep("validate", commands=[f"profile {loaded.path} (sha256 {loaded.sha256[:12]})"]),
         PlanStep("download", commands=[f"{s} -> {cache_root()}" for s in sources]),
     ]
+    if p.draft is not None and p.draft.train is not None:
+        head.extend(training_plan(p))
     sections = [("run", head)]
     for variant in variants_of(p):
         steps = backend.plan(variant, None, None)

@@ -4,6 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from prefect import get_run_logger, task
+from prefect.cache_policies import NO_CACHE
 
 from specops.sources.base import ModelArtifact
 from specops.sources.schemes import fetch
@@ -17,3 +18,15 @@ def download_model(source: str, cache_dir: Path) -> ModelArtifact:
     artifact = fetch(source, cache_dir, log=log.info)
     log.info("model %s -> %s (sha256 %s)", source, artifact.path, artifact.sha256[:12])
     return artifact
+
+
+@task(cache_policy=NO_CACHE)
+def check_draft_vocabulary(target: ModelArtifact, draft: ModelArtifact) -> None:
+    """Refuse a draft whose tokenizer is not the target's, before anything is built or served."""
+    from transformers import AutoConfig, AutoTokenizer
+
+    from specops.draft.vocab import check_same_vocabulary
+
+    tokenizer = AutoTokenizer.from_pretrained(str(target.path))
+    check_same_vocabulary(draft.path, tokenizer, AutoConfig.from_pretrained(str(target.path)))
+    get_run_logger().info("draft %s shares the target's tokenizer", draft.source)

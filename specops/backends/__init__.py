@@ -18,9 +18,9 @@ BACKENDS.register(
     BackendSpec(
         name="local",
         config_model=LocalBackendConfig,
-        methods=frozenset({"none", "ngram"}),
+        methods=frozenset({"none", "ngram", "draft-target", "eagle", "eagle3", "medusa"}),
         impl="specops.backends.local:LocalBackend",
-        note="the embedded runtime serves draft models and trained heads from a later release",
+        note="chain verification on CPU; trained heads and drafts come from `draft: train:`",
     ),
 )
 
@@ -55,7 +55,7 @@ BACKENDS.register(
         impl="specops.backends.trtllm_engine:TrtllmEngineBackend",
         needs_gpu=True,
         note="TensorRT-LLM engines (convert_checkpoint + trtllm-build) on Triton inflight_batcher_llm; "
-        "the only backend serving Medusa",
+        "Medusa and EAGLE-1 engines",
     ),
 )
 BACKENDS.register(

@@ -23,9 +23,12 @@ from specops.triton.server import TritonServer
 ACCEPTANCE_SOURCE = "Triton metrics port (spec_decode_* counters of the embedded runtime)"
 
 
-def runtime_options(method: MethodConfig) -> dict[str, Any]:
+def runtime_options(method: MethodConfig, draft: ModelArtifact | None = None) -> dict[str, Any]:
     """The embedded runtime takes the method's own settings under their profile names."""
-    return method.model_dump(exclude={"kind"})
+    options = method.model_dump(exclude={"kind"}, exclude_none=True)
+    if method.needs_draft:
+        options["draft_dir"] = str(draft.path) if draft is not None else "<draft checkpoint>"
+    return options
 
 
 @dataclass
@@ -50,17 +53,17 @@ class LocalServer:
 
 
 class LocalBackend(Backend):
-    def _config(self, variant: Variant, target: ModelArtifact):
+    def _config(self, variant: Variant, target: ModelArtifact, draft: ModelArtifact | None):
         return python_generate_config(
             variant.model_name,
             model_dir=target.path,
             method=variant.method.kind,
-            options=runtime_options(variant.method),
+            options=runtime_options(variant.method, draft),
             threads=self.config.threads,
         )
 
     def render(self, variant: Variant, target: ModelArtifact, draft: ModelArtifact | None, out_dir: Path) -> None:
-        write_python_model(out_dir, self._config(variant, target))
+        write_python_model(out_dir, self._config(variant, target, draft))
 
     def launch(self, variant: Variant, repo: Path, log_path: Path) -> LocalServer:
         triton = TritonServer(
@@ -100,7 +103,8 @@ class LocalBackend(Backend):
     def plan(self, variant: Variant, target: ModelArtifact | None, draft: ModelArtifact | None) -> list[PlanStep]:
         model_path = target.path if target else Path("<target checkpoint from the download step>")
         stand_in = ModelArtifact(model_path, self.profile.target.source, "")
-        config = to_pbtxt(self._config(variant, stand_in))
+        draft_stand_in = draft or ModelArtifact(Path("<draft checkpoint>"), "", "")
+        config = to_pbtxt(self._config(variant, stand_in, draft_stand_in))
         repo = f"repository/{variant.model_name}"
         serve = TritonServer.describe_command(Path(f"artifacts/{self.profile.name}/<run-id>/repository/{variant.name}"),
                                               host=self.profile.serving.host,

@@ -15,3 +15,9 @@ class LocalBackendConfig(BackendConfig):
     # genai-perf/perf_analyzer so the client does not steal time from the server.
     threads: int = Field(1, ge=1, le=64, description="torch threads inside the model")
     exit_timeout_s: int = Field(5, ge=1, le=300, description="tritonserver --exit-timeout-secs")
+
+    def method_config_problems(self, method) -> list[str]:
+        if getattr(method, "medusa_choices", None) is not None:
+            return ["method.medusa_choices: the embedded runtime verifies one chain (no Medusa trees); "
+                    "remove medusa_choices"]
+        return []

@@ -18,6 +18,10 @@ class BackendConfig(BaseModel):
         """Refusals that depend on this config and the method together (e.g. the image tag)."""
         return []
 
+    def method_config_problems(self, method: Any) -> list[str]:
+        """Refusals that depend on the method's settings (its config model), not just its name."""
+        return []
+
 
 def reject_owned_keys(value: dict[str, Any], owned: frozenset[str] | set[str], field: str) -> dict[str, Any]:
     """Pass-through engine options may not set what specops writes from the profile."""

@@ -126,8 +126,18 @@ def _check_files(profile: Profile, origin: str) -> None:
         problems.append(("benchmark.prompts", f"file not found: {profile.benchmark.prompts}"))
     for section in ("target", "draft"):
         src = getattr(profile, section)
-        if src is not None and "://" not in src.source and not src.source.startswith("embedded:"):
-            if not (Path(src.source) / "config.json").is_file():
-                problems.append((f"{section}.source", f"no checkpoint (config.json) at {src.source}"))
+        source = getattr(src, "source", None)
+        if source is not None and "://" not in source and not source.startswith("embedded:"):
+            if not (Path(source) / "config.json").is_file():
+                problems.append((f"{section}.source", f"no checkpoint (config.json) at {source}"))
+    train = profile.draft.train if profile.draft is not None else None
+    if train is not None and train.data.conversations:
+        from specops.draft.conversations import DataFileError, read_conversations
+
+        # Read in full now: a malformed line must stop the run before any download or training.
+        try:
+            read_conversations(train.data.conversations)
+        except DataFileError as err:
+            problems.append(("draft.train.data.conversations", str(err)))
     if problems:
         raise ProfileError(origin, problems)

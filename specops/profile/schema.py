@@ -9,6 +9,8 @@ from typing import Annotated, Union
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from specops.backends import BACKENDS
+from specops.draft.modes import MODE_OF_METHOD, check_mode_options
+from specops.draft.spec import TrainSpec
 from specops.methods import METHODS
 from specops.sources.schemes import parse_source
 
@@ -41,6 +43,26 @@ class ModelSource(Section):
     def _parse(cls, value: str) -> str:
         parse_source(value)
         return value
+
+
+class DraftSection(Section):
+    """Where the draft comes from: a checkpoint to download, or trained from the target."""
+
+    source: str | None = Field(None, description="a draft checkpoint: hf://org/name[@revision] | local path")
+    train: TrainSpec | None = Field(None, description="train the draft module from the target (ModelOpt)")
+
+    @field_validator("source")
+    @classmethod
+    def _parse(cls, value: str | None) -> str | None:
+        if value is not None:
+            parse_source(value)
+        return value
+
+    @model_validator(mode="after")
+    def _one_origin(self) -> "DraftSection":
+        if (self.source is None) == (self.train is None):
+            raise ValueError("give exactly one of 'source' (a checkpoint) or 'train' (train it here)")
+        return self
 
 
 class Serving(Section):
@@ -80,7 +102,7 @@ class Profile(Section):
     method: MethodSection  # type: ignore[valid-type]
     backend: BackendSection  # type: ignore[valid-type]
     target: ModelSource
-    draft: ModelSource | None = None
+    draft: DraftSection | None = None
     serving: Serving = Serving()
     benchmark: Benchmark = Benchmark()
     comparison: Comparison = Comparison()
@@ -98,14 +120,39 @@ class Profile(Section):
                 f"allowed with {spec.name!r}: {', '.join(sorted(spec.methods))}{where}"
                 + (f" ({spec.note})" if spec.note else "")
             )
-        problems = self.backend.method_problems(method)
+        problems = self.backend.method_problems(method) + self.backend.method_config_problems(self.method)
         if problems:
             raise FieldError("backend", "; ".join(problems))
         if self.method.needs_draft and self.draft is None:
             raise FieldError("draft", f"method {method!r} needs a 'draft' section with a source")
         if not self.method.needs_draft and self.draft is not None:
             raise FieldError("draft", f"method {method!r} uses no draft model; remove the 'draft' section")
+        if self.draft is not None and self.draft.train is not None:
+            self._resolve_training()
         return self
+
+    def _resolve_training(self) -> None:
+        train, method = self.draft.train, self.method.kind
+        expected = MODE_OF_METHOD.get(method)
+        if expected is None:
+            raise FieldError("draft.train", f"method {method!r} has no trainable draft")
+        if train.mode is not None and train.mode != expected:
+            raise FieldError("draft.train.mode", f"method {method!r} serves a draft trained in mode "
+                             f"{expected!r}, not {train.mode!r}")
+        try:
+            check_mode_options(expected, train.options, train.architecture)
+        except ValueError as err:
+            raise FieldError("draft.train", str(err)) from None
+        b = self.benchmark
+        window = b.prompt_offset + b.num_requests + b.warmup_requests + self.comparison.lossless_prompts
+        if "humaneval" in train.data.prompts and b.prompts == "humaneval" and window > train.data.humaneval_holdout:
+            raise FieldError("draft.train.data.humaneval_holdout",
+                             f"the benchmark and lossless check use HumanEval prompts 0..{window - 1} but only "
+                             f"the first {train.data.humaneval_holdout} are held out of training; raise "
+                             "humaneval_holdout or drop 'humaneval' from draft.train.data.prompts")
+        # Frozen model: the resolved mode is written back once, here, at validation.
+        resolved = self.draft.model_copy(update={"train": train.model_copy(update={"mode": expected})})
+        object.__setattr__(self, "draft", resolved)
 
     def base_variant(self) -> "Profile":
         """The same target served with speculation off."""

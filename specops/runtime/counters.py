@@ -19,11 +19,18 @@ class SpecCounters:
     accepted_per_position: list[int] = field(default_factory=list)
     num_steps: int = 0  # decode forward passes (plain and verification), prefill excluded
     num_generated_tokens: int = 0
+    # Wall time inside the proposer and inside verification forwards: the measured draft and
+    # verification costs the analytical speedup bound is computed from.
+    draft_seconds: float = 0.0
+    verify_seconds: float = 0.0
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
-    def record_step(self, drafted: int, accepted: int, generated: int) -> None:
+    def record_step(self, drafted: int, accepted: int, generated: int,
+                    draft_s: float = 0.0, verify_s: float = 0.0) -> None:
         with self._lock:
             self.num_steps += 1
+            self.draft_seconds += draft_s
+            self.verify_seconds += verify_s
             self.num_generated_tokens += generated
             if drafted == 0:
                 return
@@ -45,4 +52,6 @@ class SpecCounters:
                 "accepted_per_position": list(self.accepted_per_position),
                 "num_steps": self.num_steps,
                 "num_generated_tokens": self.num_generated_tokens,
+                "draft_seconds": self.draft_seconds,
+                "verify_seconds": self.verify_seconds,
             }

@@ -8,6 +8,7 @@ is a plain one-token decode, so a method that finds nothing to propose costs not
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
+import time
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +50,7 @@ class DecodingEngine:
         tokenizer = AutoTokenizer.from_pretrained(str(model_dir))
         model = AutoModelForCausalLM.from_pretrained(str(model_dir), dtype=torch.float32)
         model.eval()
+        proposer.bind(model, tokenizer)
         return cls(model, tokenizer, proposer, method)
 
     # Counters, read one at a time; counters.snapshot() reads them all consistently.
@@ -58,6 +60,8 @@ class DecodingEngine:
     accepted_per_position = property(lambda self: list(self.counters.accepted_per_position))
     num_steps = property(lambda self: self.counters.num_steps)
     num_generated_tokens = property(lambda self: self.counters.num_generated_tokens)
+    draft_seconds = property(lambda self: self.counters.draft_seconds)
+    verify_seconds = property(lambda self: self.counters.verify_seconds)
 
     def generate(
         self,
@@ -127,37 +131,51 @@ class DecodingEngine:
         context = list(prompt_ids)
         out: list[int] = []
         cache = DynamicCache(config=self.model.config)
+        state = self.proposer.start(prompt_ids)
         # The cache always holds every context token but the last, which opens the next step.
         if len(context) > 1:
-            self._prefill(context[:-1], cache)
-        state = self.proposer.start(prompt_ids)
+            hidden = self._prefill(context[:-1], cache)
+            self.proposer.observe(state, hidden, context)
         while True:
             remaining = budget - len(out)
             # Drafting past the budget is wasted verification work: the bonus token fills it.
+            t0 = time.perf_counter()
             drafts = self.proposer.propose(context, remaining - 1, state)[:remaining - 1]
-            emitted = self._step(context, cache, drafts, sampler)
+            t1 = time.perf_counter()
+            emitted, hidden = self._step(context, cache, drafts, sampler)
             accepted = len(emitted) - 1
             emitted, finished = self._truncate(emitted, remaining, ignore_eos)
-            self.counters.record_step(len(drafts), accepted, len(emitted))
+            self.counters.record_step(len(drafts), accepted, len(emitted),
+                                      draft_s=t1 - t0, verify_s=time.perf_counter() - t1)
             context.extend(emitted)
             out.extend(emitted)
             yield out, finished
             if finished:
                 return
+            self.proposer.observe(state, hidden, context)
 
     # inference_mode per call, not around the generator: a mode entered there would leak
     # into the consumer's code at every yield and miss a resume on another thread.
     @torch.inference_mode()
-    def _prefill(self, ids: list[int], cache) -> None:
-        self.model(input_ids=torch.tensor([ids], dtype=torch.long), past_key_values=cache,
-                   use_cache=True, logits_to_keep=1)
+    def _prefill(self, ids: list[int], cache) -> tuple | None:
+        out = self.model(input_ids=torch.tensor([ids], dtype=torch.long), past_key_values=cache,
+                         use_cache=True, logits_to_keep=1,
+                         output_hidden_states=self.proposer.needs_hidden)
+        return out.hidden_states if self.proposer.needs_hidden else None
 
     @torch.inference_mode()
-    def _step(self, context: list[int], cache, drafts: list[int], sampler: Sampler) -> list[int]:
-        """One target forward over [last token] + drafts; returns accepted drafts + 1 token."""
+    def _step(self, context: list[int], cache, drafts: list[int],
+              sampler: Sampler) -> tuple[list[int], tuple | None]:
+        """One target forward over [last token] + drafts -> (accepted drafts + 1 token, hidden).
+
+        `hidden` holds the target's hidden states of the positions kept in the cache (the
+        last token and the accepted drafts), for proposers that draft from features.
+        """
         past = len(context) - 1
-        logits = self.model(input_ids=torch.tensor([context[-1:] + drafts], dtype=torch.long),
-                            past_key_values=cache, use_cache=True).logits[0]
+        out = self.model(input_ids=torch.tensor([context[-1:] + drafts], dtype=torch.long),
+                         past_key_values=cache, use_cache=True,
+                         output_hidden_states=self.proposer.needs_hidden)
+        logits = out.logits[0]
         emitted = []
         # Sampling the target at each position and accepting while it equals the (point-mass)
         # draft reproduces plain decoding exactly: greedily token for token, else in law.
@@ -169,7 +187,10 @@ class DecodingEngine:
         # Keep the cache for the last token and the accepted drafts; the newest emitted
         # token is not in it yet and opens the next step.
         cache.crop(past + len(emitted))
-        return emitted
+        hidden = None
+        if self.proposer.needs_hidden:
+            hidden = tuple(h[:, :len(emitted)] for h in out.hidden_states)
+        return emitted, hidden
 
     def _truncate(self, emitted: list[int], remaining: int,
                   ignore_eos: bool) -> tuple[list[int], bool]:

@@ -10,6 +10,7 @@ losslessly by sampling the target and accepting while it agrees.
 from __future__ import annotations
 
 import dataclasses
+import importlib
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
@@ -39,21 +40,40 @@ class Proposer(ABC):
             )
         return cls(cls.Options(**raw))
 
+    # Whether observe() needs the target's hidden states (all layers) of verified positions.
+    needs_hidden: ClassVar[bool] = False
+
     @property
     def max_draft(self) -> int:
         """Most tokens one proposal can hold (0: never drafts)."""
         return 0
 
+    def bind(self, target, tokenizer) -> None:
+        """Called once with the loaded target (embeddings, config), before any request."""
+
     def start(self, prompt_ids: Sequence[int]) -> Any:
         """Per-request state handed back to every propose() of that request."""
         return None
+
+    def observe(self, state: Any, hidden: tuple | None, context_ids: Sequence[int]) -> None:
+        """The target cached more positions: after prefill, and after every verification.
+
+        `hidden` (when needs_hidden) is the target's per-layer hidden states of the newly
+        cached positions, which end just before the last token of `context_ids`.
+        """
 
     @abstractmethod
     def propose(self, context_ids: Sequence[int], limit: int, state: Any) -> list[int]:
         """Up to `limit` draft tokens that would follow `context_ids` (prompt + output)."""
 
 
-PROPOSERS: dict[str, type[Proposer]] = {}
+# Proposers that load torch modules of their own live in their own modules, imported on use.
+PROPOSERS: dict[str, type[Proposer] | str] = {
+    "eagle3": "specops.runtime.eagle_proposer:EagleProposer",
+    "eagle": "specops.runtime.eagle_proposer:Eagle1Proposer",
+    "medusa": "specops.runtime.medusa_proposer:MedusaProposer",
+    "draft-target": "specops.runtime.draft_proposer:DraftModelProposer",
+}
 
 
 def register(cls: type[Proposer]) -> type[Proposer]:
@@ -68,6 +88,9 @@ def make_proposer(method: str, options: Mapping[str, Any] | None = None) -> Prop
         raise ValueError(
             f"unknown speculative method {method!r}; known: {sorted(PROPOSERS)}"
         ) from None
+    if isinstance(cls, str):
+        module, _, attr = cls.partition(":")
+        cls = getattr(importlib.import_module(module), attr)
     return cls.from_options(options)
 
 

@@ -33,6 +33,9 @@ _COUNTERS = {
     "spec_decode_num_draft_tokens": "num_draft_tokens",
     "spec_decode_num_accepted_tokens": "num_accepted_tokens",
     "spec_decode_num_emitted_tokens": "num_generated_tokens",
+    "spec_decode_num_steps": "num_steps",
+    "spec_decode_draft_seconds": "draft_seconds",
+    "spec_decode_verify_seconds": "verify_seconds",
 }
 _PER_POSITION = "spec_decode_num_accepted_tokens_per_pos"
 

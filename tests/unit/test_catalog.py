@@ -10,5 +10,6 @@ def test_profiles_command_lists_every_profile_and_the_matrix():
     rows = {line.split()[0]: line.split()[1:6] for line in text.split("method x backend:")[1].strip().splitlines()[1:]}
     header = text.split("method x backend:")[1].strip().splitlines()[0].split()[1:]
     assert header == ["local", "trtllm", "trtllm-engine", "trtllm-serve", "vllm"]
-    assert rows["medusa"] == ["-", "-", "yes", "-", "yes"]  # Medusa: engine backend (and vLLM), never the LLM API
-    assert rows["ngram"][0] == "yes" and rows["eagle3"][0] == "-"
+    # Medusa: the embedded runtime, the engine backend and vLLM; never the LLM API
+    assert rows["medusa"] == ["yes", "-", "yes", "-", "yes"]
+    assert rows["ngram"][0] == "yes" and rows["eagle3"][2] == "-"  # no EAGLE-3 engines

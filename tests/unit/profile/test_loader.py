@@ -81,12 +81,14 @@ def test_unknown_backend_lists_backends(shipped):
 
 
 def test_unsupported_pair_names_the_supported_methods(shipped):
-    edit(shipped, method={"kind": "medusa"}, draft={"source": "hf://FasterDecoding/medusa-vicuna-7b-v1.3"})
+    edit(shipped, backend={"kind": "trtllm-engine", "image": "nvcr.io/nvidia/tritonserver:25.12-trtllm-python-py3"})
     with pytest.raises(ProfileError) as info:
         load_profile(str(shipped))
     msg = str(info.value)
     assert str(shipped) in msg
-    assert "method.kind: method 'medusa' is not supported by backend 'local'; allowed with 'local': ngram, none" in msg
+    assert ("method.kind: method 'ngram' is not supported by backend 'trtllm-engine'; allowed with "
+            "'trtllm-engine': draft-target, eagle, medusa, none; backends that serve it: local, trtllm, "
+            "trtllm-serve, vllm") in msg
 
 
 def test_draft_required_and_refused(shipped):
@@ -154,7 +156,7 @@ def test_unknown_profile_name_lists_known():
 @pytest.mark.parametrize("override,expected", [
     ("method.bogus=1", "method.bogus: unknown key 'bogus'"),
     ("method.kind=eagle9", "method.kind: unknown method 'eagle9'"),
-    ("method={kind: medusa}", "method 'medusa' is not supported by backend 'local'"),
+    ("method={kind: medusa}", "draft: method 'medusa' needs a 'draft' section"),
 ])
 def test_plan_cli_fails_before_any_download(override, expected, tmp_path):
     """`specops plan` refuses bad profiles with exit 2; no cache directory is even created."""

@@ -95,11 +95,12 @@ def test_sampler_rejects_bad_parameters(kwargs):
 def test_counters_record_steps():
     c = SpecCounters()
     c.record_step(drafted=0, accepted=0, generated=1)
-    c.record_step(drafted=3, accepted=2, generated=3)
-    c.record_step(drafted=4, accepted=0, generated=1)
+    c.record_step(drafted=3, accepted=2, generated=3, draft_s=0.25, verify_s=1.0)
+    c.record_step(drafted=4, accepted=0, generated=1, draft_s=0.5, verify_s=0.5)
     assert c.snapshot() == {
         "num_drafts": 2, "num_draft_tokens": 7, "num_accepted_tokens": 2,
         "accepted_per_position": [1, 1, 0, 0], "num_steps": 3, "num_generated_tokens": 5,
+        "draft_seconds": 0.75, "verify_seconds": 1.5,
     }
 
 

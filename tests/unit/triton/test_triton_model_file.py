@@ -225,6 +225,8 @@ def test_counters_follow_the_engine(model):
         "spec_decode_num_drafts": 5, "spec_decode_num_draft_tokens": 15,
         "spec_decode_num_accepted_tokens": 10, "spec_decode_num_emitted_tokens": 5,
         "spec_decode_num_accepted_tokens_per_pos[0]": 5, "spec_decode_num_accepted_tokens_per_pos[1]": 5,
+        # The stand-in engine keeps no step count or timings: those counters exist and stay 0.
+        "spec_decode_num_steps": 0, "spec_decode_draft_seconds": 0, "spec_decode_verify_seconds": 0,
     }
     assert all(f.kind == "COUNTER" for f in FakeFamily.created)
 

@@ -1,0 +1,57 @@
+"""The `train-draft` flow: synthesize data with the served target, train the draft, export.
+
+The same sequence is the draft step of `specdec` when a profile's draft is `train:`.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from prefect import flow
+
+from flows.hooks import reap_servers
+from specops.backends.base import Variant
+from specops.draft.result import TrainResult
+from specops.profile.loader import LoadedProfile
+from specops.rundir import RunDir, cache_root
+from specops.sources.base import ModelArtifact
+from tasks.draft import find_training_data, publish_training, synthesize_training_data, train_draft_module
+from tasks.models import download_model
+from tasks.profile import check_prerequisites, create_run_dir, validate_profile
+from tasks.render import build_engine, render_repository
+from tasks.serve import start_server, stop_server
+
+
+def prepare_trained_draft(loaded: LoadedProfile, target: ModelArtifact, run: RunDir,
+                          cache_dir: Path) -> tuple[ModelArtifact, TrainResult]:
+    """Data (cached, or synthesized by serving the target with speculation off), then training."""
+    profile = loaded.profile
+    data = find_training_data(profile, target, cache_dir)
+    if data is None:
+        base = Variant("base", profile.base_variant().method)
+        server = None
+        if not profile.draft.train.data.endpoint:
+            engines = build_engine(profile, base, target, None, cache_dir)
+            repo = render_repository(profile, base, target, None, cache_dir, engines)
+            server = start_server(profile, base, repo, run)
+        try:
+            data = synthesize_training_data(profile, server, base, target, cache_dir)
+        finally:
+            if server is not None:
+                stop_server(server, profile.serving.stop_timeout_s, run, base)
+    draft = train_draft_module(profile, target, data, cache_dir)
+    return draft, publish_training(draft, run, profile.name)
+
+
+@flow(name="train-draft", on_cancellation=[reap_servers], on_crashed=[reap_servers], log_prints=True)
+def train_draft(profile: str = "eagle3-local", overrides: list[str] | None = None,
+                run_id: str | None = None) -> dict:
+    """Train (or find cached) the draft module a profile's `draft.train` section describes."""
+    loaded = validate_profile(profile, list(overrides or []))
+    if loaded.profile.draft is None or loaded.profile.draft.train is None:
+        raise ValueError(f"profile {loaded.profile.name}: no draft.train section; nothing to train")
+    check_prerequisites(loaded)
+    run = create_run_dir(loaded, run_id)
+    cache_dir = cache_root()
+    target = download_model(loaded.profile.target.source, cache_dir)
+    draft, result = prepare_trained_draft(loaded, target, run, cache_dir)
+    return {"export_dir": str(draft.path), "sha256": draft.sha256, **result.to_json()}

@@ -1,0 +1,107 @@
+"""Draft-target: a draft model derived from the target and distilled on the synthesized data.
+
+The draft keeps the target's embeddings, final norm, lm_head and tokenizer, and a few of its
+layers spread over the depth (first and last included). Those layers and the norm learn to
+match the target's next-token distribution (KL over the loss vocabulary) from the target's
+cached final hidden states, so the target runs once over the data.
+"""
+from __future__ import annotations
+
+import copy
+import random
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+
+from specops.draft.hidden import cache_hidden_states
+from specops.draft.loop import run_loop
+from specops.draft.result import TrainResult
+from specops.draft.sequences import load_sequences, token_count
+from specops.draft.spec import TrainSpec
+from specops.draft.target import draft_vocabulary, load_target, pad_id
+
+
+def kept_layers(total: int, keep: int) -> list[int]:
+    """`keep` layer indices spread evenly over `total`, the first and the last included."""
+    if keep >= total:
+        return list(range(total))
+    if keep == 1:
+        return [total - 1]
+    return sorted({round(i * (total - 1) / (keep - 1)) for i in range(keep)})
+
+
+def derive_draft(target, keep: int):
+    """A copy of the target with only `keep` of its decoder layers."""
+    layers = kept_layers(target.config.num_hidden_layers, keep)
+    config = copy.deepcopy(target.config)
+    config.num_hidden_layers = len(layers)
+    if getattr(config, "layer_types", None):
+        config.layer_types = [config.layer_types[i] for i in layers]
+    draft = type(target)(config)
+    state = target.state_dict()
+    mapped = {}
+    for key, value in state.items():
+        if ".layers." in key:
+            prefix, rest = key.split(".layers.", 1)
+            index, tail = rest.split(".", 1)
+            if int(index) not in layers:
+                continue
+            key = f"{prefix}.layers.{layers.index(int(index))}.{tail}"
+        mapped[key] = value.clone()
+    draft.load_state_dict(mapped, strict=True)
+    return draft, layers
+
+
+def train_distill(spec: TrainSpec, target_dir: Path, data_path: Path, out_dir: Path,
+                  log: Callable[[str], None], draft_length: int = 0) -> TrainResult:
+    """Derive, distill and save the draft model (HF checkpoint + tokenizer) to out_dir/export."""
+    torch.manual_seed(spec.seed)
+    target, tokenizer = load_target(target_dir, spec.threads)
+    seqs = load_sequences(data_path, tokenizer, spec.seq_len, spec.seed)
+    t0 = time.monotonic()
+    cached = cache_hidden_states(target, seqs, spec.batch_size, pad_id(tokenizer, target))
+    cache_s = time.monotonic() - t0
+    draft, layers = derive_draft(target, spec.draft_layers)
+    log(f"distill: draft keeps layers {layers} of {target.config.num_hidden_layers}; "
+        f"{len(seqs)} sequences, {token_count(seqs)} tokens; target cached in {cache_s:.0f}s")
+    rows = None
+    if spec.loss_vocab_size and spec.loss_vocab_size < target.config.vocab_size:
+        rows = draft_vocabulary(seqs, spec.loss_vocab_size, target.config.vocab_size)
+    head = target.lm_head.weight if rows is None else target.lm_head.weight[rows]
+    # Embeddings and lm_head stay the target's (tied, and they carry the shared vocabulary).
+    for name, p in draft.named_parameters():
+        p.requires_grad_(".layers." in name or name.endswith("norm.weight"))
+    params = [p for p in draft.parameters() if p.requires_grad]
+
+    def step(batch):
+        ids, mask, hidden, _ = batch
+        out = draft.model(input_ids=ids, attention_mask=mask)
+        student = F.log_softmax(out.last_hidden_state @ head.T, dim=-1)
+        with torch.no_grad():
+            teacher = F.softmax(hidden @ head.T, dim=-1)
+        kl = (teacher * (teacher.clamp_min(1e-9).log() - student)).sum(-1)
+        valid = mask.bool()
+        loss = kl[valid].mean()
+        agree = (student.argmax(-1) == teacher.argmax(-1))[valid].float().mean()
+        return loss, {"top1_agreement": float(agree)}
+
+    def epoch_batches(epoch: int):
+        order = list(range(len(cached)))
+        random.Random(spec.seed + epoch).shuffle(order)
+        return (cached[i] for i in order)
+
+    draft.train()
+    stats = run_loop(params, step, epoch_batches, epochs=spec.epochs, steps_per_epoch=len(cached),
+                     max_steps=spec.max_steps, lr=spec.lr, log=log, label="train distill")
+    draft.eval()
+    export_dir = out_dir / "export"
+    draft.save_pretrained(str(export_dir))
+    tokenizer.save_pretrained(str(export_dir))
+    log(f"distill: draft saved to {export_dir}")
+    tail = stats.losses[-10:]
+    return TrainResult(mode="distill", export_dir=export_dir, sequences=len(seqs), tokens=token_count(seqs),
+                       steps=stats.steps, train_seconds=stats.seconds, prepare_seconds=cache_s,
+                       final_loss=sum(tail) / len(tail), train_accuracy=stats.last_metrics)

@@ -1,0 +1,134 @@
+"""EAGLE-3 / EAGLE heads trained with ModelOpt on a frozen target, offline, and exported.
+
+The target runs once over the data and its hidden states are cached (ModelOpt's offline
+mode), so each epoch costs only the head. Export uses ModelOpt's
+`export_speculative_decoding`, the checkpoint format vLLM and TRT-LLM load.
+"""
+from __future__ import annotations
+
+import copy
+import random
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import torch
+
+from specops.draft.hidden import cache_hidden_states
+from specops.draft.loop import run_loop
+from specops.draft.result import TrainResult
+from specops.draft.sequences import load_sequences, token_count
+from specops.draft.spec import TrainSpec
+from specops.draft.target import draft_vocabulary, load_target, pad_id
+
+
+def eagle_config(spec: TrainSpec, target_config) -> dict:
+    """ModelOpt's eagle mode config, its architecture sized for the target and for a CPU."""
+    from modelopt.torch.speculative.config import eagle3_default_config
+    from modelopt.torch.speculative.eagle.default_config import default_eagle_config
+
+    arch = copy.deepcopy(eagle3_default_config if spec.mode == "eagle3" else default_eagle_config)
+    theta = _rope_theta(target_config)
+    arch.update(
+        intermediate_size=target_config.intermediate_size,
+        num_attention_heads=target_config.num_attention_heads,
+        num_key_value_heads=target_config.num_key_value_heads,
+        head_dim=getattr(target_config, "head_dim", None)
+        or target_config.hidden_size // target_config.num_attention_heads,
+        rms_norm_eps=target_config.rms_norm_eps,
+        rope_theta=theta,
+        rope_scaling={"rope_type": "default", "rope_theta": theta},
+        torch_dtype="float32",
+    )
+    if spec.mode == "eagle3" and not arch.get("eagle_aux_hidden_state_layer_ids"):
+        from modelopt.torch.speculative.plugins.hf_eagle import default_eagle_aux_layer_ids
+
+        arch["eagle_aux_hidden_state_layer_ids"] = default_eagle_aux_layer_ids(target_config.num_hidden_layers)
+    arch.update(copy.deepcopy(spec.architecture))
+    if spec.draft_vocab_size and spec.draft_vocab_size < target_config.vocab_size:
+        arch["draft_vocab_size"] = spec.draft_vocab_size
+    # Export keeps the rope the head was trained with unless the profile asks otherwise:
+    # ModelOpt's default swaps in YaRN x32, which this runtime would then have to match.
+    options = {"eagle_export_rope_scaling": {}} | dict(spec.options)
+    return {
+        **options,
+        "eagle_architecture_config": arch,
+        "eagle_use_torch_compile": False,
+        "eagle_offline": True,
+        "eagle_freeze_base_model": True,
+    }
+
+
+def train_eagle(spec: TrainSpec, target_dir: Path, data_path: Path, out_dir: Path,
+                log: Callable[[str], None], draft_length: int = 0) -> TrainResult:
+    """Train, export to out_dir/export, keep ModelOpt's state in out_dir/modelopt."""
+    import modelopt.torch.opt as mto
+    import modelopt.torch.speculative as mtsp
+    from modelopt.torch.export import export_speculative_decoding
+
+    torch.manual_seed(spec.seed)
+    model, tokenizer = load_target(target_dir, spec.threads)
+    seqs = load_sequences(data_path, tokenizer, spec.seq_len, spec.seed)
+    config = eagle_config(spec, model.config)
+    arch = config["eagle_architecture_config"]
+    aux_ids = list(arch.get("eagle_aux_hidden_state_layer_ids") or []) if arch["use_aux_hidden_state"] else []
+    log(f"{spec.mode}: {len(seqs)} sequences, {token_count(seqs)} tokens; caching the target's hidden states")
+    t0 = time.monotonic()
+    cached = cache_hidden_states(model, seqs, spec.batch_size, pad_id(tokenizer, model), aux_ids)
+    cache_s = time.monotonic() - t0
+    log(f"{spec.mode}: hidden states of {len(cached)} batches cached in {cache_s:.0f}s")
+    base_lm_head = model.lm_head.weight.detach().clone()
+    mtsp.convert(model, [("eagle", config)])
+    _init_draft_vocab(model, seqs, base_lm_head)
+    params = [p for p in model.eagle_module.parameters() if p.requires_grad]
+    model.train()
+
+    def step(batch):
+        ids, mask, hidden, aux = batch
+        outputs = {"base_model_hidden_states": hidden}
+        if aux is not None:
+            outputs["aux_hidden_states"] = aux
+        out = model(input_ids=ids, attention_mask=mask, base_model_outputs=outputs)
+        accs = out.train_acc[0]
+        return out.loss, {f"acc{i}": float(a) for i, a in enumerate(accs)}
+
+    def epoch_batches(epoch: int):
+        order = list(range(len(cached)))
+        random.Random(spec.seed + epoch).shuffle(order)
+        return (cached[i] for i in order)
+
+    stats = run_loop(params, step, epoch_batches, epochs=spec.epochs, steps_per_epoch=len(cached),
+                     max_steps=spec.max_steps, lr=spec.lr, log=log, label=f"train {spec.mode}")
+    model.eval()
+    export_dir = out_dir / "export"
+    export_speculative_decoding(model, export_dir=export_dir)
+    (out_dir / "modelopt").mkdir(parents=True, exist_ok=True)
+    torch.save({"modelopt_state": mto.modelopt_state(model),
+                "eagle_module": model.eagle_module.state_dict()}, out_dir / "modelopt" / "eagle_module.pth")
+    log(f"{spec.mode}: exported to {export_dir}")
+    return TrainResult(
+        mode=spec.mode, export_dir=export_dir, sequences=len(seqs), tokens=token_count(seqs),
+        steps=stats.steps, train_seconds=stats.seconds, prepare_seconds=cache_s,
+        final_loss=_mean_tail(stats.losses), train_accuracy=stats.last_metrics,
+    )
+
+
+def _rope_theta(config) -> float:
+    params = getattr(config, "rope_parameters", None) or getattr(config, "rope_scaling", None) or {}
+    return float(params.get("rope_theta") or getattr(config, "rope_theta", None) or 10000.0)
+
+
+@torch.no_grad()
+def _init_draft_vocab(model, seqs, base_lm_head: torch.Tensor) -> None:
+    """Fill d2t from token frequencies and start the head's reduced lm_head at the target's rows."""
+    module = model.eagle_module
+    if not hasattr(module, "d2t"):
+        return
+    chosen = draft_vocabulary(seqs, module.d2t.numel(), base_lm_head.shape[0])
+    module.d2t.copy_(chosen - torch.arange(chosen.numel()))
+    module.lm_head.weight.copy_(base_lm_head[chosen])
+
+
+def _mean_tail(losses: list[float]) -> float:
+    tail = losses[-10:]
+    return sum(tail) / len(tail) if tail else float("nan")

@@ -1,0 +1,122 @@
+"""Medusa heads trained with ModelOpt's `medusa` mode on a frozen target, offline.
+
+ModelOpt builds the heads (ResBlocks, then a projection to the vocabulary); each head's
+projection starts as a frozen copy of the target's lm_head, as the Medusa paper does, and the
+ResBlocks learn. Head i is trained to predict token t+2+i from the target's last hidden state
+at t (the Medusa convention TensorRT-LLM and vLLM follow: the target's own lm_head already
+gives t+1). Exported in the Medusa checkpoint layout (see specops/runtime/medusa_proposer.py).
+"""
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Callable
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+
+from specops.draft.hidden import cache_hidden_states
+from specops.draft.loop import run_loop
+from specops.draft.result import TrainResult
+from specops.draft.sequences import load_sequences, token_count
+from specops.draft.spec import TrainSpec
+from specops.draft.target import draft_vocabulary, load_target, pad_id
+from specops.runtime.medusa_proposer import MEDUSA_WEIGHTS
+
+# ModelOpt's HFMedusaModel.forward weighs head i by coefficient * decay**i; same here.
+HEADS_COEFFICIENT, DECAY = 0.2, 0.8
+
+
+def train_medusa(spec: TrainSpec, target_dir: Path, data_path: Path, out_dir: Path,
+                 log: Callable[[str], None], draft_length: int) -> TrainResult:
+    """Train one Medusa head per drafted token and export them to out_dir/export."""
+    import time
+
+    import modelopt.torch.opt as mto
+    import modelopt.torch.speculative as mtsp
+
+    torch.manual_seed(spec.seed)
+    model, tokenizer = load_target(target_dir, spec.threads)
+    seqs = load_sequences(data_path, tokenizer, spec.seq_len, spec.seed)
+    t0 = time.monotonic()
+    cached = cache_hidden_states(model, seqs, spec.batch_size, pad_id(tokenizer, model))
+    cache_s = time.monotonic() - t0
+    log(f"medusa: {len(seqs)} sequences, {token_count(seqs)} tokens; hidden states cached in {cache_s:.0f}s")
+    options = {"medusa_num_heads": draft_length, "medusa_num_layers": 1} | dict(spec.options)
+    mtsp.convert(model, [("medusa", options)])
+    heads = model.medusa_heads
+    rows = _loss_rows(seqs, spec.loss_vocab_size, model.config.vocab_size)
+    with torch.no_grad():
+        for head in heads:
+            head[-1].weight.copy_(model.lm_head.weight)
+            head[-1].weight.requires_grad_(False)
+    params = [p for p in heads.parameters() if p.requires_grad]
+
+    def step(batch):
+        ids, mask, hidden, _ = batch
+        return _medusa_loss(heads, hidden, ids, mask, rows)
+
+    def epoch_batches(epoch: int):
+        order = list(range(len(cached)))
+        random.Random(spec.seed + epoch).shuffle(order)
+        return (cached[i] for i in order)
+
+    heads.train()
+    stats = run_loop(params, step, epoch_batches, epochs=spec.epochs, steps_per_epoch=len(cached),
+                     max_steps=spec.max_steps, lr=spec.lr, log=log, label="train medusa")
+    heads.eval()
+    export_dir = export_medusa(heads, model.config, out_dir / "export", str(target_dir))
+    (out_dir / "modelopt").mkdir(parents=True, exist_ok=True)
+    torch.save({"modelopt_state": mto.modelopt_state(model), "medusa_heads": heads.state_dict()},
+               out_dir / "modelopt" / "medusa_heads.pth")
+    log(f"medusa: exported to {export_dir}")
+    tail = stats.losses[-10:]
+    return TrainResult(mode="medusa", export_dir=export_dir, sequences=len(seqs), tokens=token_count(seqs),
+                       steps=stats.steps, train_seconds=stats.seconds, prepare_seconds=cache_s,
+                       final_loss=sum(tail) / len(tail), train_accuracy=stats.last_metrics)
+
+
+def _loss_rows(seqs, size: int | None, vocab: int) -> torch.Tensor | None:
+    return None if not size or size >= vocab else draft_vocabulary(seqs, size, vocab)
+
+
+def _medusa_loss(heads, hidden, ids, mask, rows):
+    """Cross-entropy of head i at t against token t+2+i, over the loss vocabulary."""
+    total, metrics = 0.0, {}
+    remap = None
+    if rows is not None:
+        remap = torch.full((heads[0][-1].weight.shape[0],), -100, dtype=torch.long)
+        remap[rows] = torch.arange(rows.numel())
+    for i, head in enumerate(heads):
+        shift = 2 + i
+        if hidden.shape[1] <= shift:
+            break
+        feats = head[:-1](hidden[:, :-shift])
+        weight = head[-1].weight if rows is None else head[-1].weight[rows]
+        logits = feats @ weight.T
+        labels = ids[:, shift:].clone()
+        labels[mask[:, shift:] == 0] = -100
+        if remap is not None:
+            labels = torch.where(labels >= 0, remap[labels.clamp(min=0)], labels)
+        loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1), ignore_index=-100)
+        total = total + loss * HEADS_COEFFICIENT * DECAY ** i
+        valid = labels != -100
+        metrics[f"acc{i}"] = float(((logits.argmax(-1) == labels) & valid).sum() / valid.sum().clamp(min=1))
+    return total, metrics
+
+
+def export_medusa(heads, target_config, export_dir: Path, base: str) -> Path:
+    """Write the Medusa checkpoint layout: config.json + medusa_lm_head.safetensors."""
+    from safetensors.torch import save_file
+
+    export_dir.mkdir(parents=True, exist_ok=True)
+    num_layers = len(heads[0]) - 1
+    save_file({k: v.detach().contiguous() for k, v in heads.state_dict().items()}, str(export_dir / MEDUSA_WEIGHTS))
+    config = {
+        "medusa_num_heads": len(heads), "medusa_num_layers": num_layers,
+        "hidden_size": target_config.hidden_size, "vocab_size": target_config.vocab_size,
+        "base_model_name_or_path": base, "architectures": ["MedusaModel"], "torch_dtype": "float32",
+    }
+    (export_dir / "config.json").write_text(json.dumps(config, indent=2))
+    return export_dir

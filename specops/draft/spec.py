@@ -1,0 +1,109 @@
+"""The `draft.train` section of a profile: how a draft module is made from the target.
+
+Training is the ModelOpt seed's workflow made declarative: synthesize data by sending prompts
+to the served base model, train speculation modules with the base frozen, export. Everything
+is validated at profile load, before any download, serving or training starts.
+"""
+from __future__ import annotations
+
+from typing import Any, ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+PROMPT_SOURCES = ("humaneval", "stdlib")
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class DataSpec(_Section):
+    """Training data: prompts answered by the served base model, written as JSONL."""
+
+    prompts: list[Literal["humaneval", "stdlib"]] = Field(
+        default_factory=lambda: ["stdlib", "humaneval"],
+        description="offline prompt sources: HumanEval problems; code-completion prompts made "
+        "from signatures and docstrings of Python standard-library functions",
+    )
+    conversations: str | None = Field(
+        None, description="a conversation JSONL (ModelOpt's Daring-Anteater format, or "
+        "OpenAI-style messages) whose user turns are also sent to the base model")
+    num_samples: int = Field(160, ge=1, le=1_000_000, description="prompts answered by the base model")
+    max_tokens: int = Field(96, ge=1, le=8192, description="longest answer asked of the base model")
+    concurrency: int = Field(2, ge=1, le=256, description="requests in flight while synthesizing")
+    endpoint: str | None = Field(
+        None, description="an OpenAI-compatible server (http://host:port; /v1/chat/completions is "
+        "used) instead of serving the target on the embedded Triton server")
+    endpoint_model: str | None = Field(None, description="model name sent to `endpoint`")
+    humaneval_holdout: int = Field(
+        64, ge=0, le=164, description="the first N HumanEval problems are never trained on: the "
+        "benchmark and the lossless check draw their prompts from them")
+    seed: int = 0
+
+    @field_validator("prompts")
+    @classmethod
+    def _some_prompts(cls, value: list[str]) -> list[str]:
+        if len(set(value)) != len(value):
+            raise ValueError(f"prompt sources repeat: {value}")
+        return value
+
+    @field_validator("endpoint")
+    @classmethod
+    def _http(cls, value: str | None) -> str | None:
+        if value is not None and not value.startswith(("http://", "https://")):
+            raise ValueError(f"endpoint must start with http:// or https://, got {value!r}")
+        return value
+
+    @model_validator(mode="after")
+    def _has_a_source(self) -> "DataSpec":
+        if not self.prompts and not self.conversations:
+            raise ValueError("no prompt source: name prompts (humaneval, stdlib) or a conversations file")
+        return self
+
+
+class TrainSpec(_Section):
+    """How to train the draft module. Mode and options are ModelOpt's own names."""
+
+    # Modes of modelopt.torch.speculative (eagle3 and eagle are its `eagle` mode with and
+    # without auxiliary hidden states), plus `distill` for a draft model derived from the target.
+    MODES: ClassVar[tuple[str, ...]] = ("eagle3", "eagle", "medusa", "distill")
+
+    mode: str | None = Field(
+        None, description="eagle3 | eagle | medusa | distill (a draft model derived from the "
+        "target); defaults to the one the method serves")
+    data: DataSpec = DataSpec()
+    options: dict[str, Any] = Field(
+        default_factory=dict,
+        description="ModelOpt config fields of the mode (e.g. eagle_ttt_steps, medusa_num_layers)")
+    architecture: dict[str, Any] = Field(
+        default_factory=dict,
+        description="eagle_architecture_config overrides (sized for the target by default)")
+    draft_layers: int = Field(4, ge=1, le=128, description="distill: target layers kept in the draft")
+    draft_vocab_size: int | None = Field(
+        None, ge=256, description="eagle modes: most frequent tokens the head predicts (d2t); "
+        "None keeps the full vocabulary")
+    loss_vocab_size: int | None = Field(
+        8192, ge=256, description="medusa, distill: the loss covers the N most frequent tokens "
+        "of the data (the output layer keeps the target's full vocabulary); None: all tokens")
+    epochs: float = Field(2.0, gt=0, le=100)
+    max_steps: int | None = Field(None, ge=1, description="stop after this many optimizer steps")
+    batch_size: int = Field(4, ge=1, le=512)
+    seq_len: int = Field(384, ge=16, le=32768, description="training sequences are cut to this length")
+    lr: float = Field(1e-3, gt=0, le=1)
+    threads: int = Field(2, ge=1, le=256, description="torch threads while training")
+    seed: int = 0
+
+    @field_validator("mode")
+    @classmethod
+    def _known_mode(cls, value: str | None) -> str | None:
+        if value is not None and value not in cls.MODES:
+            raise ValueError(f"unknown ModelOpt mode {value!r}; allowed: {', '.join(cls.MODES)}")
+        return value
+
+    @model_validator(mode="after")
+    def _known_options(self) -> "TrainSpec":
+        from specops.draft.modes import check_mode_options
+
+        if self.mode is not None:
+            check_mode_options(self.mode, self.options, self.architecture)
+        return self

@@ -1,0 +1,38 @@
+"""Train the draft module a profile asks for: the trainer registry and its one entry point."""
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from specops.draft.evaluate import measure_acceptance
+from specops.draft.result import TrainResult
+from specops.draft.spec import TrainSpec
+from specops.registry import Registry
+
+Trainer = Callable[..., TrainResult]
+TRAINERS: Registry[Trainer] = Registry("training mode")
+TRAINERS.register("eagle3", "specops.draft.eagle_train:train_eagle")
+TRAINERS.register("eagle", "specops.draft.eagle_train:train_eagle")
+TRAINERS.register("medusa", "specops.draft.medusa_train:train_medusa")
+TRAINERS.register("distill", "specops.draft.distill:train_distill")
+
+RESULT_FILE = "train_result.json"
+
+
+def train_draft(spec: TrainSpec, draft_length: int, target_dir: Path, data_path: Path, out_dir: Path,
+                log: Callable[[str], None] = print, eval_prompts: list[str] = (),
+                eval_tokens: int = 32) -> TrainResult:
+    """Train, export under out_dir/export, measure acceptance, write out_dir/train_result.json."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    trainer = TRAINERS.get(spec.mode)
+    result = trainer(spec, target_dir, data_path, out_dir, log, draft_length=draft_length)
+    if eval_prompts:
+        result.acceptance = measure_acceptance(spec.mode, result.export_dir, target_dir, draft_length,
+                                               list(eval_prompts), eval_tokens)
+        log(f"{spec.mode}: acceptance on {len(eval_prompts)} held-out prompts: "
+            f"{result.acceptance['acceptance_rate']:.3f}, "
+            f"{result.acceptance['mean_tokens_per_step']:.2f} tokens per step")
+    result.write(out_dir / RESULT_FILE)
+    log(f"{spec.mode}: trained in {result.train_seconds:.0f}s ({result.steps} steps, "
+        f"{result.tokens} tokens; target pass {result.prepare_seconds:.0f}s)")
+    return result

@@ -1,0 +1,97 @@
+"""Medusa heads: head i reads the target's last hidden state at position t and guesses t+2+i.
+
+Heads are loaded from the Medusa checkpoint format (`medusa_lm_head.safetensors`, keys
+`{head}.{layer}.linear.*` and `{head}.{num_layers}.weight`, plus `config.json`), the layout of
+the Medusa reference implementation that TensorRT-LLM's converter reads; specops writes it
+from ModelOpt's `medusa_heads` (see specops/draft/medusa_train.py).
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, ClassVar
+
+import torch
+from torch import nn
+
+from specops.runtime.proposers import Proposer
+
+MEDUSA_WEIGHTS = "medusa_lm_head.safetensors"
+
+
+@dataclasses.dataclass
+class _MedusaState:
+    last_hidden: torch.Tensor | None = None  # [H], the newest position the target verified
+
+
+class MedusaProposer(Proposer):
+    name = "medusa"
+    needs_hidden: ClassVar[bool] = True
+
+    @dataclasses.dataclass(frozen=True)
+    class Options:
+        draft_dir: str = ""
+        num_speculative_tokens: int = 3
+        medusa_choices: Any = None
+
+        def __post_init__(self) -> None:
+            if not self.draft_dir:
+                raise ValueError("medusa: draft_dir (the Medusa heads checkpoint) is required")
+            if not isinstance(self.num_speculative_tokens, int) or self.num_speculative_tokens < 1:
+                raise ValueError(f"medusa: num_speculative_tokens must be an integer >= 1, "
+                                 f"got {self.num_speculative_tokens!r}")
+            if self.medusa_choices is not None:
+                raise ValueError("medusa: medusa_choices (tree verification) is not supported by "
+                                 "the embedded runtime, which verifies one chain")
+
+    def __init__(self, options: Options) -> None:
+        super().__init__(options)
+        self.heads, self.config = load_medusa_heads(Path(options.draft_dir))
+        if options.num_speculative_tokens > len(self.heads):
+            raise ValueError(f"medusa: num_speculative_tokens={options.num_speculative_tokens} but "
+                             f"{options.draft_dir} has {len(self.heads)} heads")
+
+    @property
+    def max_draft(self) -> int:
+        return self.options.num_speculative_tokens
+
+    def bind(self, target, tokenizer) -> None:
+        if target.config.hidden_size != self.config["hidden_size"]:
+            raise ValueError(f"Medusa heads in {self.options.draft_dir} expect hidden size "
+                             f"{self.config['hidden_size']}; the target has {target.config.hidden_size}")
+
+    def start(self, prompt_ids: Sequence[int]) -> _MedusaState:
+        return _MedusaState()
+
+    def observe(self, state: _MedusaState, hidden: tuple | None, context_ids: Sequence[int]) -> None:
+        if hidden is not None:
+            state.last_hidden = hidden[-1][0, -1]
+
+    @torch.inference_mode()
+    def propose(self, context_ids: Sequence[int], limit: int, state: _MedusaState) -> list[int]:
+        k = min(self.options.num_speculative_tokens, limit)
+        if k <= 0 or state.last_hidden is None:
+            return []
+        return [int(self.heads[i](state.last_hidden).argmax(-1)) for i in range(k)]
+
+
+def build_heads(num_heads: int, num_layers: int, hidden: int, vocab: int) -> nn.ModuleList:
+    """The module layout of ModelOpt's (and Medusa's) heads: ResBlocks, then a vocab projection."""
+    from modelopt.torch.speculative.utils import ResBlock
+
+    return nn.ModuleList(
+        nn.Sequential(*[ResBlock(hidden) for _ in range(num_layers)], nn.Linear(hidden, vocab, bias=False))
+        for _ in range(num_heads)
+    )
+
+
+def load_medusa_heads(draft_dir: Path) -> tuple[nn.ModuleList, dict]:
+    from safetensors.torch import load_file
+
+    config = json.loads((draft_dir / "config.json").read_text())
+    heads = build_heads(config["medusa_num_heads"], config["medusa_num_layers"],
+                        config["hidden_size"], config["vocab_size"])
+    heads.load_state_dict(load_file(str(draft_dir / MEDUSA_WEIGHTS)), strict=True)
+    return heads.to(torch.float32).eval(), config

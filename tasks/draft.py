@@ -1,0 +1,110 @@
+"""Synthesize training data with the served target, and train the draft module from it."""
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+from prefect import get_run_logger, task
+from prefect.artifacts import create_markdown_artifact
+from prefect.cache_policies import NO_CACHE
+
+from specops.backends.base import Server, Variant, load_backend
+from specops.bench.prompts import load_prompts
+from specops.draft import store
+from specops.draft.result import TrainResult
+from specops.draft.synthesize import openai_answerer, synthesize
+from specops.draft.train import RESULT_FILE, train_draft
+from specops.profile.schema import Profile
+from specops.rundir import RunDir
+from specops.sources.base import ModelArtifact, hash_dir
+from tasks.caching import ContentKey
+from tasks.report import artifact_key
+
+# The key an OpenAI-compatible endpoint wants, read from the environment and sent only in
+# the Authorization header (never in a profile, a log or a command line).
+ENDPOINT_KEY_ENV = "SPECOPS_ENDPOINT_API_KEY"
+EVAL_PROMPTS = 2
+
+
+@task(cache_policy=NO_CACHE)
+def find_training_data(profile: Profile, target: ModelArtifact, cache_dir: Path) -> ModelArtifact | None:
+    """The profile's synthesized data set if an earlier run finished it, else None."""
+    directory = store.data_dir(cache_dir, profile.draft.train.data, target)
+    found = store.finished_data(directory, f"synthesized:{target.source}")
+    get_run_logger().info("training data %s: %s", directory, "cached" if found else "to synthesize")
+    return found
+
+
+@task(cache_policy=NO_CACHE, persist_result=False)
+def synthesize_training_data(profile: Profile, server: Server | None, variant: Variant,
+                             target: ModelArtifact, cache_dir: Path) -> ModelArtifact:
+    """Answer the profile's prompts with the served target (or its endpoint) into data.jsonl."""
+    log = get_run_logger()
+    data = profile.draft.train.data
+    directory = store.data_dir(cache_dir, data, target)
+    directory.mkdir(parents=True, exist_ok=True)
+    if data.endpoint:
+        answer = openai_answerer(data.endpoint, data.endpoint_model or target.source, data.max_tokens,
+                                 profile.serving.request_timeout_s, os.environ.get(ENDPOINT_KEY_ENV))
+        items, text_format = store.prompt_items(data), "chat"
+    else:
+        backend = load_backend(profile)
+        answer = lambda prompt: backend.generate(server, variant, prompt, data.max_tokens)  # noqa: E731
+        items, text_format = store.prompt_items(data, _chat_template(target.path)), "completion"
+    if len(items) < data.num_samples:
+        log.warning("only %d prompts available of the %d asked for", len(items), data.num_samples)
+    synthesize(items, answer, directory / store.DATA_FILE, concurrency=data.concurrency,
+               text_format=text_format, log=log.info)
+    store.mark_complete(directory)
+    return store.finished_data(directory, f"synthesized:{target.source}")
+
+
+@task(cache_policy=ContentKey(recipe=store.DRAFT_RECIPE), persist_result=True)
+def train_draft_module(profile: Profile, target: ModelArtifact, data: ModelArtifact,
+                       cache_dir: Path) -> ModelArtifact:
+    """Train the draft (ModelOpt heads or a distilled draft model) and export it into the cache."""
+    log = get_run_logger()
+    train, length = profile.draft.train, profile.method.draft_length()
+    out = store.draft_dir(cache_dir, train, length, target, data)
+    if not (out / store.COMPLETE).exists():
+        # Partial output of a failed attempt stays for inspection until this retrains over it.
+        shutil.rmtree(out / "export", ignore_errors=True)
+        holdout = load_prompts("humaneval")[:EVAL_PROMPTS]
+        train_draft(train, length, target.path, data.path, out, log=log.info, eval_prompts=holdout)
+        store.mark_complete(out)
+    result = TrainResult.read(out / RESULT_FILE)
+    return ModelArtifact(result.export_dir, f"trained:{train.mode}", hash_dir(result.export_dir),
+                         extra={"train_result": str(out / RESULT_FILE)})
+
+
+@task(cache_policy=NO_CACHE, persist_result=False)
+def publish_training(draft: ModelArtifact, run: RunDir, profile_name: str) -> TrainResult:
+    """Copy the training record into the run directory and show it as a Prefect artifact."""
+    result = TrainResult.read(Path(draft.extra["train_result"]))
+    result.write(run.path / RESULT_FILE)
+    create_markdown_artifact(key=artifact_key(profile_name, "training"), markdown=training_markdown(result),
+                             description=f"{profile_name}: draft training")
+    get_run_logger().info("draft %s: train %.0fs, acceptance %s", result.mode, result.train_seconds,
+                          result.acceptance or "not measured")
+    return result
+
+
+def training_markdown(result: TrainResult) -> str:
+    rows = [("mode", result.mode), ("sequences / tokens", f"{result.sequences} / {result.tokens}"),
+            ("steps", result.steps), ("training time", f"{result.train_seconds:.0f} s"),
+            ("target pass (hidden states cached)", f"{result.prepare_seconds:.0f} s"),
+            ("final loss", f"{result.final_loss:.4f}")]
+    rows += [(f"train {k}", f"{v:.3f}") for k, v in result.train_accuracy.items()]
+    rows += [(f"held-out {k}", f"{v:.3f}") for k, v in result.acceptance.items()]
+    return "\n".join(["| | |", "|---|---|"] + [f"| {k} | {v} |" for k, v in rows])
+
+
+def _chat_template(target_dir: Path):
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(str(target_dir))
+    if not getattr(tokenizer, "chat_template", None):
+        return None
+    return lambda text: tokenizer.apply_chat_template([{"role": "user", "content": text}],
+                                                     add_generation_prompt=True, tokenize=False)
