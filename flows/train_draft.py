@@ -27,7 +27,7 @@ def prepare_trained_draft(loaded: LoadedProfile, target: ModelArtifact, run: Run
     profile = loaded.profile
     data = find_training_data(profile, target, cache_dir)
     if data is None:
-        base = Variant("base", profile.base_variant().method)
+        base = Variant("synthesis", profile.base_variant().method, parallel=profile.draft.train.data.concurrency)
         server = None
         if not profile.draft.train.data.endpoint:
             engines = build_engine(profile, base, target, None, cache_dir)

@@ -34,6 +34,7 @@ def repository_key(profile: Profile, variant: Variant, target: ModelArtifact, dr
         "backend": profile.backend.model_dump(mode="json"),
         "method": variant.method.model_dump(mode="json"),
         "variant": variant.name,
+        "parallel": variant.parallel,
         "target": target.sha256,
         "target_path": str(target.path),
         "draft": draft.sha256 if draft else None,

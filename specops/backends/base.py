@@ -16,8 +16,11 @@ from specops.sources.base import ModelArtifact
 class Variant:
     """One served configuration: the profile's method, or the implied base (speculation off)."""
 
-    name: str  # "speculative" | "base"
+    name: str  # "speculative" | "base" | "synthesis"
     method: MethodConfig
+    # Requests the variant should serve at once; backends that batch ignore it, the embedded
+    # one runs that many model instances (data synthesis sends concurrent requests).
+    parallel: int = 1
 
     @property
     def model_name(self) -> str:

@@ -60,6 +60,8 @@ class LocalBackend(Backend):
             method=variant.method.kind,
             options=runtime_options(variant.method, draft),
             threads=self.config.threads,
+            instances=max(self.config.instances, variant.parallel),
+            adaptive_draft_length=self.config.draft_length == "adaptive",
         )
 
     def render(self, variant: Variant, target: ModelArtifact, draft: ModelArtifact | None, out_dir: Path) -> None:

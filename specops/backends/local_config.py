@@ -15,6 +15,12 @@ class LocalBackendConfig(BackendConfig):
     # genai-perf/perf_analyzer so the client does not steal time from the server.
     threads: int = Field(1, ge=1, le=64, description="torch threads inside the model")
     exit_timeout_s: int = Field(5, ge=1, le=300, description="tritonserver --exit-timeout-secs")
+    instances: int = Field(1, ge=1, le=16, description="model instances (processes) serving requests "
+                           "in parallel; more than one helps concurrent load such as data synthesis")
+    draft_length: Literal["fixed", "adaptive"] = Field(
+        "adaptive", description="fixed: always method.num_speculative_tokens drafts; adaptive: per "
+        "step, the length (up to that) with the most expected tokens per second, from measured "
+        "verification and draft costs and measured acceptance")
 
     def method_config_problems(self, method) -> list[str]:
         if getattr(method, "medusa_choices", None) is not None:

@@ -74,7 +74,10 @@ def train_eagle(spec: TrainSpec, target_dir: Path, data_path: Path, out_dir: Pat
     aux_ids = list(arch.get("eagle_aux_hidden_state_layer_ids") or []) if arch["use_aux_hidden_state"] else []
     log(f"{spec.mode}: {len(seqs)} sequences, {token_count(seqs)} tokens; caching the target's hidden states")
     t0 = time.monotonic()
-    cached = cache_hidden_states(model, seqs, spec.batch_size, pad_id(tokenizer, model), aux_ids)
+    # ModelOpt caches its train-time-test attention masks per step for the first sequence
+    # length it sees, so every batch is padded to one length (as its own data collator does).
+    cached = cache_hidden_states(model, seqs, spec.batch_size, pad_id(tokenizer, model), aux_ids,
+                                 pad_to=max(len(s) for s in seqs))
     cache_s = time.monotonic() - t0
     log(f"{spec.mode}: hidden states of {len(cached)} batches cached in {cache_s:.0f}s")
     base_lm_head = model.lm_head.weight.detach().clone()

@@ -27,13 +27,13 @@ def _ids(conversation: Conversation, tokenizer) -> list[int]:
     return list(ids["input_ids"] if hasattr(ids, "keys") else ids)
 
 
-def batches(seqs: Sequence[list[int]], batch_size: int, pad_id: int):
-    """(input_ids, attention_mask) tensors, right-padded per batch; length-sorted within a window."""
+def batches(seqs: Sequence[list[int]], batch_size: int, pad_id: int, pad_to: int | None = None):
+    """(input_ids, attention_mask) tensors, right-padded to the batch's longest or to `pad_to`."""
     import torch
 
     for start in range(0, len(seqs), batch_size):
         chunk = seqs[start:start + batch_size]
-        width = max(len(s) for s in chunk)
+        width = pad_to or max(len(s) for s in chunk)
         ids = torch.full((len(chunk), width), pad_id, dtype=torch.long)
         mask = torch.zeros((len(chunk), width), dtype=torch.long)
         for row, seq in enumerate(chunk):

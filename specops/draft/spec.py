@@ -88,7 +88,7 @@ class TrainSpec(_Section):
     epochs: float = Field(2.0, gt=0, le=100)
     max_steps: int | None = Field(None, ge=1, description="stop after this many optimizer steps")
     batch_size: int = Field(4, ge=1, le=512)
-    seq_len: int = Field(384, ge=16, le=32768, description="training sequences are cut to this length")
+    seq_len: int = Field(256, ge=16, le=32768, description="training sequences are cut to this length")
     lr: float = Field(1e-3, gt=0, le=1)
     threads: int = Field(2, ge=1, le=256, description="torch threads while training")
     seed: int = 0

@@ -10,6 +10,7 @@ features stay, positions fed with its own guesses are cropped after every propos
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 import json
 import threading
 from collections.abc import Sequence
@@ -127,9 +128,25 @@ def _causal_mask(n: int, past: int, dtype: torch.dtype) -> torch.Tensor | None:
     return mask[None, None]
 
 
+def modelopt_eagle_module_class():
+    """ModelOpt's EagleModule, loaded from its file without importing the modelopt package.
+
+    The package's __init__ pulls in quantization and torch.compile (seconds of import, and
+    inductor templates that fail to decode in the Triton stub's C-locale interpreter);
+    modeling_eagle.py itself needs only torch and transformers.
+    """
+    spec = importlib.util.find_spec("modelopt")
+    if spec is None or not spec.submodule_search_locations:
+        raise ImportError("nvidia-modelopt is not installed; it provides the EAGLE head module")
+    path = Path(spec.submodule_search_locations[0]) / "torch" / "speculative" / "plugins" / "modeling_eagle.py"
+    module_spec = importlib.util.spec_from_file_location("specops_modelopt_modeling_eagle", path)
+    module = importlib.util.module_from_spec(module_spec)
+    module_spec.loader.exec_module(module)
+    return module.EagleModule
+
+
 def load_eagle_head(export_dir: Path):
     """ModelOpt's EagleModule with the exported weights loaded strictly; (module, config)."""
-    from modelopt.torch.speculative.plugins.modeling_eagle import EagleModule
     from safetensors.torch import load_file
     from transformers import LlamaConfig
     from transformers.models.llama.modeling_llama import LlamaDecoderLayer
@@ -145,7 +162,7 @@ def load_eagle_head(export_dir: Path):
     # The export always carries an lm_head (the target's when the head had none of its own).
     config.has_lm_head = True
     config._attn_implementation = "sdpa"
-    head = EagleModule(config, LlamaDecoderLayer)
+    head = modelopt_eagle_module_class()(config, LlamaDecoderLayer)
     head.load_state_dict(weights, strict=True)
     head.to(torch.float32).eval()
     head._maybe_init_rope()

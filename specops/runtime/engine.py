@@ -16,6 +16,7 @@ import torch
 
 from .counters import SpecCounters
 from .detok import TextStream
+from .draft_length import DraftLengthPolicy
 from .proposers import Proposer, make_proposer
 from .sampling import Sampler
 
@@ -23,12 +24,16 @@ from .sampling import Sampler
 class DecodingEngine:
     """Thread-safe for concurrent generate() calls: all per-request state is local."""
 
-    def __init__(self, model, tokenizer, proposer: Proposer, method: str) -> None:
+    def __init__(self, model, tokenizer, proposer: Proposer, method: str,
+                 adaptive_draft_length: bool = False) -> None:
         self.model = model
         self.tokenizer = tokenizer
         self.proposer = proposer
         self.method = method
         self.counters = SpecCounters()
+        # Adaptive: each step's draft length is chosen from measured costs and acceptance,
+        # up to the method's num_speculative_tokens; fixed: always that many.
+        self.policy = DraftLengthPolicy(proposer.max_draft) if adaptive_draft_length and proposer.max_draft else None
         self.eos_ids = _eos_ids(model)
         self.max_positions = getattr(model.config, "max_position_embeddings", None)
 
@@ -39,6 +44,7 @@ class DecodingEngine:
         method: str,
         options: Mapping[str, Any] | None = None,
         threads: int = 1,
+        adaptive_draft_length: bool = False,
     ) -> DecodingEngine:
         """Load an HF checkpoint in fp32 for CPU inference with the given speculation method."""
         from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -51,7 +57,7 @@ class DecodingEngine:
         model = AutoModelForCausalLM.from_pretrained(str(model_dir), dtype=torch.float32)
         model.eval()
         proposer.bind(model, tokenizer)
-        return cls(model, tokenizer, proposer, method)
+        return cls(model, tokenizer, proposer, method, adaptive_draft_length)
 
     # Counters, read one at a time; counters.snapshot() reads them all consistently.
     num_drafts = property(lambda self: self.counters.num_drafts)
@@ -139,14 +145,17 @@ class DecodingEngine:
         while True:
             remaining = budget - len(out)
             # Drafting past the budget is wasted verification work: the bonus token fills it.
+            limit = remaining - 1 if self.policy is None else min(remaining - 1, self.policy.choose())
             t0 = time.perf_counter()
-            drafts = self.proposer.propose(context, remaining - 1, state)[:remaining - 1]
+            drafts = self.proposer.propose(context, limit, state)[:limit] if limit > 0 else []
             t1 = time.perf_counter()
             emitted, hidden = self._step(context, cache, drafts, sampler)
+            t2 = time.perf_counter()
             accepted = len(emitted) - 1
             emitted, finished = self._truncate(emitted, remaining, ignore_eos)
-            self.counters.record_step(len(drafts), accepted, len(emitted),
-                                      draft_s=t1 - t0, verify_s=time.perf_counter() - t1)
+            self.counters.record_step(len(drafts), accepted, len(emitted), draft_s=t1 - t0, verify_s=t2 - t1)
+            if self.policy is not None:
+                self.policy.record(len(drafts), accepted, t1 - t0, t2 - t1)
             context.extend(emitted)
             out.extend(emitted)
             yield out, finished

@@ -77,10 +77,25 @@ class MedusaProposer(Proposer):
         return [int(self.heads[i](state.last_hidden).argmax(-1)) for i in range(k)]
 
 
+class ResBlock(nn.Module):
+    """ModelOpt's (and Medusa's) ResBlock: x + SiLU(Linear(x)); same parameter names.
+
+    Defined here rather than imported because importing modelopt.torch pulls in
+    torch.compile machinery the serving process does not need (tests/unit/runtime checks
+    that it computes what ModelOpt's does).
+    """
+
+    def __init__(self, hidden_size: int) -> None:
+        super().__init__()
+        self.linear = nn.Linear(hidden_size, hidden_size, bias=True)
+        self.act = nn.SiLU()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x + self.act(self.linear(x))
+
+
 def build_heads(num_heads: int, num_layers: int, hidden: int, vocab: int) -> nn.ModuleList:
     """The module layout of ModelOpt's (and Medusa's) heads: ResBlocks, then a vocab projection."""
-    from modelopt.torch.speculative.utils import ResBlock
-
     return nn.ModuleList(
         nn.Sequential(*[ResBlock(hidden) for _ in range(num_layers)], nn.Linear(hidden, vocab, bias=False))
         for _ in range(num_heads)

@@ -61,6 +61,7 @@ class TritonPythonModel:
             params[vllm_io.PARAM_METHOD],
             json.loads(params.get(vllm_io.PARAM_METHOD_OPTIONS) or "{}"),
             threads=int(params.get(vllm_io.PARAM_THREADS, "1")),
+            adaptive_draft_length=params.get(vllm_io.PARAM_ADAPTIVE, "false") == "true",
         )
         self.metrics = _SpecMetrics({"model": args["model_name"], "version": args["model_version"]})
         # Requests are generated one at a time on a worker thread, so the stub's main thread

@@ -70,22 +70,26 @@ def python_generate_config(
     options: Mapping[str, Any] | None = None,
     threads: int = 1,
     engine: str | None = None,
+    instances: int = 1,
+    adaptive_draft_length: bool = False,
 ) -> ModelConfig:
     """Config of our Python-backend generation model (`specops/runtime/triton_model.py`).
 
-    Speaks the vLLM backend's I/O, one CPU instance, no Triton batching; the engine settings
+    Speaks the vLLM backend's I/O, CPU instances (each a process with its own engine), no
+    Triton batching; the engine settings
     travel as string parameters. `engine` ("module:Class") overrides the decoding engine.
     """
     if threads < 1:
         raise ValueError(f"threads must be >= 1, got {threads}")
     config = mc.ModelConfig(name=name, backend="python")
     add_vllm_io(config)
-    config.instance_group.add(kind=mc.ModelInstanceGroup.KIND_CPU, count=1)
+    config.instance_group.add(kind=mc.ModelInstanceGroup.KIND_CPU, count=instances)
     params = {
         vllm_io.PARAM_MODEL_DIR: str(model_dir),
         vllm_io.PARAM_METHOD: method,
         vllm_io.PARAM_METHOD_OPTIONS: json.dumps(dict(options or {}), sort_keys=True),
         vllm_io.PARAM_THREADS: str(threads),
+        vllm_io.PARAM_ADAPTIVE: "true" if adaptive_draft_length else "false",
     }
     if engine:
         params[vllm_io.PARAM_ENGINE] = engine

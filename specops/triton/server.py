@@ -212,6 +212,9 @@ class TritonServer:
         env = scrubbed_env(os.environ)  # the server never needs download credentials
         bin_dir = os.path.dirname(sys.executable)  # not resolved: the venv's bin, not the base python's
         env["PATH"] = os.pathsep.join([bin_dir, env.get("PATH", "/usr/bin:/bin")])
+        # The stub's embedded interpreter starts in the C locale, so open() without an
+        # encoding reads ASCII; torch's inductor templates (imported by ModelOpt) are UTF-8.
+        env["PYTHONUTF8"] = "1"
         # The binary, libtriton_python.so and the stub find the wheel's nvidia_pytriton.libs
         # through their $ORIGIN rpath (also through our symlinks). The stub links a bare
         # libpython3.X.so.1.0: without help it takes the system one (Debian 3.11.2 here) while
