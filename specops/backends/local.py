@@ -95,6 +95,10 @@ class LocalBackend(Backend):
             metrics.get("spec_decode_num_drafts", 0.0),
             metrics.get("spec_decode_num_draft_tokens", 0.0),
             metrics.get("spec_decode_num_accepted_tokens", 0.0),
+            num_steps=metrics.get("spec_decode_num_steps", 0.0),
+            num_emitted_tokens=metrics.get("spec_decode_num_emitted_tokens", 0.0),
+            draft_seconds=metrics.get("spec_decode_draft_seconds", 0.0),
+            verify_seconds=metrics.get("spec_decode_verify_seconds", 0.0),
         )
 
     def bench_target(self, server: LocalServer | None, variant: Variant) -> BenchTarget:

@@ -39,12 +39,21 @@ def eagle_config(spec: TrainSpec, target_config) -> dict:
         rope_theta=theta,
         rope_scaling={"rope_type": "default", "rope_theta": theta},
         torch_dtype="float32",
+        # ModelOpt's exporter requires the head's final norm (norm.weight) for llama drafts,
+        # which its plain eagle default leaves out; EAGLE-3's default has it.
+        use_last_layernorm=True,
     )
     if spec.mode == "eagle3" and not arch.get("eagle_aux_hidden_state_layer_ids"):
         from modelopt.torch.speculative.plugins.hf_eagle import default_eagle_aux_layer_ids
 
         arch["eagle_aux_hidden_state_layer_ids"] = default_eagle_aux_layer_ids(target_config.num_hidden_layers)
     arch.update(copy.deepcopy(spec.architecture))
+    last = target_config.num_hidden_layers - 1
+    if any(i >= last or i < 0 for i in arch.get("eagle_aux_hidden_state_layer_ids") or []):
+        # The last layer's raw output is not among transformers' hidden_states (that entry is
+        # after the final norm), so neither the cached pass nor the runtime could feed it.
+        raise ValueError(f"architecture.eagle_aux_hidden_state_layer_ids must lie in 0..{last - 1} "
+                         f"for this {last + 1}-layer target, got {arch['eagle_aux_hidden_state_layer_ids']}")
     if spec.draft_vocab_size and spec.draft_vocab_size < target_config.vocab_size:
         arch["draft_vocab_size"] = spec.draft_vocab_size
     # Export keeps the rope the head was trained with unless the profile asks otherwise:

@@ -17,7 +17,7 @@ from specops.draft.spec import DataSpec, TrainSpec
 from specops.sources.base import ModelArtifact, hash_file
 
 DATA_RECIPE = "train-data-1"  # bump when the synthesized record format changes
-DRAFT_RECIPE = "draft-1"  # bump when training or the export layout changes
+DRAFT_RECIPE = "draft-2"  # bump when training or the export layout changes
 DATA_FILE = "data.jsonl"
 COMPLETE = ".complete"
 

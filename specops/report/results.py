@@ -15,18 +15,47 @@ class Acceptance:
     # Whether the counters see the benchmark's own requests (server-side counters do); per-response
     # metrics that only specops' check requests ask for cover those requests alone.
     covers_benchmark: bool = True
+    # Engine step accounting, where the backend exports it (the embedded runtime does): every
+    # decode step, tokens it emitted, and seconds spent drafting and verifying.
+    num_steps: float | None = None
+    num_emitted_tokens: float | None = None
+    draft_seconds: float | None = None
+    verify_seconds: float | None = None
 
     def since(self, earlier: "Acceptance | None") -> "Acceptance":
         """Counters accumulated after `earlier` (the benchmark window, without checks/smoke);
         counters that never see the benchmark stay as they are (over the check requests)."""
         if earlier is None or not self.covers_benchmark:
             return self
+
+        def minus(name: str) -> float | None:
+            now, before = getattr(self, name), getattr(earlier, name)
+            return None if now is None or before is None else now - before
+
         return Acceptance(
             self.source,
             self.num_drafts - earlier.num_drafts,
             self.num_draft_tokens - earlier.num_draft_tokens,
             self.num_accepted_tokens - earlier.num_accepted_tokens,
+            num_steps=minus("num_steps"),
+            num_emitted_tokens=minus("num_emitted_tokens"),
+            draft_seconds=minus("draft_seconds"),
+            verify_seconds=minus("verify_seconds"),
         )
+
+    @property
+    def tokens_per_step(self) -> float | None:
+        """Tokens emitted per decode step, steps without drafts included."""
+        if not self.num_steps or self.num_emitted_tokens is None:
+            return None
+        return self.num_emitted_tokens / self.num_steps
+
+    @property
+    def step_seconds(self) -> float | None:
+        """Mean wall time of one step inside the engine: drafting plus verification."""
+        if not self.num_steps or self.verify_seconds is None:
+            return None
+        return ((self.draft_seconds or 0.0) + self.verify_seconds) / self.num_steps
 
     @property
     def acceptance_rate(self) -> float | None:
@@ -57,8 +86,28 @@ class VariantResult:
                 "num_accepted_tokens": self.acceptance.num_accepted_tokens,
                 "acceptance_rate": self.acceptance.acceptance_rate,
                 "mean_accepted_per_step": self.acceptance.mean_accepted_per_step,
+                "tokens_per_step": self.acceptance.tokens_per_step,
+                "engine_step_s": self.acceptance.step_seconds,
+                "draft_s_per_step": (self.acceptance.draft_seconds / self.acceptance.num_steps
+                                     if self.acceptance.num_steps and self.acceptance.draft_seconds is not None
+                                     else None),
             }
         return out | {f"{k}_s": v for k, v in self.timings.items()}
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+
+def analytical_bound(spec: Acceptance | None, base: Acceptance | None) -> float | None:
+    """Speedup the measured acceptance allows at the measured costs, with zero serving overhead.
+
+    tokens per step x (base step time) / (draft time + verification time per step): what the
+    decode loop alone would give. genai-perf's measured speedup falls short of it by
+    everything outside the loop (Triton, streaming, detokenization, prefill).
+    """
+    if spec is None or base is None:
+        return None
+    tokens, spec_step, base_step = spec.tokens_per_step, spec.step_seconds, base.step_seconds
+    if not tokens or not spec_step or not base_step:
+        return None
+    return tokens * base_step / spec_step

@@ -6,7 +6,7 @@ from pathlib import Path
 import pandas as pd
 
 from specops.lossless import LosslessResult
-from specops.report.results import VariantResult
+from specops.report.results import VariantResult, analytical_bound
 
 # (column in the genai-perf metrics, header in report.md, format)
 SUMMARY_COLUMNS = [
@@ -29,10 +29,18 @@ def speedup(results: list[VariantResult]) -> float | None:
     return spec.metrics[THROUGHPUT] / base.metrics[THROUGHPUT]
 
 
+def bound(results: list[VariantResult]) -> float | None:
+    by_variant = {r.variant: r for r in results}
+    spec, base = by_variant.get("speculative"), by_variant.get("base")
+    return analytical_bound(spec.acceptance if spec else None, base.acceptance if base else None)
+
+
 def comparison_frame(results: list[VariantResult], lossless: LosslessResult | None) -> pd.DataFrame:
     frame = pd.DataFrame([r.row() for r in results])
     ratio = speedup(results)
     frame["speedup_vs_base"] = [ratio if r.variant == "speculative" else (1.0 if ratio else None) for r in results]
+    limit = bound(results)
+    frame["speedup_bound"] = [limit if r.variant == "speculative" else None for r in results]
     frame["valid"] = [verdict(lossless)[0]] * len(results)
     return frame
 
@@ -76,7 +84,9 @@ def report_markdown(title: str, results: list[VariantResult], lossless: Lossless
     parts = [
         f"# {title}",
         "",
-        f"**{status}**" + (f" · speedup vs base: **{ratio:.2f}x** (output tokens/s, genai-perf)" if ratio else ""),
+        f"**{status}**" + (f" · speedup vs base: **{ratio:.2f}x** (output tokens/s, genai-perf)" if ratio else "")
+        + (f" · analytical bound {bound(results):.2f}x (measured acceptance and engine step costs; "
+           f"{ratio / bound(results):.0%} of it reached)" if ratio and bound(results) else ""),
         "",
         *[f"- {r}" for r in reasons],
         "",

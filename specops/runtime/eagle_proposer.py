@@ -64,6 +64,9 @@ class EagleProposer(Proposer):
                 f"EAGLE head in {self.options.draft_dir} was trained for hidden size "
                 f"{self.config.hidden_size} and vocabulary {self.config.vocab_size}; the target has "
                 f"{target.config.hidden_size} and {target.config.vocab_size}")
+        if any(i >= target.config.num_hidden_layers - 1 for i in self.aux_ids):
+            raise ValueError(f"EAGLE-3 head in {self.options.draft_dir} reads layers {self.aux_ids}; the "
+                             f"target's last layer ({target.config.num_hidden_layers - 1}) is not readable")
         self.embed = target.get_input_embeddings()
 
     def start(self, prompt_ids: Sequence[int]) -> _EagleState:
