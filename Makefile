@@ -11,7 +11,7 @@ POOL ?= specops-cpu
 PREFECT_PORT ?= 4200
 DEBIAN_PACKAGES := libb64-0d docker.io busybox-static
 
-.PHONY: install demo test test-fast bench up down deploy schema clean
+.PHONY: install demo test test-fast bench bench-drafts up down deploy schema clean
 
 $(VENV)/.installed: pyproject.toml
 	@command -v $(PYTHON) >/dev/null || { echo "need $(PYTHON)"; exit 1; }
@@ -46,6 +46,11 @@ test-fast: install
 ## bench: ngram vs base speedup from genai-perf at concurrency 1 on HumanEval, and orchestration overhead
 bench: install
 	$(BIN)/python benchmarks/spine_bench.py
+
+## bench-drafts: every method on the embedded target (drafts trained first, then cached) vs base, its
+## analytical bound, and the runtime vs HF transformers' speculative generate
+bench-drafts: install
+	$(BIN)/python benchmarks/draft_bench.py
 
 schema: install
 	$(BIN)/specops schema -o profiles/profile.schema.json

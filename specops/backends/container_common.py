@@ -56,6 +56,11 @@ def place_model(source: str, artifact: ModelArtifact | None, access: str, mount_
     return PlacedModel(inside, host, inside)
 
 
+def draft_source(profile, draft: ModelArtifact | None) -> str:
+    """The draft's source string; a trained draft has none and is mounted from the cache like a path."""
+    return profile.draft.source or (str(draft.path) if draft is not None else "trained-draft")
+
+
 def write_files(out_dir: Path, files: dict[str, str]) -> None:
     for rel, content in files.items():
         path = Path(out_dir) / rel

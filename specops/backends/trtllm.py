@@ -134,9 +134,7 @@ class TrtllmBackend(Backend):
         t = cc.place_model(p.target.source, target, c.models, c.mount_root, "target")
         d = None
         if variant.method.needs_draft and p.draft is not None:
-            # A trained draft has no source of its own: it is mounted from the cache like a local path.
-            source = p.draft.source or (str(draft.path) if draft is not None else "trained-draft")
-            d = cc.place_model(source, draft, c.models, c.mount_root, "draft")
+            d = cc.place_model(cc.draft_source(p, draft), draft, c.models, c.mount_root, "draft")
         doc = model_yaml(c, variant.method, t.ref, d.ref if d else None)
         mounts = [(m.host, m.target) for m in (t, d) if m is not None and m.host is not None]
         return {f"{MODEL}/1/model.yaml": yaml.safe_dump(doc, sort_keys=False),

@@ -93,7 +93,7 @@ class VllmBackend(Backend):
         t = cc.place_model(p.target.source, target, c.models, c.mount_root, "target")
         d = None
         if variant.method.needs_draft and p.draft is not None:
-            d = cc.place_model(p.draft.source, draft, c.models, c.mount_root, "draft")
+            d = cc.place_model(cc.draft_source(p, draft), draft, c.models, c.mount_root, "draft")
         return t, d
 
     def files(self, variant: Variant, target: ModelArtifact | None, draft: ModelArtifact | None) -> dict[str, str]:

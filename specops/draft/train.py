@@ -4,6 +4,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from specops.draft.conversations import read_conversations
 from specops.draft.evaluate import measure_acceptance
 from specops.draft.result import TrainResult
 from specops.draft.spec import TrainSpec
@@ -23,6 +24,8 @@ def train_draft(spec: TrainSpec, draft_length: int, target_dir: Path, data_path:
                 log: Callable[[str], None] = print, eval_prompts: list[str] = (),
                 eval_tokens: int = 32) -> TrainResult:
     """Train, export under out_dir/export, measure acceptance, write out_dir/train_result.json."""
+    # The whole file is read before the target loads: a bad line fails in seconds, with its number.
+    read_conversations(data_path)
     out_dir.mkdir(parents=True, exist_ok=True)
     trainer = TRAINERS.get(spec.mode)
     result = trainer(spec, target_dir, data_path, out_dir, log, draft_length=draft_length)

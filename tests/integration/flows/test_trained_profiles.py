@@ -1,0 +1,90 @@
+"""The four trained-draft profiles end to end with `specops run`, shrunk by overrides: data is
+synthesized by the served target, the draft trained with ModelOpt (or distilled), served by
+the embedded runtime, checked lossless on HumanEval prompts and benchmarked by genai-perf.
+
+The cache starts empty of data and drafts (only the converted embedded model is shared), so the
+first profile really synthesizes and every profile really trains; the data set is shared by the
+four (same data section), and a second eagle3-local run takes data and draft from the cache.
+"""
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+
+import pandas as pd
+import pytest
+
+from tests.integration.support import REPO_ROOT, SHARED_CACHE, service_env
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+SHRINK = ["draft.train.data.num_samples=6", "draft.train.data.max_tokens=16", "draft.train.max_steps=3",
+          "draft.train.seq_len=128", "draft.train.batch_size=2",
+          "benchmark.num_requests=2", "benchmark.warmup_requests=0", "benchmark.output_tokens=16",
+          "comparison.lossless_prompts=3", "comparison.lossless_max_tokens=24"]
+PROFILES = ["eagle3-local", "eagle-local", "medusa-local", "draft-target-local"]
+TASK = r"Task run '(\w+)-\w+' - Finished in state (Cached|Completed)"
+
+
+def specops_run(env, profile: str, run_id: str) -> subprocess.CompletedProcess:
+    args = [sys.executable, "-m", "specops.cli", "run", profile, "--run-id", run_id]
+    for item in SHRINK:
+        args += ["--set", item]
+    proc = subprocess.run(args, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=1800)
+    assert proc.returncode == 0, proc.stdout[-5000:] + proc.stderr[-5000:]
+    return proc
+
+
+def states(proc: subprocess.CompletedProcess) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    for task, state in re.findall(TASK, proc.stdout + proc.stderr):
+        out.setdefault(task, []).append(state)
+    return out
+
+
+@pytest.fixture(scope="module")
+def runs(embedded_model, tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("trained-profiles")
+    cache = tmp / "cache"
+    cache.mkdir()
+    # Only the converted target is shared: data, drafts and repositories start empty.
+    (cache / "embedded").symlink_to(SHARED_CACHE / "embedded", target_is_directory=True)
+    env = service_env(tmp, SPECOPS_CACHE=str(cache))
+    done = {p: specops_run(env, p, "first") for p in PROFILES}
+    done["again"] = specops_run(env, "eagle3-local", "again")
+    return tmp / "artifacts", done
+
+
+@pytest.mark.parametrize("profile", PROFILES)
+def test_profile_trains_serves_and_reports_valid(runs, profile):
+    artifacts, done = runs
+    run = artifacts / profile / "first"
+    frame = pd.read_csv(run / "comparison.csv").set_index("variant")
+    assert frame["valid"].iloc[0] == "VALID"
+    lossless = json.loads((run / "check" / "lossless.json").read_text())
+    assert lossless["valid"] and lossless["compared"] == 3
+    spec = frame.loc["speculative"]
+    assert spec["num_draft_tokens"] > 0 and spec["output_token_throughput_tok_s"] > 0
+    assert spec["speedup_bound"] > 0 and spec["tokens_per_step"] >= 1
+    trained = json.loads((run / "train_result.json").read_text())
+    assert trained["steps"] == 3 and trained["train_seconds"] > 0 and "acceptance_rate" in trained["acceptance"]
+    manifest = json.loads((run / "manifest.json").read_text())
+    assert manifest["models"]["draft"]["source"] == f"trained:{trained['mode']}"
+    assert states(done[profile])["train_draft_module"] == ["Completed"]
+
+
+def test_data_is_synthesized_once_for_the_four_profiles(runs):
+    _, done = runs
+    assert "synthesize_training_data" in states(done["eagle3-local"])
+    for profile in PROFILES[1:]:
+        assert "synthesize_training_data" not in states(done[profile]), profile
+        assert "training data" in done[profile].stdout + done[profile].stderr
+
+
+def test_second_run_takes_data_and_draft_from_the_cache(runs):
+    _, done = runs
+    again = states(done["again"])
+    assert again["train_draft_module"] == ["Cached"]
+    assert "synthesize_training_data" not in again and "start_server" in again

@@ -1,0 +1,57 @@
+"""Where data and drafts are cached, and which prompts the data step asks for."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from specops.draft import store
+from specops.draft.spec import DataSpec, TrainSpec
+from specops.sources.base import ModelArtifact
+
+TARGET = ModelArtifact(Path("/t"), "embedded:smollm2-135m", "a" * 64)
+
+
+def test_prompt_items_take_sources_in_turn_and_hold_out_the_benchmark():
+    items = store.prompt_items(DataSpec(prompts=["stdlib", "humaneval"], num_samples=10, humaneval_holdout=64))
+    assert len(items) == 10
+    assert [i.source for i in items[:4]] == ["stdlib", "humaneval", "stdlib", "humaneval"]
+    humaneval = [int(i.id.split("/")[1]) for i in items if i.source == "humaneval"]
+    assert min(humaneval) == 64
+
+
+def test_prompt_items_fill_from_the_other_source_when_one_runs_out():
+    items = store.prompt_items(DataSpec(prompts=["humaneval", "stdlib"], num_samples=120, humaneval_holdout=150))
+    assert sum(i.source == "humaneval" for i in items) == 14  # 164 problems, 150 held out
+    assert len(items) == 120
+
+
+def test_conversation_prompts_get_the_chat_template_for_a_completion_server(tmp_path):
+    talks = tmp_path / "talks.jsonl"
+    talks.write_text('{"conversation_id": "c1", "conversations": [{"from": "User", "value": "hi"}]}\n')
+    items = store.prompt_items(DataSpec(prompts=[], conversations=str(talks), num_samples=5),
+                               chat_template=lambda text: f"<user>{text}</user>")
+    assert [(i.id, i.text) for i in items] == [("conversations/c1", "<user>hi</user>")]
+
+
+def test_data_key_follows_the_data_section_and_the_target():
+    base = store.data_dir(Path("/c"), DataSpec(), TARGET)
+    assert base == store.data_dir(Path("/c"), DataSpec(), TARGET)
+    assert base != store.data_dir(Path("/c"), DataSpec(num_samples=7), TARGET)
+    assert base != store.data_dir(Path("/c"), DataSpec(), ModelArtifact(Path("/t"), TARGET.source, "b" * 64))
+
+
+def test_draft_key_follows_training_draft_length_and_data_but_not_the_data_section():
+    data = ModelArtifact(Path("/d"), "synthesized", "c" * 64)
+    spec = TrainSpec(mode="eagle3")
+    key = store.draft_dir(Path("/c"), spec, 3, TARGET, data)
+    assert key == store.draft_dir(Path("/c"), spec.model_copy(update={"data": DataSpec(concurrency=7)}), 3, TARGET, data)
+    assert key != store.draft_dir(Path("/c"), spec, 2, TARGET, data)
+    assert key != store.draft_dir(Path("/c"), spec.model_copy(update={"lr": 0.5}), 3, TARGET, data)
+    assert key != store.draft_dir(Path("/c"), spec, 3, TARGET, ModelArtifact(Path("/d"), "synthesized", "d" * 64))
+
+
+def test_unfinished_data_is_not_offered(tmp_path):
+    assert store.finished_data(tmp_path, "x") is None
+    (tmp_path / store.DATA_FILE).write_text("{}\n")
+    store.mark_complete(tmp_path)
+    found = store.finished_data(tmp_path, "x")
+    assert found is not None and found.path == tmp_path / store.DATA_FILE and len(found.sha256) == 64
