@@ -27,18 +27,20 @@ def prepare_trained_draft(loaded: LoadedProfile, target: ModelArtifact, run: Run
     profile = loaded.profile
     data = find_training_data(profile, target, cache_dir)
     if data is None:
-        base = Variant("synthesis", profile.base_variant().method, parallel=profile.draft.train.data.concurrency)
+        # The target with speculation off, with as many instances as requests in flight.
+        synthesis = Variant("synthesis", profile.base_variant().method, parallel=profile.draft.train.data.concurrency)
         server = None
         if not profile.draft.train.data.endpoint:
-            engines = build_engine(profile, base, target, None, cache_dir)
-            repo = render_repository(profile, base, target, None, cache_dir, engines)
-            server = start_server(profile, base, repo, run)
+            engines = build_engine(profile, synthesis, target, None, cache_dir)
+            repo = render_repository(profile, synthesis, target, None, cache_dir, engines)
+            server = start_server(profile, synthesis, repo, run)
         try:
-            data = synthesize_training_data(profile, server, base, target, cache_dir)
+            data = synthesize_training_data(profile, server, synthesis, target, cache_dir)
         finally:
             if server is not None:
-                stop_server(server, profile.serving.stop_timeout_s, run, base)
-    draft = train_draft_module(profile, target, data, cache_dir)
+                stop_server(server, profile.serving.stop_timeout_s, run, synthesis)
+    # Only what shapes the draft keys the task: other profile edits keep the cached draft.
+    draft = train_draft_module(profile.draft.train, profile.method.draft_length(), target, data, cache_dir)
     return draft, publish_training(draft, run, profile.name)
 
 

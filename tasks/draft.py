@@ -13,6 +13,7 @@ from specops.backends.base import Server, Variant, load_backend
 from specops.bench.prompts import load_prompts
 from specops.draft import store
 from specops.draft.result import TrainResult
+from specops.draft.spec import TrainSpec
 from specops.draft.synthesize import openai_answerer, synthesize
 from specops.draft.train import RESULT_FILE, train_draft
 from specops.profile.schema import Profile
@@ -61,11 +62,10 @@ def synthesize_training_data(profile: Profile, server: Server | None, variant: V
 
 
 @task(cache_policy=ContentKey(recipe=store.DRAFT_RECIPE), persist_result=True)
-def train_draft_module(profile: Profile, target: ModelArtifact, data: ModelArtifact,
+def train_draft_module(train: TrainSpec, length: int, target: ModelArtifact, data: ModelArtifact,
                        cache_dir: Path) -> ModelArtifact:
     """Train the draft (ModelOpt heads or a distilled draft model) and export it into the cache."""
     log = get_run_logger()
-    train, length = profile.draft.train, profile.method.draft_length()
     out = store.draft_dir(cache_dir, train, length, target, data)
     if not (out / store.COMPLETE).exists():
         # Partial output of a failed attempt stays for inspection until this retrains over it.
