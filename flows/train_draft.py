@@ -35,12 +35,12 @@ def prepare_trained_draft(loaded: LoadedProfile, target: ModelArtifact, run: Run
             repo = render_repository(profile, synthesis, target, None, cache_dir, engines)
             server = start_server(profile, synthesis, repo, run)
         try:
-            data = synthesize_training_data(profile, server, synthesis, target, cache_dir)
+            data = synthesize_training_data(profile, server, synthesis, target, cache_dir, run)
         finally:
             if server is not None:
                 stop_server(server, profile.serving.stop_timeout_s, run, synthesis)
     # Only what shapes the draft keys the task: other profile edits keep the cached draft.
-    draft = train_draft_module(profile.draft.train, profile.method.draft_length(), target, data, cache_dir)
+    draft = train_draft_module(profile.draft.train, profile.method.draft_length(), target, data, cache_dir, run)
     return draft, publish_training(draft, run, profile.name)
 
 

@@ -53,6 +53,7 @@ def canonical(value: Any) -> Any:
 class ContentKey(CachePolicy):
     recipe: str = "1"
     cache_dir_input: str = "cache_dir"  # the input naming the cache directory that holds outputs
+    ignore: tuple[str, ...] = ()  # inputs that do not shape the output (e.g. the run directory)
 
     def compute_key(self, task_ctx, inputs: dict[str, Any], flow_parameters: dict[str, Any],
                     **kwargs: Any) -> Optional[str]:
@@ -63,6 +64,6 @@ class ContentKey(CachePolicy):
             "task": task_ctx.task.name,
             "source": source,
             "generation": cache_generation(Path(cache_dir)) if cache_dir else None,
-            "inputs": canonical(inputs),
+            "inputs": canonical({k: v for k, v in inputs.items() if k not in self.ignore}),
         }
         return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()

@@ -39,8 +39,14 @@ def find_training_data(profile: Profile, target: ModelArtifact, cache_dir: Path)
 
 @task(cache_policy=NO_CACHE, persist_result=False)
 def synthesize_training_data(profile: Profile, server: Server | None, variant: Variant,
-                             target: ModelArtifact, cache_dir: Path) -> ModelArtifact:
+                             target: ModelArtifact, cache_dir: Path, run: RunDir) -> ModelArtifact:
     """Answer the profile's prompts with the served target (or its endpoint) into data.jsonl."""
+    with run.timed("draft", "synthesize"):
+        return _synthesize(profile, server, variant, target, cache_dir)
+
+
+def _synthesize(profile: Profile, server: Server | None, variant: Variant, target: ModelArtifact,
+                cache_dir: Path) -> ModelArtifact:
     log = get_run_logger()
     data = profile.draft.train.data
     directory = store.data_dir(cache_dir, data, target)
@@ -61,9 +67,9 @@ def synthesize_training_data(profile: Profile, server: Server | None, variant: V
     return store.finished_data(directory, f"synthesized:{target.source}")
 
 
-@task(cache_policy=ContentKey(recipe=store.DRAFT_RECIPE), persist_result=True)
+@task(cache_policy=ContentKey(recipe=store.DRAFT_RECIPE, ignore=("run",)), persist_result=True)
 def train_draft_module(train: TrainSpec, length: int, target: ModelArtifact, data: ModelArtifact,
-                       cache_dir: Path) -> ModelArtifact:
+                       cache_dir: Path, run: RunDir) -> ModelArtifact:
     """Train the draft (ModelOpt heads or a distilled draft model) and export it into the cache."""
     log = get_run_logger()
     out = store.draft_dir(cache_dir, train, length, target, data)
@@ -71,7 +77,8 @@ def train_draft_module(train: TrainSpec, length: int, target: ModelArtifact, dat
         # Partial output of a failed attempt stays for inspection until this retrains over it.
         shutil.rmtree(out / "export", ignore_errors=True)
         holdout = load_prompts("humaneval")[:EVAL_PROMPTS]
-        train_draft(train, length, target.path, data.path, out, log=log.info, eval_prompts=holdout)
+        with run.timed("draft", "train"):
+            train_draft(train, length, target.path, data.path, out, log=log.info, eval_prompts=holdout)
         store.mark_complete(out)
     result = TrainResult.read(out / RESULT_FILE)
     return ModelArtifact(result.export_dir, f"trained:{train.mode}", hash_dir(result.export_dir),

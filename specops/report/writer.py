@@ -15,7 +15,7 @@ from specops.report.tables import speedup, verdict, write_tables
 from specops.rundir import RunDir
 from specops.sources.base import ModelArtifact
 
-MEASURED_PHASES = ("serve", "check", "benchmark")
+MEASURED_PHASES = ("serve", "check", "benchmark", "draft")  # draft: synthesis + training, when not cached
 
 
 @dataclass(frozen=True)
@@ -67,7 +67,8 @@ def write_report(run: RunDir, loaded: LoadedProfile, results: list[VariantResult
         f"genai-perf {b.num_requests} requests (+{b.warmup_requests} warm-up), {b.output_tokens} output tokens, "
         f"concurrency {b.concurrency}, prompts: {b.prompts}",
         f"flow wall {wall:.1f}s; serve {totals['serve']:.1f}s, check {totals['check']:.1f}s, "
-        f"benchmark {totals['benchmark']:.1f}s; orchestration overhead {overhead:.1f}s",
+        f"benchmark {totals['benchmark']:.1f}s, draft data and training {totals['draft']:.1f}s; "
+        f"orchestration overhead {overhead:.1f}s",
     ]
     csv_path, md_path, md = write_tables(run.path, f"{profile.name} - {run.run_id}", results, lossless, notes)
     plot = write_plot(run.path / "comparison.png", f"{profile.name} ({status})", results)

@@ -20,6 +20,10 @@ SPEC_COUNTERS = (
     "spec_decode_num_draft_tokens",
     "spec_decode_num_accepted_tokens",
     "spec_decode_num_emitted_tokens",
+    # The embedded runtime's step accounting (the analytical bound's inputs); absent elsewhere.
+    "spec_decode_num_steps",
+    "spec_decode_draft_seconds",
+    "spec_decode_verify_seconds",
 )
 PER_POSITION = "spec_decode_num_accepted_tokens_per_pos"
 

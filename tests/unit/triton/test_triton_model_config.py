@@ -67,7 +67,9 @@ def test_engine_settings_travel_as_string_parameters():
         vllm_io.PARAM_METHOD: "ngram",
         vllm_io.PARAM_METHOD_OPTIONS: json.dumps({"num_speculative_tokens": 4}),
         vllm_io.PARAM_THREADS: "2",
+        vllm_io.PARAM_ADAPTIVE: "false",
     }
+    assert _config(adaptive_draft_length=True).parameters[vllm_io.PARAM_ADAPTIVE].string_value == "true"
     assert _config(engine="pkg.mod:Engine").parameters[vllm_io.PARAM_ENGINE].string_value == "pkg.mod:Engine"
 
 

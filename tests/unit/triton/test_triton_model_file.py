@@ -123,7 +123,7 @@ class CountingEngine:
         self.calls = []
 
     @classmethod
-    def load(cls, model_dir, method, options, threads=1):
+    def load(cls, model_dir, method, options, threads=1, adaptive_draft_length=False):
         cls.loaded.append((model_dir, method, options, threads))
         return cls()
 
