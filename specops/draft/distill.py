@@ -8,7 +8,6 @@ cached final hidden states, so the target runs once over the data.
 from __future__ import annotations
 
 import copy
-import random
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -17,7 +16,7 @@ import torch
 import torch.nn.functional as F
 
 from specops.draft.hidden import cache_hidden_states
-from specops.draft.loop import run_loop
+from specops.draft.loop import run_loop, shuffled_epochs
 from specops.draft.result import TrainResult
 from specops.draft.sequences import load_sequences, token_count
 from specops.draft.spec import TrainSpec
@@ -88,20 +87,15 @@ def train_distill(spec: TrainSpec, target_dir: Path, data_path: Path, out_dir: P
         agree = (student.argmax(-1) == teacher.argmax(-1))[valid].float().mean()
         return loss, {"top1_agreement": float(agree)}
 
-    def epoch_batches(epoch: int):
-        order = list(range(len(cached)))
-        random.Random(spec.seed + epoch).shuffle(order)
-        return (cached[i] for i in order)
-
     draft.train()
-    stats = run_loop(params, step, epoch_batches, epochs=spec.epochs, steps_per_epoch=len(cached),
+    stats = run_loop(params, step, shuffled_epochs(cached, spec.seed), epochs=spec.epochs,
+                     steps_per_epoch=len(cached),
                      max_steps=spec.max_steps, lr=spec.lr, log=log, label="train distill")
     draft.eval()
     export_dir = out_dir / "export"
     draft.save_pretrained(str(export_dir))
     tokenizer.save_pretrained(str(export_dir))
     log(f"distill: draft saved to {export_dir}")
-    tail = stats.losses[-10:]
     return TrainResult(mode="distill", export_dir=export_dir, sequences=len(seqs), tokens=token_count(seqs),
                        steps=stats.steps, train_seconds=stats.seconds, prepare_seconds=cache_s,
-                       final_loss=sum(tail) / len(tail), train_accuracy=stats.last_metrics)
+                       final_loss=stats.final_loss, train_accuracy=stats.last_metrics)

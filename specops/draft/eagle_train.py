@@ -7,7 +7,6 @@ mode), so each epoch costs only the head. Export uses ModelOpt's
 from __future__ import annotations
 
 import copy
-import random
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -15,7 +14,7 @@ from pathlib import Path
 import torch
 
 from specops.draft.hidden import cache_hidden_states
-from specops.draft.loop import run_loop
+from specops.draft.loop import run_loop, shuffled_epochs
 from specops.draft.result import TrainResult
 from specops.draft.sequences import load_sequences, token_count
 from specops.draft.spec import TrainSpec
@@ -104,12 +103,8 @@ def train_eagle(spec: TrainSpec, target_dir: Path, data_path: Path, out_dir: Pat
         accs = out.train_acc[0]
         return out.loss, {f"acc{i}": float(a) for i, a in enumerate(accs)}
 
-    def epoch_batches(epoch: int):
-        order = list(range(len(cached)))
-        random.Random(spec.seed + epoch).shuffle(order)
-        return (cached[i] for i in order)
-
-    stats = run_loop(params, step, epoch_batches, epochs=spec.epochs, steps_per_epoch=len(cached),
+    stats = run_loop(params, step, shuffled_epochs(cached, spec.seed), epochs=spec.epochs,
+                     steps_per_epoch=len(cached),
                      max_steps=spec.max_steps, lr=spec.lr, log=log, label=f"train {spec.mode}")
     model.eval()
     export_dir = out_dir / "export"
@@ -121,7 +116,7 @@ def train_eagle(spec: TrainSpec, target_dir: Path, data_path: Path, out_dir: Pat
     return TrainResult(
         mode=spec.mode, export_dir=export_dir, sequences=len(seqs), tokens=token_count(seqs),
         steps=stats.steps, train_seconds=stats.seconds, prepare_seconds=cache_s,
-        final_loss=_mean_tail(stats.losses), train_accuracy=stats.last_metrics,
+        final_loss=stats.final_loss, train_accuracy=stats.last_metrics,
     )
 
 
@@ -139,8 +134,3 @@ def _init_draft_vocab(model, seqs, base_lm_head: torch.Tensor) -> None:
     chosen = draft_vocabulary(seqs, module.d2t.numel(), base_lm_head.shape[0])
     module.d2t.copy_(chosen - torch.arange(chosen.numel()))
     module.lm_head.weight.copy_(base_lm_head[chosen])
-
-
-def _mean_tail(losses: list[float]) -> float:
-    tail = losses[-10:]
-    return sum(tail) / len(tail) if tail else float("nan")

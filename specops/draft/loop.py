@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+import random
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -15,6 +16,23 @@ class LoopStats:
     seconds: float = 0.0
     losses: list[float] = field(default_factory=list)
     last_metrics: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def final_loss(self) -> float:
+        """Mean of the last ten steps' losses (one step's loss is noisy)."""
+        tail = self.losses[-10:]
+        return sum(tail) / len(tail) if tail else float("nan")
+
+
+def shuffled_epochs(batches: list, seed: int) -> Callable[[int], Iterable]:
+    """make_batches for run_loop: the same batches in a new seeded order every epoch."""
+
+    def epoch(number: int) -> Iterable:
+        order = list(range(len(batches)))
+        random.Random(seed + number).shuffle(order)
+        return (batches[i] for i in order)
+
+    return epoch
 
 
 def run_loop(params: list[torch.nn.Parameter], step_fn: Callable[[object], tuple[torch.Tensor, dict]],

@@ -9,7 +9,6 @@ gives t+1). Exported in the Medusa checkpoint layout (see specops/runtime/medusa
 from __future__ import annotations
 
 import json
-import random
 from collections.abc import Callable
 from pathlib import Path
 
@@ -17,7 +16,7 @@ import torch
 import torch.nn.functional as F
 
 from specops.draft.hidden import cache_hidden_states
-from specops.draft.loop import run_loop
+from specops.draft.loop import run_loop, shuffled_epochs
 from specops.draft.result import TrainResult
 from specops.draft.sequences import load_sequences, token_count
 from specops.draft.spec import TrainSpec
@@ -57,13 +56,9 @@ def train_medusa(spec: TrainSpec, target_dir: Path, data_path: Path, out_dir: Pa
         ids, mask, hidden, _ = batch
         return _medusa_loss(heads, hidden, ids, mask, rows)
 
-    def epoch_batches(epoch: int):
-        order = list(range(len(cached)))
-        random.Random(spec.seed + epoch).shuffle(order)
-        return (cached[i] for i in order)
-
     heads.train()
-    stats = run_loop(params, step, epoch_batches, epochs=spec.epochs, steps_per_epoch=len(cached),
+    stats = run_loop(params, step, shuffled_epochs(cached, spec.seed), epochs=spec.epochs,
+                     steps_per_epoch=len(cached),
                      max_steps=spec.max_steps, lr=spec.lr, log=log, label="train medusa")
     heads.eval()
     export_dir = export_medusa(heads, model.config, out_dir / "export", str(target_dir))
@@ -71,10 +66,9 @@ def train_medusa(spec: TrainSpec, target_dir: Path, data_path: Path, out_dir: Pa
     torch.save({"modelopt_state": mto.modelopt_state(model), "medusa_heads": heads.state_dict()},
                out_dir / "modelopt" / "medusa_heads.pth")
     log(f"medusa: exported to {export_dir}")
-    tail = stats.losses[-10:]
     return TrainResult(mode="medusa", export_dir=export_dir, sequences=len(seqs), tokens=token_count(seqs),
                        steps=stats.steps, train_seconds=stats.seconds, prepare_seconds=cache_s,
-                       final_loss=sum(tail) / len(tail), train_accuracy=stats.last_metrics)
+                       final_loss=stats.final_loss, train_accuracy=stats.last_metrics)
 
 
 def _loss_rows(seqs, size: int | None, vocab: int) -> torch.Tensor | None:
