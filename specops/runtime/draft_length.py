@@ -10,11 +10,14 @@ measurements; now and then it tries another length to keep every estimate curren
 from __future__ import annotations
 
 import threading
+from collections import deque
 from dataclasses import dataclass, field
+from statistics import median
 
 PRIOR_WEIGHT = 4.0  # pseudo-observations behind the prior acceptance of an unmeasured position
 PRIOR_ACCEPT = 0.6  # optimistic: a method is given the chance to show what it accepts
 EXPLORE_EVERY = 16  # every Nth step tries another length, so every length stays measured
+RECENT = 9  # cost samples kept per length
 
 
 @dataclass
@@ -22,8 +25,11 @@ class DraftLengthPolicy:
     max_len: int
     drafted: list[int] = field(default_factory=list)  # steps whose draft reached position i
     accepted: list[int] = field(default_factory=list)  # ... and whose first i+1 drafts were accepted
-    verify_s: dict[int, list[float]] = field(default_factory=dict)  # tokens verified -> [sum, count]
-    draft_s: list[float] = field(default_factory=lambda: [0.0, 0.0])  # [seconds, drafted tokens]
+    # Recent samples only, and their median: the first steps of a server (cold caches,
+    # allocation) cost many times a warm step, and a mean would remember them for hundreds
+    # of steps of a rarely explored length.
+    verify_s: dict[int, deque] = field(default_factory=dict)  # tokens verified -> recent seconds
+    draft_s: deque = field(default_factory=lambda: deque(maxlen=RECENT))  # recent seconds per drafted token
     steps: int = 0
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -49,12 +55,9 @@ class DraftLengthPolicy:
             for i in range(min(drafted, self.max_len)):
                 self.drafted[i] += 1
                 self.accepted[i] += i < accepted
-            entry = self.verify_s.setdefault(drafted + 1, [0.0, 0])
-            entry[0] += verify_s
-            entry[1] += 1
+            self.verify_s.setdefault(drafted + 1, deque(maxlen=RECENT)).append(verify_s)
             if drafted:
-                self.draft_s[0] += draft_s
-                self.draft_s[1] += drafted
+                self.draft_s.append(draft_s / drafted)
 
     def expected_tokens(self, k: int) -> float:
         total, prior = 1.0, 1.0
@@ -67,7 +70,7 @@ class DraftLengthPolicy:
         return self.expected_tokens(k) / (self._verify_cost(k + 1) + k * self._draft_cost())
 
     def _verify_cost(self, tokens: int) -> float:
-        seen = {n: s / c for n, (s, c) in self.verify_s.items() if c}
+        seen = {n: median(samples) for n, samples in self.verify_s.items() if samples}
         if tokens in seen:
             return seen[tokens]
         if not seen:
@@ -77,5 +80,4 @@ class DraftLengthPolicy:
         return seen[min(longer)] if longer else max(seen.values())
 
     def _draft_cost(self) -> float:
-        seconds, tokens = self.draft_s
-        return seconds / tokens if tokens else 0.0
+        return median(self.draft_s) if self.draft_s else 0.0

@@ -52,3 +52,15 @@ def test_expected_tokens_follow_measured_prefix_acceptance():
         policy.record(2, 1, 0.0, 0.1)  # first draft always accepted, second never
     assert abs(policy.expected_tokens(1) - 2.0) < 0.01
     assert abs(policy.expected_tokens(2) - 2.0) < 0.01
+
+
+def test_a_cold_first_step_is_forgotten():
+    """The first steps of a server cost many warm steps; they must not make plain steps look dear."""
+    policy = DraftLengthPolicy(1)
+    policy.record(0, 0, 0.0, 2.0)  # cold start of a plain step
+    for _ in range(20):
+        policy.record(0, 0, 0.0, 0.10)
+        policy.record(1, 0, 0.01, 0.12)  # drafts never accepted, verifying one costs more
+    policy.steps = 100  # past calibration
+    choices = [policy.choose() for _ in range(EXPLORE_EVERY - 1)]
+    assert max(set(choices), key=choices.count) == 0
