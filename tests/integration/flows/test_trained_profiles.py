@@ -18,7 +18,9 @@ import pytest
 
 from tests.integration.support import REPO_ROOT, SHARED_CACHE, service_env
 
-pytestmark = [pytest.mark.integration, pytest.mark.slow]
+# Five real runs share one module fixture (training, serving and genai-perf each): the
+# suite-wide 900 s per-test timeout would count them all against the first test.
+pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(3600)]
 
 SHRINK = ["draft.train.data.num_samples=6", "draft.train.data.max_tokens=16", "draft.train.max_steps=3",
           "draft.train.seq_len=128", "draft.train.batch_size=2",
