@@ -4,7 +4,6 @@ from __future__ import annotations
 import ast
 import json
 import textwrap
-import time
 
 import pytest
 
@@ -27,11 +26,8 @@ def test_humaneval_skips_the_benchmark_prompts_and_keeps_indices():
         humaneval_prompts(skip=-1)
 
 
-def test_stdlib_prompts_are_deterministic_unique_and_quick():
-    t0 = time.monotonic()
+def test_stdlib_prompts_are_deterministic_and_unique():
     items = stdlib_prompts(160, seed=0)
-    elapsed = time.monotonic() - t0
-    assert elapsed < 5, f"took {elapsed:.1f}s"
     assert len(items) == 160
     assert len({i.id for i in items}) == 160 and len({i.text for i in items}) == 160
     assert stdlib_prompts(160, seed=0) == items

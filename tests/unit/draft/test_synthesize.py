@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -133,8 +134,11 @@ def test_more_than_half_failing_raises_with_the_first_error(tmp_path):
 
 def test_a_dead_server_stops_after_the_first_requests(tmp_path):
     answer = Recorder(fail=lambda p: True)
-    with pytest.raises(RuntimeError, match="10 of 10 requests failed"):
+    with pytest.raises(RuntimeError) as info:
         synthesize(_items(1000), answer, tmp_path / "d.jsonl", concurrency=1, text_format="chat", log=lambda m: None)
+    # Stops once the first 10 have all failed; requests already queued may finish first.
+    match = re.search(r"(\d+) of (\d+) requests failed \(of 1000\)", str(info.value))
+    assert match and match[1] == match[2] and 10 <= int(match[1]) <= 12, str(info.value)
     assert len(answer.prompts) <= 10 + 2  # at most the window of 2 * concurrency went on
 
 
