@@ -3,23 +3,11 @@
 the runtime as well as of the comparison's set-up."""
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 import pytest
 
 pytestmark = pytest.mark.slow
 
-REPO_ROOT = Path(__file__).resolve().parents[3]
 NEW_TOKENS = 24
-
-
-@pytest.fixture(scope="module")
-def target_dir() -> Path:
-    from specops.sources.embedded import fetch_embedded
-
-    cache = Path(os.environ.get("SPECOPS_CACHE", REPO_ROOT / ".cache" / "specops"))
-    return fetch_embedded(cache, log=lambda line: None).path
 
 
 @pytest.fixture(scope="module")
@@ -30,14 +18,14 @@ def prompts() -> list[str]:
 
 
 @pytest.mark.parametrize("method", ["ngram", "draft-target"])
-def test_runtime_and_hf_speculation_produce_the_same_tokens(target_dir, prompts, method):
+def test_runtime_and_hf_speculation_produce_the_same_tokens(smollm2_dir, prompts, method):
     from specops.bench.hf_compare import HF_SPECULATION, _hf
     from specops.runtime.engine import DecodingEngine
 
     # draft-target with the target as its own draft: HF's assistant path and ours both run, and
     # every proposal is accepted, so a wrong rollback or offset would show up as a different token
-    options = {"num_speculative_tokens": 3} | ({"draft_dir": str(target_dir)} if method == "draft-target" else {})
-    ours = DecodingEngine.load(target_dir, method, options, threads=1)
+    options = {"num_speculative_tokens": 3} | ({"draft_dir": str(smollm2_dir)} if method == "draft-target" else {})
+    ours = DecodingEngine.load(smollm2_dir, method, options, threads=1)
     hf_kwargs = HF_SPECULATION[method](options)
     for prompt in prompts:
         ids = ours.tokenizer(prompt)["input_ids"]
@@ -46,10 +34,10 @@ def test_runtime_and_hf_speculation_produce_the_same_tokens(target_dir, prompts,
     assert ours.counters.snapshot()["num_accepted_tokens"] > 0
 
 
-def test_compare_reports_both_implementations(target_dir, prompts):
+def test_compare_reports_both_implementations(smollm2_dir, prompts):
     from specops.bench.hf_compare import compare
 
-    timing = compare(target_dir, "ngram", {"num_speculative_tokens": 4}, prompts[:2], 16)
+    timing = compare(smollm2_dir, "ngram", {"num_speculative_tokens": 4}, prompts[:2], 16)
     for rate in (timing.runtime_tok_s, timing.hf_tok_s, timing.runtime_greedy_tok_s, timing.hf_greedy_tok_s):
         assert 0 < rate < 10_000
     assert timing.runtime_vs_hf == pytest.approx(timing.runtime_tok_s / timing.hf_tok_s)

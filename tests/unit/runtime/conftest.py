@@ -1,16 +1,11 @@
 """Fixtures for runtime tests: a tiny random Llama (fast) and the real SmolLM2 (slow)."""
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 import pytest
 import torch
 
 from specops.runtime.engine import DecodingEngine
 from specops.runtime.proposers import make_proposer
-
-REPO_ROOT = Path(__file__).resolve().parents[3]
 
 
 class ByteTokenizer:
@@ -55,15 +50,6 @@ def byte_engine(byte_model):
         return DecodingEngine(byte_model, ByteTokenizer(), make_proposer(method, options), method)
 
     return make
-
-
-@pytest.fixture(scope="session")
-def smollm2_dir() -> Path:
-    """The converted embedded target, shared by every test session through the cache."""
-    from specops.sources.embedded import fetch_embedded
-
-    cache = Path(os.environ.get("SPECOPS_CACHE", REPO_ROOT / ".cache" / "specops"))
-    return fetch_embedded(cache, log=lambda line: None).path
 
 
 @pytest.fixture(scope="session")
