@@ -1,7 +1,8 @@
 """The embedded runtime against HF transformers' own speculative `generate`, in one process.
 
-Same target, same prompts, greedy, the same number of new tokens (EOS ignored), one torch
-thread each. HF speculates with `prompt_lookup_num_tokens` (n-gram) and `assistant_model`
+Same checkpoint, same prompts, greedy, the same number of new tokens (EOS ignored), one torch
+thread each. HF runs on its own stock copy of the model (our engine reroutes its copy's linear
+layers for verification, see specops.runtime.verify_gemm). HF speculates with `prompt_lookup_num_tokens` (n-gram) and `assistant_model`
 (a draft model); EAGLE and Medusa heads have no HF `generate` counterpart.
 """
 from __future__ import annotations
@@ -31,9 +32,7 @@ def _prompt_lookup(options: dict) -> dict:
 
 
 def _assistant(options: dict) -> dict:
-    from transformers import AutoModelForCausalLM
-
-    return {"assistant_model": AutoModelForCausalLM.from_pretrained(options["draft_dir"], dtype=torch.float32).eval()}
+    return {"assistant_model": _stock_model(options["draft_dir"])}
 
 
 # Our method -> the `generate` arguments of HF's own speculation doing the same thing.
@@ -49,14 +48,21 @@ def compare(target_dir: Path, method: str, options: dict, prompts: list[str], ne
     ours = DecodingEngine.load(target_dir, method, options, threads=1, adaptive_draft_length=adaptive)
     greedy = DecodingEngine(ours.model, ours.tokenizer, _none(), "none")
     ids = [ours.tokenizer(p)["input_ids"] for p in prompts]
+    hf_model = _stock_model(target_dir)
     hf_kwargs = HF_SPECULATION[method](options)
     return PairTiming(
         method,
         runtime_tok_s=_rate(lambda x: ours.generate_ids(x, new_tokens, ignore_eos=True), ids, new_tokens),
-        hf_tok_s=_rate(lambda x: _hf(ours.model, x, new_tokens, **hf_kwargs), ids, new_tokens),
+        hf_tok_s=_rate(lambda x: _hf(hf_model, x, new_tokens, **hf_kwargs), ids, new_tokens),
         runtime_greedy_tok_s=_rate(lambda x: greedy.generate_ids(x, new_tokens, ignore_eos=True), ids, new_tokens),
-        hf_greedy_tok_s=_rate(lambda x: _hf(ours.model, x, new_tokens), ids, new_tokens),
+        hf_greedy_tok_s=_rate(lambda x: _hf(hf_model, x, new_tokens), ids, new_tokens),
     )
+
+
+def _stock_model(model_dir: Path):
+    from transformers import AutoModelForCausalLM
+
+    return AutoModelForCausalLM.from_pretrained(str(model_dir), dtype=torch.float32).eval()
 
 
 def _none():

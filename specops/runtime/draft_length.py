@@ -1,9 +1,9 @@
 """Choosing the draft length from measured costs and measured acceptance.
 
-On a CPU, verifying k drafts costs a forward over k+1 tokens, which is not flat in k (see
-DESIGN.md: ~1.05x of a plain step for 2 tokens here, ~1.6x for 4), and each drafted token
-costs proposer time. The expected tokens per step for length k is 1 + sum of the
-probabilities that the first 1..k drafts are all accepted. The policy picks the k (up to the
+On a CPU, verifying k drafts costs a forward over k+1 tokens, which is not flat in k (here
+~1.3x of a plain step for 2 tokens, ~1.4x for 4, ~2x for 7; see specops.runtime.verify_gemm),
+and each drafted token costs proposer time. The expected tokens per step for length k is 1 +
+the sum of the probabilities that the first 1..k drafts are all accepted. The policy picks the k (up to the
 profile's num_speculative_tokens) with the most expected tokens per second, from running
 measurements; now and then it tries another length to keep every estimate current.
 """

@@ -14,6 +14,7 @@ from typing import Any
 import torch
 
 from specops.runtime.proposers import Proposer
+from specops.runtime.verify_gemm import use_verify_gemm
 
 
 @dataclasses.dataclass
@@ -42,6 +43,8 @@ class DraftModelProposer(Proposer):
 
         super().__init__(options)
         self.draft = AutoModelForCausalLM.from_pretrained(options.draft_dir, dtype=torch.float32).eval()
+        # The draft catches up on accepted tokens a few rows at a time, as the target verifies.
+        use_verify_gemm(self.draft)
 
     @property
     def max_draft(self) -> int:

@@ -19,6 +19,7 @@ from .detok import TextStream
 from .draft_length import DraftLengthPolicy
 from .proposers import Proposer, make_proposer
 from .sampling import Sampler
+from .verify_gemm import use_verify_gemm
 
 
 class DecodingEngine:
@@ -56,6 +57,7 @@ class DecodingEngine:
         tokenizer = AutoTokenizer.from_pretrained(str(model_dir))
         model = AutoModelForCausalLM.from_pretrained(str(model_dir), dtype=torch.float32)
         model.eval()
+        use_verify_gemm(model)
         proposer.bind(model, tokenizer)
         return cls(model, tokenizer, proposer, method, adaptive_draft_length)
 

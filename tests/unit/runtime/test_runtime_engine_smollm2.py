@@ -29,6 +29,9 @@ def plain_outputs(smollm2_engine, humaneval_prompts):
 def test_ngram_is_token_identical_to_plain_decoding(smollm2_with, smollm2_engine,
                                                     humaneval_prompts, plain_outputs, options):
     engine = smollm2_with("ngram", **options)
+    # The loaded target verifies through the few-row kernel (specops.runtime.verify_gemm),
+    # which rounds differently from one-row decoding: still the same tokens.
+    assert "forward" in vars(engine.model.lm_head)
     tok = smollm2_engine.tokenizer
     for prompt, expected in zip(humaneval_prompts, plain_outputs):
         assert engine.generate_ids(tok(prompt)["input_ids"], MAX_TOKENS) == expected
