@@ -87,7 +87,7 @@ def test_profile_run_produces_metrics_with_fixed_output_length(standin_server, t
         shutil.copyfile(export, os.environ["SPECOPS_CAPTURE_GENAI_PERF_EXPORT"])
 
 
-def test_interrupt_kills_genai_perf_and_perf_analyzer(standin_server, tokenizer_dir, tmp_path):
+def test_interrupt_kills_genai_perf_and_perf_analyzer(standin_server, tokenizer_dir, tmp_path, sigint_interrupts):
     # Long requests: perf_analyzer is surely mid-run when the interrupt arrives.
     prompts = load_prompts("humaneval", limit=2)
     req = _request(standin_server, tokenizer_dir, tmp_path, prompts, output_tokens=5000, warmup_request_count=0)

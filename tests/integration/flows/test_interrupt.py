@@ -26,7 +26,7 @@ def wait_for(path: Path, timeout_s: float, proc: subprocess.Popen, output: Path)
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["sigint", "sigterm"])
-def test_interrupt_during_benchmark_cleans_up(sig, embedded_model, tmp_path):
+def test_interrupt_during_benchmark_cleans_up(sig, embedded_model, tmp_path, sigint_interrupts):
     env = service_env(tmp_path)
     run_dir = tmp_path / "artifacts" / "ngram-local" / "interrupted"
     args = [sys.executable, "-m", "specops.cli", "run", "ngram-local", "--run-id", "interrupted",

@@ -199,7 +199,7 @@ def test_run_timeout_kills_the_whole_group(tmp_path, monkeypatch):
     assert _group_gone(marker)
 
 
-def test_run_keyboard_interrupt_kills_the_group_and_propagates(tmp_path, monkeypatch):
+def test_run_keyboard_interrupt_kills_the_group_and_propagates(tmp_path, monkeypatch, sigint_interrupts):
     marker = f"sleep 42.{os.getpid()}"
     _fake(monkeypatch, f"{marker} & {marker}; wait")
     timer = threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGINT))
