@@ -130,7 +130,10 @@ def build_command(req: GenaiPerfRequest) -> list[str]:
         cmd += ["--warmup-request-count", str(req.warmup_request_count)]
     if req.output_tokens is not None:
         cmd += ["--output-tokens-mean", str(req.output_tokens), "--output-tokens-stddev", "0"]
-        if req.ignore_eos:
+        # genai-perf 0.0.16 takes the deterministic flag only for Triton service kinds
+        # (ConfigCommand._check_output_tokens_and_service_kind); OpenAI payloads pin the length
+        # with ignore_eos / min_tokens instead (request_inputs).
+        if req.ignore_eos and req.endpoint_type == "kserve":
             cmd.append("--output-tokens-mean-deterministic")
     inputs = request_inputs(req)
     if inputs:

@@ -93,6 +93,9 @@ def test_openai_endpoints_take_sampling_keys_directly(tmp_path):
     assert _flag(cmd, "--endpoint-type") == "completions"
     assert "--backend" not in cmd
     assert json.loads(_flag(cmd, "--extra-inputs")) == {"ignore_eos": True, "min_tokens": 64, "temperature": 0.0}
+    # genai-perf 0.0.16 refuses the deterministic flag outside Triton service kinds
+    # (ConfigCommand._check_output_tokens_and_service_kind): the OpenAI payload pins the length itself.
+    assert "--output-tokens-mean-deterministic" not in cmd
 
 
 def test_user_extra_inputs_win(tmp_path):
