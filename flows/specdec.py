@@ -27,9 +27,9 @@ def measure_variant(loaded, variant: Variant, repo, target, run) -> tuple[Varian
     try:
         send_smoke_request(profile, server, variant, run)
         outputs = generate_check_outputs(profile, server, variant, run) if profile.comparison.baseline else []
-        before = read_acceptance(profile, server)
+        before = read_acceptance(profile, server, variant, settle=True)
         metrics = run_genai_perf(profile, server, variant, target, run)
-        after = read_acceptance(profile, server)
+        after = read_acceptance(profile, server, variant, settle=True)
     finally:
         stop_server(server, profile.serving.stop_timeout_s, run, variant)
     acceptance = after.since(before) if after is not None else None

@@ -17,6 +17,23 @@ def matrix_lines() -> list[str]:
     return lines
 
 
+FRAMEWORK_NAMES = {"vllm": "vLLM", "tensorrt-llm": "TensorRT-LLM"}
+
+
+def gpu_profile_table() -> list[str]:
+    """Markdown rows: each GPU profile's image and the versions inside it (the README shows this table)."""
+    lines = ["| profile | backend | image | Triton | framework in the image |", "|---|---|---|---|---|"]
+    for name in list_profile_names():
+        backend = load_profile(name).profile.backend
+        if not BACKENDS.get(backend.kind).needs_gpu:
+            continue
+        info = backend.image_info()
+        triton = info.pins["triton"].version if info and "triton" in info.pins else "-"
+        framework = f"{FRAMEWORK_NAMES[backend.framework]} {backend.release()}"
+        lines.append(f"| `{name}` | `{backend.kind}` | `{backend.image.rsplit('/', 1)[-1]}` | {triton} | {framework} |")
+    return lines
+
+
 def format_catalog() -> str:
     lines = ["profiles:"]
     for name in list_profile_names():
@@ -26,4 +43,5 @@ def format_catalog() -> str:
         except ProfileError as err:
             lines.append(f"  {name:<28} INVALID: {err}")
     lines += ["", "method x backend:"] + [f"  {line}" for line in matrix_lines()]
+    lines += ["", "GPU profiles: image -> versions inside it:"] + [f"  {line}" for line in gpu_profile_table()]
     return "\n".join(lines)

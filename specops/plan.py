@@ -5,9 +5,9 @@ import shlex
 from pathlib import Path
 
 from specops.backends.base import Backend, PlanStep, Variant, load_backend, variants_of
+from specops.bench import genai_perf
 from specops.benchmark import genai_perf_request
 from specops.draft.modes import MODE_SUMMARY
-from specops.bench import genai_perf
 from specops.profile.loader import LoadedProfile
 from specops.profile.schema import Profile
 from specops.rundir import cache_root
@@ -17,7 +17,7 @@ def _genai_perf_step(loaded: LoadedProfile, backend: Backend, variant: Variant) 
     run = Path(f"artifacts/{loaded.profile.name}/<run-id>")
     req = genai_perf_request(loaded.profile, backend.bench_target(None, variant), Path("<target checkpoint>"),
                              run / "inputs" / "genai_perf_input.jsonl", run / "genai-perf" / variant.name)
-    return PlanStep("benchmark", commands=[shlex.join(genai_perf.build_command(req))])
+    return PlanStep("benchmark", commands=[shlex.join(genai_perf.build_command(req)), *backend.benchmark_notes()])
 
 
 def training_plan(p: Profile) -> list[PlanStep]:
@@ -52,6 +52,7 @@ def build_plan(loaded: LoadedProfile) -> list[tuple[str, list[PlanStep]]]:
             f"smoke request, then {p.comparison.lossless_prompts} prompts x {p.comparison.lossless_max_tokens} "
             "tokens at temperature 0 (compared with the other variant)"]))
         steps.append(_genai_perf_step(loaded, backend, variant))
+        steps.append(PlanStep("acceptance", commands=[backend.acceptance_source(variant)]))
         steps.append(PlanStep("teardown", commands=[f"SIGTERM, SIGKILL after {p.serving.stop_timeout_s:g}s"]))
         sections.append((f"variant {variant.name} (method {variant.method.kind})", steps))
     sections.append(("report", [PlanStep("report", commands=[

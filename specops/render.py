@@ -10,8 +10,9 @@ from pathlib import Path
 from specops.backends.base import Variant, load_backend
 from specops.profile.schema import Profile
 from specops.sources.base import ModelArtifact
+from specops.versions import facts_digest
 
-RECIPE = "repository-2"  # bump when a rendered repository or engine layout changes
+RECIPE = "repository-3"  # bump when a rendered repository or engine layout changes
 
 
 def build_engines(profile: Profile, variant: Variant, target: ModelArtifact, draft: ModelArtifact | None,
@@ -31,6 +32,7 @@ def repository_key(profile: Profile, variant: Variant, target: ModelArtifact, dr
     payload = {
         "engines": str(engines) if engines else None,
         "recipe": RECIPE,
+        "facts": facts_digest(),  # what each image's framework accepts decides what is rendered
         "backend": profile.backend.model_dump(mode="json"),
         "method": variant.method.model_dump(mode="json"),
         "variant": variant.name,

@@ -26,6 +26,6 @@ def run_genai_perf(profile: Profile, server: Server, variant: Variant, target: M
 
 
 @task(cache_policy=NO_CACHE, persist_result=False)
-def read_acceptance(profile: Profile, server: Server) -> Acceptance | None:
+def read_acceptance(profile: Profile, server: Server, variant: Variant, settle: bool = False) -> Acceptance | None:
     """Read the cumulative speculation counters from the backend's own source."""
-    return load_backend(profile).acceptance(server)
+    return load_backend(profile).acceptance(server, variant, settle)

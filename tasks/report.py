@@ -8,10 +8,12 @@ from prefect import get_run_logger, task
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.cache_policies import NO_CACHE
 
+from specops.backends.base import load_backend
 from specops.lossless import LosslessResult
 from specops.profile.loader import LoadedProfile
 from specops.report.results import VariantResult
-from specops.report.writer import RunReport, write_report as write
+from specops.report.writer import RunReport
+from specops.report.writer import write_report as write
 from specops.rundir import RunDir
 from specops.sources.base import ModelArtifact
 
@@ -20,7 +22,7 @@ from specops.sources.base import ModelArtifact
 def write_report(run: RunDir, loaded: LoadedProfile, results: list[VariantResult], lossless: LosslessResult | None,
                  models: dict[str, ModelArtifact]) -> RunReport:
     """comparison.csv, report.md, comparison.png and manifest.json into the run directory."""
-    report = write(run, loaded, results, lossless, models)
+    report = write(run, loaded, results, lossless, models, load_backend(loaded.profile).benchmark_notes())
     get_run_logger().info("report: %s\n%s", report.report_md, report.summary())
     return report
 

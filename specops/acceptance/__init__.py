@@ -4,8 +4,8 @@ Every parser names its source in `Acceptance.source`; `mean_accepted_per_step` i
 1 + accepted / verification steps and `acceptance_rate` accepted / drafted, whatever the
 backend calls them.
 """
-from specops.acceptance.trtllm_perf_metrics import from_perf_metrics, sum_perf_metrics
 from specops.acceptance.trtllm_iter_stats import from_iteration_stats
-from specops.acceptance.vllm_prometheus import from_vllm_metrics
+from specops.acceptance.trtllm_perf_metrics import from_perf_metrics, sum_perf_metrics
+from specops.acceptance.vllm_log import from_vllm_log
 
-__all__ = ["from_iteration_stats", "from_perf_metrics", "from_vllm_metrics", "sum_perf_metrics"]
+__all__ = ["from_iteration_stats", "from_perf_metrics", "from_vllm_log", "sum_perf_metrics"]

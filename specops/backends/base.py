@@ -87,8 +87,14 @@ class Backend(ABC):
         """One request at temperature 0; the text generated after the prompt."""
 
     @abstractmethod
-    def acceptance(self, server: Server) -> Acceptance | None:
-        """Cumulative speculation counters, from the backend's own source."""
+    def acceptance(self, server: Server, variant: Variant, settle: bool = False) -> Acceptance | None:
+        """Cumulative speculation counters from the backend's own source: None where the variant
+        has none to report, Acceptance.unavailable(...) where the served framework has no source.
+        `settle`: first let a source that reports at intervals catch up with the requests sent."""
+
+    def acceptance_source(self, variant: Variant) -> str:
+        """Where the variant's acceptance comes from, or why there is none (for the plan)."""
+        return "none (no speculation)" if not variant.method.speculative else "the backend's counters"
 
     @abstractmethod
     def bench_target(self, server: Server | None, variant: Variant) -> BenchTarget:
@@ -98,6 +104,21 @@ class Backend(ABC):
     @abstractmethod
     def plan(self, variant: Variant, target: ModelArtifact | None, draft: ModelArtifact | None) -> list[PlanStep]:
         """Commands and files a run would use, without starting anything."""
+
+    def benchmark_notes(self) -> list[str]:
+        """What the report must say about how this backend's benchmark was measured (e.g. an output
+        length the served model cannot pin)."""
+        return []
+
+    def own_request(self, variant: Variant) -> dict[str, Any]:
+        """The fields of specops' own smoke/check requests to the served model (for conformance)."""
+        return {}
+
+    def conformance(self, variant: Variant, requests: dict[str, list[dict[str, Any]]]) -> list[str]:
+        """Everything rendered for `variant`, and the fields of `requests` (label -> request bodies),
+        checked against the field lists of the framework version the backend serves; one line per
+        problem, none when all conforms."""
+        return []
 
     def build(self, variant: Variant, target: ModelArtifact, draft: ModelArtifact | None,
               out_dir: Path) -> Path | None:

@@ -3,8 +3,8 @@ tritonserver binary from nvidia-pytriton. Its I/O is the vLLM backend's, so gena
 tritonclient talk to it exactly as to vLLM on Triton."""
 from __future__ import annotations
 
-from dataclasses import dataclass
 import shlex
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -88,7 +88,10 @@ class LocalBackend(Backend):
         return client.generate(server.endpoint, variant.model_name, prompt, max_tokens, temperature=0.0,
                                timeout_s=self.profile.serving.request_timeout_s)
 
-    def acceptance(self, server: LocalServer) -> Acceptance | None:
+    def acceptance_source(self, variant: Variant) -> str:
+        return ACCEPTANCE_SOURCE
+
+    def acceptance(self, server: LocalServer, variant: Variant, settle: bool = False) -> Acceptance | None:
         metrics = client.read_metrics(server.endpoint)
         return Acceptance(
             ACCEPTANCE_SOURCE,

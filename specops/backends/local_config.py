@@ -5,7 +5,10 @@ from typing import ClassVar, Literal
 
 from pydantic import Field
 
-from specops.backends.spec import BackendConfig
+from specops.backends.spec import BackendConfig, FieldError
+
+# What the embedded runtime serves: chain verification of any of these proposers.
+METHODS = frozenset({"none", "ngram", "draft-target", "eagle", "eagle3", "medusa"})
 
 
 class LocalBackendConfig(BackendConfig):
@@ -22,8 +25,11 @@ class LocalBackendConfig(BackendConfig):
         "step, the length (up to that) with the most expected tokens per second, from measured "
         "verification and draft costs and measured acceptance")
 
-    def method_config_problems(self, method) -> list[str]:
+    def resolve(self, method) -> str:
+        """The runtime's proposer for `method` (its kind)."""
+        if method.kind not in METHODS:
+            raise FieldError("method.kind", f"the embedded runtime serves {', '.join(sorted(METHODS))}")
         if getattr(method, "medusa_choices", None) is not None:
-            return ["method.medusa_choices: the embedded runtime verifies one chain (no Medusa trees); "
-                    "remove medusa_choices"]
-        return []
+            raise FieldError("method.medusa_choices", "the embedded runtime verifies one chain (no Medusa trees); "
+                              "remove medusa_choices")
+        return method.kind

@@ -7,6 +7,15 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, ConfigDict
 
 
+class FieldError(ValueError):
+    """A profile setting that cannot work (e.g. one the framework version a backend pins lacks);
+    names the profile field to blame, since pydantic reports cross-field errors with loc=()."""
+
+    def __init__(self, field: str, message: str):
+        self.field = field
+        super().__init__(message)
+
+
 class BackendConfig(BaseModel):
     """The `backend` section of a profile; each backend subclasses it with its own fields."""
 
@@ -14,13 +23,12 @@ class BackendConfig(BaseModel):
     kind: str
     summary: ClassVar[str] = ""
 
-    def method_problems(self, method: str) -> list[str]:
-        """Refusals that depend on this config and the method together (e.g. the image tag)."""
-        return []
+    def resolve(self, method: Any) -> Any:
+        """What this backend renders for `method` (a MethodConfig): its one support table.
 
-    def method_config_problems(self, method: Any) -> list[str]:
-        """Refusals that depend on the method's settings (its config model), not just its name."""
-        return []
+        Pure and cheap; profile validation, plan, render and build all call it, so whatever a
+        plan shows was validated at load. Raises FieldError naming the field."""
+        return None
 
 
 def reject_owned_keys(value: dict[str, Any], owned: frozenset[str] | set[str], field: str) -> dict[str, Any]:
@@ -35,7 +43,7 @@ def reject_owned_keys(value: dict[str, Any], owned: frozenset[str] | set[str], f
 class BackendSpec:
     name: str
     config_model: type[BackendConfig]
-    methods: frozenset[str]  # the methods this backend can serve
+    methods: frozenset[str]  # the methods this backend can serve on some version it knows
     impl: str  # "module:Class", imported only when a run needs it
     needs_gpu: bool = False
     note: str = ""  # shown next to refusals, e.g. where an unsupported method is served instead

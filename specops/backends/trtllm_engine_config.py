@@ -1,7 +1,7 @@
 """Config of the `trtllm-engine` backend: checkpoint conversion, `trtllm-build`, and the
 inflight_batcher_llm repository filled by the container's `fill_template.py`.
 
-Defaults are the Triton tutorial's engine recipe (triton-inference-server/tutorials,
+Defaults are the Triton tutorial's engine recipe (triton-inference-server/tutorials@f6fd598,
 Feature_Guide/Speculative_Decoding/TRT-LLM/README.md): fp16, max_batch_size 4, decoupled off,
 queue delay 10000, logits TYPE_FP32. Recipe-specific build flags live in the profiles.
 """
@@ -12,7 +12,9 @@ from typing import ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from specops.backends.spec import BackendConfig
+from specops.backends.container_config import ContainerBackendConfig
+from specops.backends.trtllm_engine_support import EngineSupport, resolve
+from specops.versions.engine import engine_release
 
 # trtllm-build flags specops sets itself; a profile may not override them through build flags.
 OWNED_BUILD_FLAGS = frozenset({
@@ -26,9 +28,8 @@ class _Section(BaseModel):
 
 
 class Mount(_Section):
-    """Where the container sees things (host paths come from the run)."""
+    """Where the container sees engines and the repository (host paths come from the run)."""
 
-    models: str = "/hf-models"  # the tutorial mounts target and draft here
     engines: str = "/engines"  # converted checkpoints and engines (cached build output)
     repository: str = "/opt/tritonserver/inflight_batcher_llm"  # the tutorial's MODEL_FOLDER
 
@@ -45,14 +46,20 @@ class TritonParams(_Section):
     encoder_input_features_data_type: str = "TYPE_FP16"
     kv_cache_free_gpu_mem_fraction: float | None = Field(None, gt=0, le=1)
     extra: dict[str, dict[str, str]] = Field(default_factory=dict,
-                                             description="more keys per model, e.g. {tensorrt_llm: {max_beam_width: '1'}}")
+                                             description="more keys per model, e.g. "
+                                                         "{tensorrt_llm: {max_beam_width: '1'}}")
 
 
-class TrtllmEngineBackendConfig(BackendConfig):
+class TrtllmEngineBackendConfig(ContainerBackendConfig):
     kind: Literal["trtllm-engine"] = "trtllm-engine"
+    framework: ClassVar[str] = "tensorrt-llm"
+    flavor: ClassVar[str] = "trtllm-python-py3"
     summary: ClassVar[str] = "TensorRT-LLM engines (convert_checkpoint + trtllm-build) on Triton inflight_batcher_llm"
 
-    image: str = Field(description="a -trtllm-python-py3 Triton image (the tutorial asks for >= 25.01)")
+    # 25.01 (TensorRT-LLM 0.17.0) is the oldest image the tutorial allows; its tensorrtllm_backend
+    # (v0.17.0) was read at the tag, and the tutorial's fill_template.py lines run there as written.
+    image: str = Field("nvcr.io/nvidia/tritonserver:25.01-trtllm-python-py3",
+                       description="a -trtllm-python-py3 Triton image (the tutorial asks for >= 25.01)")
     app_dir: str = Field("/app", description="where the image keeps examples/, tools/, scripts/, all_models/")
     dtype: Literal["float16", "bfloat16", "float32"] = "float16"
     tp_size: int = Field(1, ge=1, le=64, description="tensor parallel size (convert --tp_size, launch --world_size)")
@@ -61,28 +68,22 @@ class TrtllmEngineBackendConfig(BackendConfig):
     max_seq_len: int | None = Field(None, ge=1)
     max_draft_len: int | None = Field(
         None, ge=1, le=1024,
-        description="EAGLE: convert --max_draft_len (draft tree size); medusa: trtllm-build --max_draft_len when set; "
-                    "draft-target uses the method's num_speculative_tokens")
+        description="EAGLE: convert --max_draft_len (draft tree size; unset: convert_checkpoint's default, 63); "
+                    "medusa: trtllm-build --max_draft_len when set; draft-target uses the method's "
+                    "num_speculative_tokens")
     max_non_leaves_per_layer: int | None = Field(None, ge=1, description="EAGLE convert --max_non_leaves_per_layer")
     eagle_choices: list[list[int]] | None = Field(None, description="EAGLE-1 tree; default: the backend's mc_sim_7b_63")
-    base_convert_example: str = Field("llama", description="examples/<this>/convert_checkpoint.py for base and draft models")
-    build_flags: dict[str, str] = Field(default_factory=dict, description="trtllm-build flags of the speculative engine")
+    base_convert_example: Literal["llama"] = Field(
+        "llama", description="the convert_checkpoint.py example for base and draft models (its path follows the "
+                             "image's TensorRT-LLM: examples/llama, later examples/models/core/llama)")
+    build_flags: dict[str, str] = Field(default_factory=dict,
+                                        description="trtllm-build flags of the speculative engine")
     base_build_flags: dict[str, str] = Field(default_factory=dict, description="trtllm-build flags of the base engine")
-    draft_build_flags: dict[str, str] = Field(default_factory=dict, description="trtllm-build flags of the draft engine")
+    draft_build_flags: dict[str, str] = Field(default_factory=dict,
+                                              description="trtllm-build flags of the draft engine")
     triton: TritonParams = TritonParams()
     mounts: Mount = Mount()
-    http_port: int = Field(8000, ge=1, le=65535)
-    grpc_port: int = Field(8001, ge=1, le=65535)
-    metrics_port: int = Field(8002, ge=1, le=65535)
-    shm_size: str = "2g"  # docker run --shm-size=2g
     build_timeout_s: float = Field(7200, gt=0, description="bound on convert + trtllm-build in the container")
-
-    @field_validator("image")
-    @classmethod
-    def _image(cls, value: str) -> str:
-        if not value.endswith("-trtllm-python-py3"):
-            raise ValueError(f"image {value!r}: expected a Triton '<xx.yy>-trtllm-python-py3' image")
-        return value
 
     @field_validator("build_flags", "base_build_flags", "draft_build_flags")
     @classmethod
@@ -93,6 +94,14 @@ class TrtllmEngineBackendConfig(BackendConfig):
             if key in OWNED_BUILD_FLAGS:
                 raise ValueError(f"build flag {key!r} is set by specops from the profile's own fields")
         return value
+
+    @classmethod
+    def has_facts(cls, version: str) -> bool:
+        release = engine_release(version)
+        return release is not None and release.servable
+
+    def resolve(self, method) -> EngineSupport:
+        return resolve(self, method)
 
     @property
     def examples_dir(self) -> str:

@@ -7,37 +7,40 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import Field, field_validator
 
-from specops.backends.spec import BackendConfig
+from specops.backends.llmapi_config import LlmApiBackendConfig
+from specops.backends.llmapi_support import LlmApiSupport, check_llm_args, resolve, where
+from specops.backends.spec import FieldError
+from specops.versions.trtllm import trtllm_release
 
-# speculative_config.decoding_type per specops method, as TensorRT-LLM's LLM API spells it.
-DECODING_TYPES = {"eagle3": "Eagle3", "draft-target": "DraftTarget", "ngram": "NGram"}
+# trtllm-serve flags specops renders from the profile (the value flags of serve_argv).
+FLAGS = ("host", "port", "backend", "tp_size", "max_batch_size", "max_num_tokens",
+         "kv_cache_free_gpu_memory_fraction", "extra_llm_api_options")
 
 
-class TrtllmServeBackendConfig(BackendConfig):
+class TrtllmServeBackendConfig(LlmApiBackendConfig):
     kind: Literal["trtllm-serve"] = "trtllm-serve"
+    family: ClassVar[str] = "tensorrt-llm-release"
     summary: ClassVar[str] = "trtllm-serve (TensorRT-LLM PyTorch backend, OpenAI API) with extra LLM API options"
 
-    image: str = Field(description="a TensorRT-LLM release image, e.g. nvcr.io/nvidia/tensorrt-llm/release:<tag>")
-    host: str = Field("127.0.0.1", description="trtllm-serve --host (loopback unless you say otherwise)")
-    port: int = Field(8000, ge=1, le=65535, description="trtllm-serve --port")
+    # 1.3.0rc12: the image of NVIDIA's current DGX Spark playbook, the newest release specops has facts for.
+    image: str = Field("nvcr.io/nvidia/tensorrt-llm/release:1.3.0rc12",
+                       description="a TensorRT-LLM release image, nvcr.io/nvidia/tensorrt-llm/release:<version>")
+    port: int | None = Field(None, ge=1, le=65535, description="trtllm-serve --port (default: a free port)")
     tp_size: int = Field(1, ge=1, le=64)
     max_batch_size: int | None = Field(None, ge=1, description="trtllm-serve --max_batch_size")
     max_num_tokens: int | None = Field(None, ge=1, description="trtllm-serve --max_num_tokens")
-    kv_cache_free_gpu_memory_fraction: float | None = Field(None, gt=0, le=1,
-                                                            description="trtllm-serve --kv_cache_free_gpu_memory_fraction")
-    decoding_type: str | None = Field(
-        None, description="speculative_config.decoding_type; default per method: "
-                          + ", ".join(f"{k} -> {v}" for k, v in DECODING_TYPES.items()))
-    speculative_model_key: Literal["speculative_model_dir", "speculative_model"] = Field(
-        "speculative_model_dir", description="the playbook's key; newer TensorRT-LLM docs write speculative_model")
+    kv_cache_free_gpu_memory_fraction: float | None = Field(
+        None, gt=0, le=1, description="trtllm-serve --kv_cache_free_gpu_memory_fraction")
     llm_api_options: dict[str, Any] = Field(
         default_factory=dict, description="the other top-level keys of the extra-llm-api-options YAML")
     enable_iter_perf_stats: bool = Field(
         True, description="add enable_iter_perf_stats: true so /metrics carries specDecodingStats (acceptance)")
-    models_mount: str = Field("/models", description="where target/ and draft/ appear in the container")
+    mount_root: str = Field("/models", pattern=r"^/", description="where target/ and draft/ appear in the container")
     config_mount: str = Field("/config", description="where the rendered YAML appears in the container")
-    pre_serve: list[str] = Field(default_factory=list, description="shell lines run in the container before trtllm-serve")
-    env: dict[str, str] = Field(default_factory=dict, description="container environment (never secrets)")
+    shm_size: str | None = Field(None, description="docker --shm-size (the playbook sets none; it shares the host IPC)")
+    ipc: Literal["host"] | None = Field("host", description="docker --ipc (the playbook: --ipc=host)")
+    pre_serve: list[str] = Field(default_factory=list,
+                                 description="shell lines run in the container before trtllm-serve")
     extra_args: list[str] = Field(default_factory=list, description="more trtllm-serve arguments, verbatim")
 
     @field_validator("llm_api_options")
@@ -48,10 +51,18 @@ class TrtllmServeBackendConfig(BackendConfig):
                              "speculative_model_key instead")
         return value
 
-    @field_validator("env")
     @classmethod
-    def _env(cls, value: dict[str, str]) -> dict[str, str]:
-        secret = [k for k in value if set(k.upper().split("_")) & {"TOKEN", "SECRET", "PASSWORD", "KEY"}]
-        if secret:
-            raise ValueError(f"{', '.join(secret)}: secrets are passed from the environment, not the profile")
-        return value
+    def has_facts(cls, version: str) -> bool:
+        return trtllm_release(version) is not None
+
+    def resolve(self, method) -> LlmApiSupport:
+        support = resolve(self, method)
+        release = support.release
+        flags = {f"--{f}" for f in FLAGS} | {a.split("=", 1)[0] for a in self.extra_args if a.startswith("--")}
+        unknown = sorted(flags - release.serve_flags)
+        if unknown:
+            raise FieldError("backend.extra_args" if set(unknown) - {f"--{f}" for f in FLAGS} else "backend.image",
+                              f"trtllm-serve of {where(release)} (image {self.image}) has no flag {', '.join(unknown)}")
+        options = set(self.llm_api_options) | ({"enable_iter_perf_stats"} if self.enable_iter_perf_stats else set())
+        check_llm_args(release, options, "backend.llm_api_options", self.image)
+        return support

@@ -1,53 +1,57 @@
 """Backend `vllm`: Triton's vLLM backend in the `-vllm-python-py3` container.
 
-Renders `<model>/config.pbtxt` (backend vllm, one KIND_MODEL instance, from the ModelConfig proto)
-and `<model>/1/model.json` (vLLM engine args). Speculation goes into a nested
-`speculative_config`, or into the flat keys of the Triton tutorial's model.json
-(`legacy_keys`, for containers with vLLM <= 0.7).
+Renders `<model>/config.pbtxt` (backend vllm, one KIND_MODEL instance, as the Triton tutorial's
+model repository) and `<model>/1/model.json` (vLLM engine args for the vLLM in the image: a nested
+`speculative_config` where that vLLM has it, the flat speculative_* keys of vLLM <= 0.8.1 where not).
+Acceptance comes from vLLM's own log lines where the engine under Triton prints them.
 """
 from __future__ import annotations
 
 import json
-import urllib.request
+import time
 from pathlib import Path
 from typing import Any
 
-from specops.backends import container_common as cc
-from specops.backends.base import Backend, BenchTarget, PlanStep, Variant
-from specops.backends.vllm_config import NESTED_METHOD, VllmBackendConfig
+from specops.acceptance.vllm_log import from_vllm_log
+from specops.backends.base import BenchTarget, Variant
+from specops.backends.conformance import not_in, request_findings
+from specops.backends.container import ContainerBackend, ContainerServer, Placed
+from specops.backends.vllm_config import VllmBackendConfig
+from specops.backends.vllm_support import VllmSupport
 from specops.methods import MethodConfig
 from specops.report.results import Acceptance
-from specops.sources.base import ModelArtifact
 from specops.triton import client
 from specops.triton.endpoint import Endpoint
-from specops.triton.model_config import ModelConfig, mc, set_string_parameters, to_pbtxt
+from specops.triton.model_config import ModelConfig, mc, to_pbtxt
 
-REPO_IN_CONTAINER = "/model_repository"  # the tutorial's mount point
-ACCEPTANCE_SOURCE = "vLLM spec_decode Prometheus counters (Triton metrics port)"
+# V0 prints its cumulative counters at most every 5 s and only while the engine steps
+# (data/vllm.yaml spec_decode_log.interval): wait past that, then make it step once.
+V0_LOG_INTERVAL_S = 5.0
+FLUSH_PROMPT = "def add(a, b):\n"
 
 
 def vllm_model_config(name: str) -> ModelConfig:
-    """config.pbtxt of a vLLM-backend model: the tutorial's backend and instance group; the backend
-    completes the I/O itself. REPORT_CUSTOM_METRICS makes it export vLLM's counters."""
+    """config.pbtxt of a vLLM-backend model: the tutorial's backend and instance group."""
     config = mc.ModelConfig(name=name, backend="vllm")
     config.instance_group.add(kind=mc.ModelInstanceGroup.KIND_MODEL, count=1)
-    return set_string_parameters(config, {"REPORT_CUSTOM_METRICS": "true"})
+    return config
 
 
-def engine_args(config: VllmBackendConfig, method: MethodConfig, target: str, draft: str | None) -> dict[str, Any]:
+def engine_args(config: VllmBackendConfig, support: VllmSupport, method: MethodConfig, target: str,
+                draft: str | None) -> dict[str, Any]:
     """model.json for one variant; `target`/`draft` are what vLLM should load (path or hub id)."""
-    if config.legacy_keys:
-        args = _legacy(config, method, target, draft)
-    else:
-        args = {"model": target}
-        args |= _parallel(config)
+    if support.nested:
+        args = {"model": target} | _parallel(config)
         if method.speculative:
-            args["speculative_config"] = speculative_config(config, method, draft)
+            args["speculative_config"] = speculative_config(config, support, method, draft)
+    else:
+        args = _flat(config, method, target, draft)
     return args | dict(config.engine_args)
 
 
-def speculative_config(config: VllmBackendConfig, method: MethodConfig, draft: str | None) -> dict[str, Any]:
-    spec: dict[str, Any] = {"method": NESTED_METHOD[method.kind]}
+def speculative_config(config: VllmBackendConfig, support: VllmSupport, method: MethodConfig,
+                       draft: str | None) -> dict[str, Any]:
+    spec: dict[str, Any] = {"method": support.method}
     if draft is not None:
         spec["model"] = draft
     spec["num_speculative_tokens"] = method.draft_length()
@@ -55,7 +59,8 @@ def speculative_config(config: VllmBackendConfig, method: MethodConfig, draft: s
         spec["draft_tensor_parallel_size"] = config.draft_tensor_parallel_size
     if method.kind == "ngram":
         spec["prompt_lookup_max"] = method.prompt_lookup_max  # type: ignore[attr-defined]
-        spec["prompt_lookup_min"] = method.prompt_lookup_min  # type: ignore[attr-defined]
+        if method.prompt_lookup_min is not None:  # type: ignore[attr-defined]
+            spec["prompt_lookup_min"] = method.prompt_lookup_min  # type: ignore[attr-defined]
     return spec
 
 
@@ -68,8 +73,9 @@ def _parallel(config: VllmBackendConfig) -> dict[str, Any]:
     return out
 
 
-def _legacy(config: VllmBackendConfig, method: MethodConfig, target: str, draft: str | None) -> dict[str, Any]:
-    """The tutorial's key order: model, speculative_model, [draft TP], [TP], num_speculative_tokens."""
+def _flat(config: VllmBackendConfig, method: MethodConfig, target: str, draft: str | None) -> dict[str, Any]:
+    """The flat keys of vLLM <= 0.8.1, in the Triton tutorial's order: model, speculative_model,
+    [draft TP], [TP], num_speculative_tokens."""
     args: dict[str, Any] = {"model": target}
     if method.speculative:
         args["speculative_model"] = draft if method.kind != "ngram" else "[ngram]"
@@ -80,99 +86,103 @@ def _legacy(config: VllmBackendConfig, method: MethodConfig, target: str, draft:
         args["num_speculative_tokens"] = method.draft_length()
         if method.kind == "ngram":
             args["ngram_prompt_lookup_max"] = method.prompt_lookup_max  # type: ignore[attr-defined]
-            args["ngram_prompt_lookup_min"] = method.prompt_lookup_min  # type: ignore[attr-defined]
+            if method.prompt_lookup_min is not None:  # type: ignore[attr-defined]
+                args["ngram_prompt_lookup_min"] = method.prompt_lookup_min  # type: ignore[attr-defined]
     return args
 
 
-class VllmBackend(Backend):
+class VllmBackend(ContainerBackend):
     config: VllmBackendConfig
+    name = "vllm"
+    repo_in_container = "/model_repository"  # the tutorial's mount point
+
+    def support(self, variant: Variant) -> VllmSupport:
+        return self.config.resolve(variant.method)
+
+    def version_notes(self, variant: Variant) -> list[str]:
+        return self.support(variant).notes()
 
     # --- rendering ------------------------------------------------------------------------
-    def _placed(self, variant: Variant, target: ModelArtifact | None, draft: ModelArtifact | None):
-        c, p = self.config, self.profile
-        t = cc.place_model(p.target.source, target, c.models, c.mount_root, "target")
-        d = None
-        if variant.method.needs_draft and p.draft is not None:
-            d = cc.place_model(cc.draft_source(p, draft), draft, c.models, c.mount_root, "draft")
-        return t, d
+    def mount_name(self, variant: Variant, role: str, name: str) -> str:
+        # vLLM <= 0.8.x tells an EAGLE-1 draft from a plain draft model by 'eagle-' in its path
+        # (data/vllm.yaml speculative_methods_source), so the draft's mount says so.
+        if variant.method.kind == "eagle" and role == "draft" and "eagle-" not in name.lower():
+            name = f"EAGLE-{name or role}"
+        return super().mount_name(variant, role, name)
 
-    def files(self, variant: Variant, target: ModelArtifact | None, draft: ModelArtifact | None) -> dict[str, str]:
-        t, d = self._placed(variant, target, draft)
+    def files(self, variant: Variant, placed: Placed) -> dict[str, str]:
         name = variant.model_name
-        args = engine_args(self.config, variant.method, t.ref, d.ref if d else None)
-        mounts = [(m.host, m.target) for m in (t, d) if m is not None and m.host is not None]
-        return {
-            f"{name}/config.pbtxt": to_pbtxt(vllm_model_config(name)),
-            f"{name}/1/model.json": json.dumps(args, indent=4) + "\n",
-            cc.SIDECAR: cc.sidecar(mounts),
-        }
-
-    def render(self, variant: Variant, target: ModelArtifact, draft: ModelArtifact | None, out_dir: Path) -> None:
-        cc.write_files(out_dir, self.files(variant, target, draft))
+        args = engine_args(self.config, self.support(variant), variant.method, placed.target.ref,
+                           placed.draft.ref if placed.draft else None)
+        return {f"{name}/config.pbtxt": to_pbtxt(vllm_model_config(name)),
+                f"{name}/1/model.json": json.dumps(args, indent=4) + "\n"}
 
     # --- serving --------------------------------------------------------------------------
-    def server_command(self, variant: Variant, endpoint: Endpoint) -> list[str]:
+    def container_env(self, variant: Variant | None) -> dict[str, str]:
+        extra = self.support(variant).env if variant is not None else {}
+        return super().container_env(variant) | extra
+
+    def command(self, variant: Variant, endpoint: Endpoint) -> list[str]:
         """The tutorial's tritonserver line, on our ports and address."""
         e = endpoint
-        return ["tritonserver", f"--model-repository={REPO_IN_CONTAINER}", "--model-control-mode=explicit",
+        return ["tritonserver", f"--model-repository={self.repo_in_container}", "--model-control-mode=explicit",
                 f"--load-model={variant.model_name}", f"--http-address={e.host}", f"--http-port={e.http_port}",
                 f"--grpc-address={e.host}", f"--grpc-port={e.grpc_port}", f"--metrics-address={e.host}",
                 f"--metrics-port={e.metrics_port}", f"--exit-timeout-secs={self.config.exit_timeout_s}"]
 
-    def container_spec(self, variant: Variant, repo: Path | str, mounts: list[tuple[str, str]], endpoint: Endpoint):
-        c = self.config
-        binds = [(str(repo), REPO_IN_CONTAINER, True)] + [(h, t, True) for h, t in mounts]
-        if c.hf_cache:
-            binds.append((str(Path(c.hf_cache).expanduser()), cc.HF_CACHE_IN_CONTAINER, False))
-        return cc.container_spec(image=c.image, command=self.server_command(variant, endpoint), mounts=binds,
-                                 shm_size=c.shm_size, gpus=c.gpus,
-                                 labels=cc.backend_labels(self.profile.name, variant.name) | {"specops.backend": "vllm"})
+    def probe(self, variant: Variant, endpoint: Endpoint):
+        return lambda: client.is_ready(endpoint, [variant.model_name])
 
-    def launch(self, variant: Variant, repo: Path, log_path: Path) -> cc.ContainerServer:
-        from specops.processes import pick_free_ports  # noqa: PLC0415
+    def probe_description(self, variant: Variant, endpoint: Endpoint) -> str:
+        return f"Triton server and model {variant.model_name} ready (gRPC {endpoint.grpc_url})"
 
-        host = self.profile.serving.host
-        endpoint = Endpoint(host, *pick_free_ports(host, 3))
-        spec = self.container_spec(variant, repo, cc.read_sidecar(repo), endpoint)
-        return cc.launch_container(spec, log_path, lambda: client.is_ready(endpoint, [variant.model_name]),
-                                   self.profile.serving.ready_timeout_s, self.profile.serving.stop_timeout_s,
-                                   endpoint=endpoint)
-
-    def preflight(self) -> list[str]:
-        return cc.preflight() + super().preflight()
-
-    def generate(self, server: cc.ContainerServer, variant: Variant, prompt: str, max_tokens: int) -> str:
+    def generate(self, server: ContainerServer, variant: Variant, prompt: str, max_tokens: int) -> str:
         # The vLLM backend speaks exactly the I/O of specops.triton.client.generate.
         return client.generate(server.endpoint, variant.model_name, prompt, max_tokens, temperature=0.0,
                                timeout_s=self.profile.serving.request_timeout_s)
 
-    def acceptance(self, server: cc.ContainerServer) -> Acceptance | None:
-        opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
-        with opener.open(server.endpoint.metrics_url, timeout=5.0) as resp:
-            return parse_acceptance(resp.read().decode("utf-8", "replace"))
+    # --- acceptance -----------------------------------------------------------------------
+    def acceptance_why(self, variant: Variant) -> str | None:
+        return self.support(variant).acceptance_why
 
-    def bench_target(self, server: cc.ContainerServer | None, variant: Variant) -> BenchTarget:
+    def acceptance_description(self, variant: Variant) -> str:
+        return ("vLLM V0 'Speculative metrics' lines in the server log (cumulative; read after waiting one 5 s "
+                "logging interval and one short request that makes the engine log)")
+
+    def read_acceptance(self, server: ContainerServer, variant: Variant, settle: bool) -> Acceptance:
+        if settle:
+            time.sleep(V0_LOG_INTERVAL_S + 1.0)
+            self.generate(server, variant, FLUSH_PROMPT, 8)
+            time.sleep(1.0)  # the launcher copies the container log into log_path as it streams
+        log = Path(server.log_path)
+        found = from_vllm_log(log.read_text(encoding="utf-8", errors="replace") if log.exists() else "")
+        if found is None:
+            return Acceptance.unavailable(self.config.image, "vLLM printed no speculative-decoding metrics line "
+                                          f"into {server.log_path} (are its stats logs disabled?)")
+        return found
+
+    def bench_target(self, server: ContainerServer | None, variant: Variant) -> BenchTarget:
         url = server.endpoint.grpc_url if server else f"{self.profile.serving.host}:<grpc port>"
-        return BenchTarget(url=url, model=variant.model_name, endpoint_type="kserve",
-                           backend="vllm", streaming=True)
+        return BenchTarget(url=url, model=variant.model_name, endpoint_type="kserve", backend="vllm", streaming=True)
 
-    def plan(self, variant: Variant, target: ModelArtifact | None, draft: ModelArtifact | None) -> list[PlanStep]:
-        files = self.files(variant, target, draft)
-        mounts = cc.parse_sidecar(files[cc.SIDECAR])
-        host = self.profile.serving.host
-        endpoint = Endpoint(host, 0, 0, 0)
-        spec = self.container_spec(variant, f"artifacts/{self.profile.name}/<run-id>/repository/{variant.name}",
-                                   mounts, endpoint)
-        line = cc.plan_command(spec).replace("-port=0", "-port=<free port>")
-        return [PlanStep("render", files={f"repository/{k}": v for k, v in files.items()}),
-                PlanStep("serve", commands=[line])]
+    # --- conformance ----------------------------------------------------------------------
+    def own_request(self, variant: Variant) -> dict[str, Any]:
+        return client.generate_inputs(FLUSH_PROMPT, 8)
 
-
-def parse_acceptance(metrics_text: str) -> Acceptance | None:
-    """vLLM's spec_decode counters; None when the server exports none (speculation off, or a
-    vLLM backend that does not report them)."""
-    if "spec_decode_num" not in metrics_text:
-        return None
-    m = client.parse_metrics(metrics_text)
-    return Acceptance(ACCEPTANCE_SOURCE, m["spec_decode_num_drafts"], m["spec_decode_num_draft_tokens"],
-                      m["spec_decode_num_accepted_tokens"])
+    def conformance(self, variant: Variant, requests: dict[str, list[dict[str, Any]]]) -> list[str]:
+        s = self.support(variant)
+        r, model = s.release, s.backend_model
+        v = f"vLLM {r.version}"
+        args = json.loads(self.all_files(variant, None, None)[f"{variant.model_name}/1/model.json"])
+        found = not_in("model.json", args, r.engine_args, f"an engine arg of {v}")
+        spec = args.get("speculative_config")
+        if spec is not None:
+            found += not_in("speculative_config", spec, r.speculative_config or (), f"a SpeculativeConfig field of {v}")
+            found += not_in("speculative_config.method", [spec.get("method")], r.methods, f"a method of {v}")
+        for label, bodies in requests.items():
+            for body in bodies:
+                found += request_findings(label, body, model.inputs_declared, model.inputs_read)
+                sampling = json.loads(body.get("sampling_parameters") or "{}")
+                found += not_in(f"{label} sampling_parameters", sampling, r.sampling_params,
+                                f"a SamplingParams field of {v}")
+        return found

@@ -39,12 +39,14 @@ class NgramMethod(MethodConfig):
     kind: Literal["ngram"] = "ngram"
     summary: ClassVar[str] = "prompt lookup (n-gram) drafts, no draft model"
     num_speculative_tokens: int = Field(4, ge=1, le=64, description="max draft tokens per step")
-    prompt_lookup_min: int = Field(2, ge=1, le=16, description="shortest n-gram matched (1-token matches measured a net loss on CPU)")
+    prompt_lookup_min: int | None = Field(
+        None, ge=1, le=16, description="shortest n-gram matched; default: the backend's own (2 on the embedded "
+                                       "runtime, where 1-token matches measured a net loss on CPU)")
     prompt_lookup_max: int = Field(3, ge=1, le=16, description="longest n-gram matched")
 
     @model_validator(mode="after")
     def _ordered(self) -> "NgramMethod":
-        if self.prompt_lookup_min > self.prompt_lookup_max:
+        if self.prompt_lookup_min is not None and self.prompt_lookup_min > self.prompt_lookup_max:
             raise ValueError(
                 f"prompt_lookup_min ({self.prompt_lookup_min}) must not exceed "
                 f"prompt_lookup_max ({self.prompt_lookup_max})"

@@ -9,18 +9,11 @@ from typing import Annotated, Union
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from specops.backends import BACKENDS
+from specops.backends.spec import FieldError
 from specops.draft.modes import MODE_OF_METHOD, check_mode_options
 from specops.draft.spec import TrainSpec
 from specops.methods import METHODS
 from specops.sources.schemes import parse_source
-
-
-class FieldError(ValueError):
-    """A cross-field error that knows which field to blame (pydantic reports loc=() otherwise)."""
-
-    def __init__(self, field: str, message: str):
-        self.field = field
-        super().__init__(message)
 
 
 def _tagged_union(models: list[type[BaseModel]]):
@@ -120,9 +113,9 @@ class Profile(Section):
                 f"allowed with {spec.name!r}: {', '.join(sorted(spec.methods))}{where}"
                 + (f" ({spec.note})" if spec.note else "")
             )
-        problems = self.backend.method_problems(method) + self.backend.method_config_problems(self.method)
-        if problems:
-            raise FieldError("backend", "; ".join(problems))
+        # The backend's support table, for both variants: what it renders on its pinned version.
+        self.backend.resolve(self.method)
+        self.backend.resolve(METHODS.get("none")())
         if self.method.needs_draft and self.draft is None:
             raise FieldError("draft", f"method {method!r} needs a 'draft' section with a source")
         if not self.method.needs_draft and self.draft is not None:

@@ -21,11 +21,18 @@ class Acceptance:
     num_emitted_tokens: float | None = None
     draft_seconds: float | None = None
     verify_seconds: float | None = None
+    # False when the served framework has no acceptance source; `source` then says why.
+    available: bool = True
+
+    @classmethod
+    def unavailable(cls, where: str, why: str) -> "Acceptance":
+        """No counters exist for this server; the report says so instead of leaving a blank."""
+        return cls(f"acceptance unavailable on {where}: {why}", available=False, covers_benchmark=False)
 
     def since(self, earlier: "Acceptance | None") -> "Acceptance":
         """Counters accumulated after `earlier` (the benchmark window, without checks/smoke);
         counters that never see the benchmark stay as they are (over the check requests)."""
-        if earlier is None or not self.covers_benchmark:
+        if earlier is None or not self.covers_benchmark or not self.available or not earlier.available:
             return self
 
         def minus(name: str) -> float | None:
@@ -78,7 +85,9 @@ class VariantResult:
 
     def row(self) -> dict:
         out = {"variant": self.variant, "method": self.method, "model": self.model, **self.metrics}
-        if self.acceptance is not None:
+        if self.acceptance is not None and not self.acceptance.available:
+            out["acceptance_source"] = self.acceptance.source
+        elif self.acceptance is not None:
             out |= {
                 "acceptance_source": self.acceptance.source,
                 "num_drafts": self.acceptance.num_drafts,

@@ -93,10 +93,14 @@ def report_markdown(title: str, results: list[VariantResult], lossless: Lossless
         markdown_table(results),
         "",
     ]
-    acc_sources = sorted({r.acceptance.source for r in results if r.acceptance and r.acceptance.num_drafts})
+    acc_sources = sorted({r.acceptance.source for r in results
+                          if r.acceptance and r.acceptance.available and r.method != "none"})
     if acc_sources:
         parts += [f"Acceptance from {', '.join(acc_sources)}: acceptance = accepted / drafted tokens; "
                   "accepted/step = 1 + accepted tokens per verification step.", ""]
+    missing = sorted({r.acceptance.source for r in results if r.acceptance and not r.acceptance.available})
+    if missing:
+        parts += [*missing, ""]
     parts += [f"- {n}" for n in notes]
     return "\n".join(parts).rstrip() + "\n"
 

@@ -57,7 +57,7 @@ def served_tools(run: RunDir) -> dict[str, str]:
 
 
 def write_report(run: RunDir, loaded: LoadedProfile, results: list[VariantResult], lossless: LosslessResult | None,
-                 models: dict[str, ModelArtifact]) -> RunReport:
+                 models: dict[str, ModelArtifact], backend_notes: list[str] | tuple[str, ...] = ()) -> RunReport:
     profile = loaded.profile
     wall, totals = phase_totals(run)
     overhead = wall - sum(totals.values())
@@ -69,6 +69,7 @@ def write_report(run: RunDir, loaded: LoadedProfile, results: list[VariantResult
         f"flow wall {wall:.1f}s; serve {totals['serve']:.1f}s, check {totals['check']:.1f}s, "
         f"benchmark {totals['benchmark']:.1f}s, draft data and training {totals['draft']:.1f}s; "
         f"orchestration overhead {overhead:.1f}s",
+        *backend_notes,
     ]
     csv_path, md_path, md = write_tables(run.path, f"{profile.name} - {run.run_id}", results, lossless, notes)
     plot = write_plot(run.path / "comparison.png", f"{profile.name} ({status})", results)

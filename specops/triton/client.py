@@ -85,13 +85,8 @@ def generate(
     """
     import tritonclient.grpc as grpcclient  # noqa: PLC0415
 
-    params = {"max_tokens": max_tokens, "temperature": temperature, **sampling}
-    inputs = [
-        _string_input(grpcclient, "text_input", prompt),
-        _bool_input(grpcclient, "stream", True),
-        _string_input(grpcclient, "sampling_parameters", json.dumps(params)),
-        _bool_input(grpcclient, "exclude_input_in_output", True),
-    ]
+    inputs = [_string_input(grpcclient, k, v) if isinstance(v, str) else _bool_input(grpcclient, k, v)
+              for k, v in generate_inputs(prompt, max_tokens, temperature, **sampling).items()]
     results: queue.Queue = queue.Queue()
     client = grpcclient.InferenceServerClient(endpoint.grpc_url, channel_args=_GRPC_CHANNEL_ARGS)
     try:
@@ -101,6 +96,13 @@ def generate(
     finally:
         client.stop_stream(cancel_requests=True)
         client.close()
+
+
+def generate_inputs(prompt: str, max_tokens: int, temperature: float = 0.0, **sampling: object) -> dict[str, object]:
+    """The request's inputs by name (vLLM backend I/O): what generate() sends."""
+    params = {"max_tokens": max_tokens, "temperature": temperature, **sampling}
+    return {"text_input": prompt, "stream": True, "sampling_parameters": json.dumps(params),
+            "exclude_input_in_output": True}
 
 
 def _collect(results: queue.Queue, deadline: float, timeout_s: float) -> str:

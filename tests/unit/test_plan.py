@@ -50,3 +50,17 @@ def test_gpu_profile_run_stops_at_once_naming_what_is_missing(tmp_path):
     assert "eagle3-trtllm cannot run on this machine" in proc.stderr and "Docker" in proc.stderr
     assert time.monotonic() - start < 60
     assert not (tmp_path / "cache").exists() and not (tmp_path / "artifacts").exists()
+
+
+@pytest.mark.parametrize("name", [n for n in list_profile_names() if not n.endswith("-local") and n != "ngram-local"])
+def test_every_gpu_profile_plan_names_its_version_and_acceptance_source(name):
+    text = format_plan(load_profile(name))
+    section = text.split("== variant speculative", 1)[1].split("== variant base", 1)[0]
+    version = section.split("[version]\n", 1)[1].splitlines()[0]
+    assert " ships " in version and "rendered for that version" in version
+    acceptance = section.split("[acceptance]\n", 1)[1].splitlines()[0].removeprefix("  $ ")
+    named = any(s in acceptance for s in ("return_perf_metrics", "Speculative metrics", "/metrics"))
+    assert named or acceptance.startswith("unavailable on "), acceptance
+    kind = load_profile(name).profile.backend.kind
+    docker = [line for line in section.splitlines() if "docker run" in line]
+    assert docker and all(f"--label specops.backend={kind} " in line for line in docker)

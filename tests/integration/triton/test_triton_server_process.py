@@ -17,10 +17,10 @@ import pytest
 
 from specops import processes as proc
 from specops.triton import client
+from specops.triton import server as server_module
 from specops.triton.endpoint import Endpoint
 from specops.triton.model_config import python_generate_config
 from specops.triton.repository import write_python_model
-from specops.triton import server as server_module
 from specops.triton.server import TritonServer, TritonStartError
 
 pytestmark = pytest.mark.integration
@@ -222,3 +222,21 @@ def test_sigkilled_parent_leaves_no_server_behind(tmp_path):
     leftover = f"specops{parent.pid}_*"  # shm regions the SIGKILLed server left; the next start sweeps them
     server_module._sweep_stale_shm_regions()
     assert list(Path("/dev/shm").glob(leftover)) == []
+
+
+def test_files_specops_writes_at_the_repository_root_are_ignored_by_triton(tmp_path):
+    """Container backends write their sidecar (mounts) and the tritonserver wrapper beside the model
+    directories; the real server loads the repository with them there (model-control-mode none: it
+    loads every model directory it finds)."""
+    from specops.backends.container import SIDECAR, sidecar, write_files
+    from specops.backends.triton_launch import loopback_wrapper
+
+    repo = tmp_path / "repo"
+    render(repo)
+    write_files(repo, {SIDECAR: sidecar([("/host/model", "/hf-models/model")]), **loopback_wrapper("127.0.0.1")})
+    with TritonServer(repo, tmp_path / "triton.log") as server:
+        endpoint = server.wait_ready(120)
+        assert client.is_ready(endpoint, ["echo"])
+        assert client.generate(endpoint, "echo", "hello", max_tokens=4)
+    log = (tmp_path / "triton.log").read_text()
+    assert SIDECAR not in log and "specops-tritonserver" not in log

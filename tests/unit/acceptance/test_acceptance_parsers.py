@@ -2,11 +2,14 @@
 from __future__ import annotations
 
 import json
+import re
+from types import SimpleNamespace
 
 import pytest
 
-from specops.acceptance import from_iteration_stats, from_perf_metrics, from_vllm_metrics
+from specops.acceptance import from_iteration_stats, from_perf_metrics, from_vllm_log
 from specops.acceptance.trtllm_iter_stats import accumulate
+from specops.versions.store import load
 
 
 def test_trtllm_return_perf_metrics_http_generate_shape():
@@ -79,26 +82,75 @@ def test_trtllm_serve_iteration_stats_as_strings_and_drained_batches():
     assert from_iteration_stats([]).acceptance_rate is None
 
 
-VLLM_METRICS = """\
-# HELP vllm:spec_decode_num_drafts_total Number of spec decoding drafts.
-# TYPE vllm:spec_decode_num_drafts_total counter
-vllm:spec_decode_num_drafts_total{engine="0",model_name="meta-llama/Llama-3.1-8B-Instruct"} 100.0
-# HELP vllm:spec_decode_num_draft_tokens_total Number of draft tokens.
-# TYPE vllm:spec_decode_num_draft_tokens_total counter
-vllm:spec_decode_num_draft_tokens_total{engine="0",model_name="meta-llama/Llama-3.1-8B-Instruct"} 300.0
-# HELP vllm:spec_decode_num_accepted_tokens_total Number of accepted tokens.
-# TYPE vllm:spec_decode_num_accepted_tokens_total counter
-vllm:spec_decode_num_accepted_tokens_total{engine="0",model_name="meta-llama/Llama-3.1-8B-Instruct"} 150.0
-vllm:spec_decode_num_accepted_tokens_per_pos_total{engine="0",model_name="meta-llama/Llama-3.1-8B-Instruct",position="0"} 80.0
-vllm:spec_decode_num_drafts_total{engine="0",model_name="other"} 7.0
-"""
+# vLLM's spec-decode log formats, as vLLM's sources define them at each release
+# (specops/versions/data/vllm.yaml spec_decode_log.formats, read from the PyPI archives), rendered with
+# known counts: 500 verification steps of 5 drafted tokens each, 1500 accepted.
+STEPS, K, ACCEPTED = 500, 5, 1500
+DRAFTED = STEPS * K
+# What each label's placeholder takes in the V1 %-formats.
+V1_VALUES = {"Draft acceptance rate: ": 100 * ACCEPTED / DRAFTED, "Mean acceptance length: ": 1 + ACCEPTED / STEPS,
+             "Accepted throughput: ": 150.0, "Drafted throughput: ": 250.0, "Accepted: ": ACCEPTED,
+             "Drafted: ": DRAFTED, "Per-position acceptance rate: ": "0.800, 0.650, 0.500, 0.400, 0.350",
+             "Avg Draft acceptance rate: ": 100 * ACCEPTED / DRAFTED}
+PREFIX = "INFO 11-23 12:00:00 [metrics.py:97] "
 
 
-def test_vllm_spec_decode_prometheus_counters():
-    """vLLM V1 spec-decode counters (vllm-project/vllm PR #15151, "[V1][Metrics] Initial speculative
-    decoding metrics"; names as exported on /metrics with the Prometheus `_total` suffix)."""
-    acc = from_vllm_metrics(VLLM_METRICS, model="meta-llama/Llama-3.1-8B-Instruct")
-    assert (acc.num_drafts, acc.num_draft_tokens, acc.num_accepted_tokens) == (100, 300, 150)
-    assert acc.mean_accepted_per_step == pytest.approx(2.5) and acc.acceptance_rate == pytest.approx(0.5)
-    assert from_vllm_metrics(VLLM_METRICS).num_drafts == 107
-    assert "vllm:spec_decode" in acc.source
+def vllm_formats() -> dict[str, dict]:
+    formats = {}
+    for row in load("vllm")["versions"].values():
+        for fmt in row["spec_decode_log"]["formats"]:
+            if fmt["format"].startswith(("Speculative metrics", "SpecDecoding metrics")):
+                formats.setdefault(fmt["format"], fmt)
+    return formats
+
+
+def render_v1(fmt: str, scale: float = 1.0) -> str:
+    """Fill a V1 %-format: each placeholder takes the value of the label before it."""
+    labels = re.findall(r"([A-Z][A-Za-z -]+: )%", fmt)
+    values = [V1_VALUES[label] * (scale if label in ("Accepted: ", "Drafted: ") else 1)
+              if not isinstance(V1_VALUES[label], str) else V1_VALUES[label] for label in labels]
+    return fmt % tuple(values)
+
+
+@pytest.mark.parametrize("fmt", list(vllm_formats()), ids=lambda f: f[:40])
+def test_vllm_log_formats_parse_into_the_counts_they_carry(fmt):
+    if fmt.startswith("Speculative metrics"):  # V0 (str.format with a SpecDecodeWorkerMetrics)
+        metrics = SimpleNamespace(draft_acceptance_rate=ACCEPTED / DRAFTED, system_efficiency=0.7,
+                                  num_spec_tokens=K, accepted_tokens=ACCEPTED, draft_tokens=DRAFTED,
+                                  emitted_tokens=ACCEPTED + STEPS)
+        early = SimpleNamespace(**{**vars(metrics), "accepted_tokens": 3, "draft_tokens": 5, "emitted_tokens": 4})
+        text = f"{PREFIX}{fmt.format(metrics=early)}\nnoise\n{PREFIX}{fmt.format(metrics=metrics)}\n"
+        acc = from_vllm_log(text)  # cumulative counters: the last line holds them
+        assert (acc.num_drafts, acc.num_draft_tokens, acc.num_accepted_tokens) == (STEPS, DRAFTED, ACCEPTED)
+        assert acc.num_emitted_tokens == ACCEPTED + STEPS and "V0" in acc.source
+        return
+    text = f"{PREFIX}{render_v1(fmt, 0.5)}\n{PREFIX}{render_v1(fmt, 0.5)}\n"  # per-interval lines add up
+    acc = from_vllm_log(text)
+    assert (acc.num_draft_tokens, acc.num_accepted_tokens) == (DRAFTED, ACCEPTED)
+    assert acc.acceptance_rate == pytest.approx(ACCEPTED / DRAFTED)
+    if "Mean acceptance length" in fmt:
+        assert acc.num_drafts == STEPS and acc.mean_accepted_per_step == pytest.approx(1 + ACCEPTED / STEPS)
+    else:  # 0.8.4 logs no mean length: the step count cannot be recovered
+        assert acc.num_drafts == 0 and acc.mean_accepted_per_step is None
+    assert "V1" in acc.source
+
+
+def test_vllm_samples_written_with_the_data_parse():
+    for fmt in vllm_formats().values():
+        acc = from_vllm_log(PREFIX + fmt["sample"])
+        assert acc is not None and acc.num_draft_tokens > 0, fmt["where"]
+
+
+def test_vllm_log_without_spec_lines_has_no_acceptance():
+    assert from_vllm_log("INFO 11-23 12:00:00 engine started\nAvg prompt throughput: 1.0 tokens/s\n") is None
+
+
+def test_vllm_v0_window_is_the_difference_of_two_readings():
+    fmt = next(f for f in vllm_formats() if f.startswith("Speculative metrics"))
+    line = lambda a, d: PREFIX + fmt.format(metrics=SimpleNamespace(  # noqa: E731
+        draft_acceptance_rate=a / d, system_efficiency=0.5, num_spec_tokens=K, accepted_tokens=a, draft_tokens=d,
+        emitted_tokens=a + d // K))
+    before = from_vllm_log(line(30, 50))
+    after = from_vllm_log(line(30, 50) + "\n" + line(1530, 2550))
+    window = after.since(before)
+    assert (window.num_drafts, window.num_draft_tokens, window.num_accepted_tokens) == (STEPS, DRAFTED, ACCEPTED)

@@ -8,13 +8,18 @@ the fill_template.py lines below list the keys the seed fills, per template.
 """
 from __future__ import annotations
 
-
 import pytest
 
 from specops.backends.fill_template import (
-    TEMPLATE_OF, choices_value, fill_text, parse_substitutions, substitutions_arg, template_keys, unfilled,
+    TEMPLATE_OF,
+    choices_value,
+    fill_text,
+    parse_substitutions,
+    substitutions_arg,
+    template_keys,
+    unfilled,
 )
-from specops.backends.trtllm_engine import layout, repository_parameters
+from specops.backends.trtllm_engine_commands import layout, repository_parameters
 from specops.backends.trtllm_engine_config import TrtllmEngineBackendConfig
 from specops.methods import METHODS
 from tests.reference import REFERENCE

@@ -1,143 +1,115 @@
-"""trtllm-serve profiles and rendering against the seed: NVIDIA's DGX Spark "Speculative
-Decoding" playbook, https://github.com/NVIDIA/dgx-spark-playbooks/blob/main/nvidia/speculative-decoding/README.md
-(commit 2022e2b, "Last Updated: 04/20/2026", container 1.3.0rc12), Option 1 (EAGLE-3) and
-Option 2 (Draft Target). The YAML documents below are the playbook's, written down verbatim.
-"""
+"""trtllm-serve profiles and rendering against the seeds: NVIDIA's DGX Spark "Speculative Decoding"
+playbook (the recipes as written, in tests/seeds.py)."""
 from __future__ import annotations
 
-from pathlib import Path
-from types import SimpleNamespace
+import shlex
 
 import pytest
 import yaml
 
-from specops.backends.base import Variant
-from specops.backends.trtllm_serve import TrtllmServeBackend, render_yaml, serve_argv, speculative_config
-from specops.backends.trtllm_serve_config import TrtllmServeBackendConfig
-from specops.methods import METHODS
-from specops.profile.loader import read_document
-from specops.profile.schema import Serving
+from specops.backends.base import Variant, variants_of
+from specops.backends.trtllm_serve import YAML_NAME, TrtllmServeBackend
+from specops.profile.errors import ProfileError
+from tests.seeds import (
+    SPARK_2510_EAGLE3,
+    SPARK_2510_EAGLE3_SERVE,
+    SPARK_2604_EAGLE3,
+    SPARK_2604_EAGLE3_SERVE,
+    SPARK_DRAFT_TARGET,
+    SPARK_DRAFT_TARGET_SERVE,
+)
 
-PROFILES = Path(__file__).resolve().parents[3] / "profiles"
-SEED_IMAGE = "nvcr.io/nvidia/tensorrt-llm/release:1.3.0rc12"
+RELEASE = "nvcr.io/nvidia/tensorrt-llm/release:{}"
 
-SEED_EAGLE3_YAML = """
-enable_attention_dp: false
-disable_overlap_scheduler: false
-enable_autotuner: false
-cuda_graph_config:
-    max_batch_size: 1
-speculative_config:
-    decoding_type: Eagle
-    max_draft_len: 5
-    speculative_model_dir: /opt/gpt-oss-120b-Eagle3/
-
-kv_cache_config:
-    free_gpu_memory_fraction: 0.9
-    enable_block_reuse: false
-"""
-SEED_DRAFT_TARGET_YAML = """
-print_iter_log: false
-disable_overlap_scheduler: true
-speculative_config:
-  decoding_type: DraftTarget
-  max_draft_len: 4
-  speculative_model_dir: /opt/Llama-3.1-8B-Instruct-FP4/
-kv_cache_config:
-  enable_block_reuse: false
-"""
+CASES = [
+    ("eagle3-trtllm-serve", SPARK_2510_EAGLE3, SPARK_2510_EAGLE3_SERVE, "hf://openai/gpt-oss-120b",
+     "hf://nvidia/gpt-oss-120b-Eagle3", "1.2.0rc6"),
+    ("draft-target-trtllm-serve", SPARK_DRAFT_TARGET, SPARK_DRAFT_TARGET_SERVE,
+     "hf://nvidia/Llama-3.3-70B-Instruct-FP4", "hf://nvidia/Llama-3.1-8B-Instruct-FP4", "1.2.0rc6"),
+    ("eagle3-trtllm-serve-long-context", SPARK_2604_EAGLE3, SPARK_2604_EAGLE3_SERVE,
+     "hf://openai/gpt-oss-120b", "hf://nvidia/gpt-oss-120b-Eagle3-long-context", "1.3.0rc12"),
+]
 
 
-def _load(name: str):
-    doc = read_document(PROFILES / f"{name}.yaml")
-    return doc, TrtllmServeBackendConfig(**doc["backend"]), METHODS.get(doc["method"]["kind"])(**doc["method"])
+def _rendered(profile, variant_name="speculative") -> tuple[dict, list[str]]:
+    backend = TrtllmServeBackend(profile)
+    variant = {v.name: v for v in variants_of(profile)}[variant_name]
+    doc = yaml.safe_load(backend.all_files(variant, None, None)[YAML_NAME])
+    command = backend.command(variant, backend.plan_endpoint())
+    argv = shlex.split(command[-1].rsplit("exec ", 1)[-1]) if command[0] == "bash" else command
+    return doc, argv
 
 
-def _expected(seed_yaml: str, cfg: TrtllmServeBackendConfig) -> dict:
-    doc = yaml.safe_load(seed_yaml)
-    doc["speculative_config"]["speculative_model_dir"] = f"{cfg.models_mount}/draft"  # our mount, not /opt/...
-    return doc | {"enable_iter_perf_stats": True}
-
-
-@pytest.mark.parametrize("name,seed_yaml,target,draft", [
-    ("eagle3-trtllm-serve", SEED_EAGLE3_YAML, "hf://openai/gpt-oss-120b", "hf://nvidia/gpt-oss-120b-Eagle3-long-context"),
-    ("draft-target-trtllm-serve", SEED_DRAFT_TARGET_YAML, "hf://nvidia/Llama-3.3-70B-Instruct-FP4",
-     "hf://nvidia/Llama-3.1-8B-Instruct-FP4"),
-])
-def test_profile_matches_the_playbook(name, seed_yaml, target, draft):
-    doc, cfg, method = _load(name)
-    assert (doc["target"]["source"], doc["draft"]["source"]) == (target, draft)
-    assert cfg.image == SEED_IMAGE
-    rendered = yaml.safe_load(render_yaml(cfg, method))
-    expected = _expected(seed_yaml, cfg)
-    assert rendered == expected
-    assert list(rendered) == list(expected)  # the playbook's key order
-    argv = serve_argv(cfg)
+@pytest.mark.parametrize("name, seed_yaml, seed_flags, target, draft, tag", CASES)
+def test_profile_reproduces_the_playbook(load_gpu_profile, name, seed_yaml, seed_flags, target, draft, tag):
+    profile = load_gpu_profile(name)
+    assert (profile.target.source, profile.draft.source) == (target, draft)
+    assert profile.backend.image == RELEASE.format(tag)
+    rendered, argv = _rendered(profile)
+    expected = yaml.safe_load(seed_yaml)
+    expected["speculative_config"]["speculative_model_dir"] = "/models/draft"  # our mount, not /opt/...
+    assert rendered == expected | {"enable_iter_perf_stats": True}
+    assert list(rendered) == [*expected, "enable_iter_perf_stats"]  # the playbook's key order
     assert argv[:2] == ["trtllm-serve", "/models/target"]
-    flags = {argv[i]: argv[i + 1] for i in range(2, len(argv) - 1) if argv[i].startswith("--")}
-    assert flags["--backend"] == "pytorch" and flags["--tp_size"] == "1" and flags["--max_batch_size"] == "1"
-    assert flags["--host"] == "127.0.0.1" and flags["--port"] == "8000"
-    assert flags["--extra_llm_api_options"] == "/config/extra-llm-api-config.yml"
-    if name == "draft-target-trtllm-serve":
-        assert flags["--kv_cache_free_gpu_memory_fraction"] == "0.9"
+    assert seed_flags.split(" ", 2)[2] in shlex.join(argv)  # the flags after `trtllm-serve <model>`
+    assert argv[argv.index("--extra_llm_api_options") + 1] == f"/config/{YAML_NAME}"
+    assert argv[argv.index("--host") + 1] == "127.0.0.1"
 
 
-def test_base_variant_yaml_has_no_speculation():
-    _, cfg, _ = _load("eagle3-trtllm-serve")
-    rendered = yaml.safe_load(render_yaml(cfg, METHODS.get("none")()))
+def test_base_variant_yaml_has_no_speculation(load_gpu_profile):
+    rendered, _ = _rendered(load_gpu_profile("eagle3-trtllm-serve"), "base")
     assert "speculative_config" not in rendered and rendered["kv_cache_config"]["enable_block_reuse"] is False
 
 
-def test_default_decoding_types_follow_the_llm_api():
-    cfg = TrtllmServeBackendConfig(image=SEED_IMAGE)
-    assert speculative_config(cfg, METHODS.get("eagle3")(num_speculative_tokens=3), "/d")["decoding_type"] == "Eagle3"
-    assert speculative_config(cfg, METHODS.get("draft-target")(), "/d")["decoding_type"] == "DraftTarget"
-    ngram = speculative_config(cfg, METHODS.get("ngram")(prompt_lookup_min=1, prompt_lookup_max=3), "/d")
-    assert ngram == {"decoding_type": "NGram", "max_draft_len": 4, "max_matching_ngram_size": 3}
-    with pytest.raises(ValueError, match="prompt_lookup_min: 1"):
-        speculative_config(cfg, METHODS.get("ngram")(), "/d")
-    with pytest.raises(ValueError):
-        speculative_config(cfg, METHODS.get("medusa")(), "/d")
+@pytest.mark.parametrize("overrides, expected", [
+    (("method={kind: eagle3, num_speculative_tokens: 3}", "backend.decoding_type=null",
+      "backend.speculative_model_key=null"),
+     {"decoding_type": "Eagle3", "max_draft_len": 3, "speculative_model": "/models/draft"}),
+    (("method={kind: draft-target, num_speculative_tokens: 4}", "backend.decoding_type=null",
+      "backend.speculative_model_key=null", "draft.source=hf://nvidia/Llama-3.1-8B-Instruct-FP4"),
+     {"decoding_type": "Draft_Target", "max_draft_len": 4, "speculative_model": "/models/draft"}),
+    (("method={kind: ngram, prompt_lookup_max: 3}", "draft=null", "backend.decoding_type=null"),
+     {"decoding_type": "NGram", "max_draft_len": 4, "max_matching_ngram_size": 3}),
+])
+def test_default_spelling_is_what_trtllm_1_3_declares(load_gpu_profile, overrides, expected):
+    rendered, _ = _rendered(load_gpu_profile("eagle3-trtllm-serve-long-context", overrides))
+    assert rendered["speculative_config"] == expected
 
 
-def test_config_refuses_secrets_and_a_hand_written_speculative_config():
-    with pytest.raises(ValueError, match="HF_TOKEN"):
-        TrtllmServeBackendConfig(image=SEED_IMAGE, env={"HF_TOKEN": "x"})
-    with pytest.raises(ValueError, match="speculative_config"):
-        TrtllmServeBackendConfig(image=SEED_IMAGE, llm_api_options={"speculative_config": {}})
-    TrtllmServeBackendConfig(image=SEED_IMAGE, env={"TIKTOKEN_ENCODINGS_BASE": "/tmp/harmony-reqs"})
+@pytest.mark.parametrize("overrides, field, needles", [
+    (("backend.decoding_type=Eagle3",), "backend.decoding_type",
+     ["TensorRT-LLM 1.2.0rc6", "first in TensorRT-LLM 1.3.0rc12"]),
+    (("backend.extra_args=[--no_such_flag, '1']",), "backend.extra_args", ["trtllm-serve", "--no_such_flag"]),
+    (("backend.llm_api_options={speculative_config: {}}",), "backend.llm_api_options", ["written by specops"]),
+    (("backend.env={HF_TOKEN: x}",), "backend.env", ["secrets are passed from the environment"]),
+    (("backend.image=nvcr.io/nvidia/tritonserver:25.12-trtllm-python-py3",), "backend.image",
+     ["not an image backend 'trtllm-serve' runs", "tensorrt-llm/release:1.3.0rc12"]),
+])
+def test_refused_at_load(load_gpu_profile, overrides, field, needles):
+    with pytest.raises(ProfileError) as err:
+        load_gpu_profile("eagle3-trtllm-serve", overrides)
+    assert [f for f, _ in err.value.problems] == [field], err.value
+    for needle in needles:
+        assert needle in str(err.value), (needle, str(err.value))
 
 
-def _backend(name: str):
-    doc, cfg, method = _load(name)
-    profile = SimpleNamespace(name=name, backend=cfg, method=method, serving=Serving(),
-                              draft=SimpleNamespace(source=doc["draft"]["source"]))
-    return TrtllmServeBackend(profile), method
+def test_bench_target_is_the_openai_completions_endpoint(load_gpu_profile):
+    profile = load_gpu_profile("draft-target-trtllm-serve")
+    target = TrtllmServeBackend(profile).bench_target(None, Variant("speculative", profile.method))
+    assert (target.endpoint_type, target.backend, target.model) == ("completions", None, "/models/target")
 
 
-def test_bench_target_is_the_openai_completions_endpoint():
-    backend, method = _backend("draft-target-trtllm-serve")
-    target = backend.bench_target(None, Variant("speculative", method))
-    assert (target.endpoint_type, target.url, target.backend) == ("completions", "http://127.0.0.1:8000", None)
-
-
-def test_container_flags_match_the_playbook(tmp_path):
-    backend, method = _backend("eagle3-trtllm-serve")
-    spec = backend._spec(Variant("speculative", method), tmp_path, tmp_path / "t", tmp_path / "d")
+def test_container_flags_match_the_playbook(load_gpu_profile):
+    profile = load_gpu_profile("eagle3-trtllm-serve-long-context")
+    backend = TrtllmServeBackend(profile)
+    variant = variants_of(profile)[0]
+    spec = backend.server_spec(variant, "/repo", [("/t", "/models/target"), ("/d", "/models/draft")],
+                               backend.plan_endpoint())
     # docker run ... --ulimit memlock=-1 --ulimit stack=67108864 --gpus=all --ipc=host --network host -e HF_TOKEN
     assert spec.gpus == "all" and spec.ipc_mode == "host" and spec.network_mode == "host"
     assert {u.name: u.soft for u in spec.ulimits} == {"memlock": -1, "stack": 67108864}
     assert spec.secret_env == ("HF_TOKEN",) and "HF_TOKEN" not in spec.env
     assert spec.env == {"TIKTOKEN_ENCODINGS_BASE": "/tmp/harmony-reqs"}
+    assert spec.labels["specops.backend"] == "trtllm-serve"
     assert spec.command[:2] == ["bash", "-c"] and "exec trtllm-serve /models/target" in spec.command[2]
     assert "o200k_base.tiktoken" in spec.command[2] and "cl100k_base.tiktoken" in spec.command[2]
-
-
-def test_render_writes_the_yaml_and_the_mounts(tmp_path):
-    from specops.sources.base import ModelArtifact
-
-    backend, method = _backend("draft-target-trtllm-serve")
-    backend.render(Variant("speculative", method), ModelArtifact(tmp_path / "t", "hf://x", ""),
-                   ModelArtifact(tmp_path / "d", "hf://y", ""), tmp_path / "repo")
-    assert yaml.safe_load((tmp_path / "repo" / "extra-llm-api-config.yml").read_text())["speculative_config"]
-    assert (tmp_path / "repo" / "specops-mounts.json").is_file()

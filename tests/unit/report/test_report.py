@@ -60,3 +60,22 @@ def test_write_report_files(tmp_path, monkeypatch):
     assert manifest["packages"]["prefect"] and manifest["profile_sha256"] == loaded.sha256
     assert manifest["tools"] == {"tritonserver": "2.51.0"}
     assert rep.plot_png.stat().st_size > 1000
+
+
+def test_report_says_why_acceptance_is_unavailable_and_carries_backend_notes(tmp_path, monkeypatch):
+    monkeypatch.setenv("SPECOPS_ARTIFACTS", str(tmp_path))
+    run = RunDir.create("ngram-local", "r2")
+    run.mark_started()
+    spec, base = results()
+    why = Acceptance.unavailable("nvcr.io/nvidia/tritonserver:26.02-vllm-python-py3", "V1 engine logs nothing here")
+    spec.acceptance = why
+    assert why.since(Acceptance("x", 1, 2, 3)) is why and why.acceptance_rate is None
+    target = ModelArtifact(tmp_path, "embedded:smollm2-135m", "ab" * 32, "wheelsha")
+    rep = write_report(run, load_profile("ngram-local"), [spec, base], compare_outputs(["x"], ["x"]),
+                       {"target": target}, ["output length not pinned on X: because"])
+    md = rep.report_md.read_text()
+    assert ("acceptance unavailable on nvcr.io/nvidia/tritonserver:26.02-vllm-python-py3: V1 engine logs nothing "
+            "here") in md
+    assert "- output length not pinned on X: because" in md
+    frame = pd.read_csv(rep.comparison_csv)
+    assert frame.loc[0, "acceptance_source"].startswith("acceptance unavailable on ")

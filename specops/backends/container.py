@@ -1,0 +1,301 @@
+"""One base for the containerised backends (vllm, trtllm, trtllm-engine, trtllm-serve).
+
+The base owns what they all do the same way: where models appear in the container (mounted or
+named by hub id), the sidecar that carries the host side of those mounts from render to launch,
+free ports on the serving address, labels naming the real backend, HF_TOKEN passed by name
+only, launching and waiting through the Docker launcher, and the plan. A backend supplies only
+what differs: its files, its container command, its readiness probe, how clients reach it, and
+its acceptance source.
+
+Containers go through the Docker launcher (`specops.launch`), imported only when used so that
+`specops plan` works on machines without Docker.
+"""
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar
+
+from specops.backends.base import Backend, PlanStep, Variant
+from specops.backends.container_config import ContainerBackendConfig
+from specops.report.results import Acceptance
+from specops.sources.base import ModelArtifact
+from specops.sources.schemes import parse_source
+from specops.triton.endpoint import Endpoint
+
+HF_CACHE_IN_CONTAINER = "/root/.cache/huggingface"
+SIDECAR = "specops-container.json"  # written beside the rendered files: the host side of the mounts
+FREE_PORT = "<free port>"
+
+
+@dataclass(frozen=True)
+class PlacedModel:
+    """How a config names a model, and the bind mount that makes that name resolve."""
+
+    ref: str  # hub id (the container downloads it) or the path inside the container
+    host: str | None = None  # None: nothing to mount (hub access)
+    target: str | None = None
+
+
+@dataclass(frozen=True)
+class Placed:
+    target: PlacedModel
+    draft: PlacedModel | None
+
+    def mounts(self) -> list[tuple[str, str]]:
+        return [(m.host, m.target) for m in (self.target, self.draft) if m is not None and m.host and m.target]
+
+
+def placeholder(role: str) -> str:
+    return f"<{role} checkpoint from the download step>"
+
+
+def write_files(out_dir: Path, files: dict[str, str]) -> None:
+    for rel, content in files.items():
+        path = Path(out_dir) / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(content, encoding="utf-8")
+
+
+def sidecar(mounts: list[tuple[str, str]]) -> str:
+    return json.dumps({"mounts": [list(m) for m in mounts]}, indent=2) + "\n"
+
+
+def read_sidecar(repo: Path) -> list[tuple[str, str]]:
+    path = Path(repo) / SIDECAR
+    return [(str(h), str(t)) for h, t in json.loads(path.read_text())["mounts"]] if path.is_file() else []
+
+
+def _gpus(value: str):
+    """The profile's `gpus` string as the launcher's GpuRequest: "all", a count, or device ids."""
+    if value in ("", "none"):
+        return None
+    if value == "all":
+        return "all"
+    return int(value) if value.isdigit() else [v.strip() for v in value.split(",") if v.strip()]
+
+
+@dataclass
+class ContainerServer:
+    """A ready server inside a container started by the Docker launcher."""
+
+    launcher: Any
+    handle: Any
+    log_path: Path
+    image: str
+    stop_timeout_s: float
+    endpoint: Endpoint
+
+    def stop(self, timeout_s: float | None = None) -> None:
+        self.launcher.stop(self.handle, self.stop_timeout_s if timeout_s is None else timeout_s)  # idempotent
+
+    def record(self) -> dict[str, Any]:
+        # No create_time: the process janitor never signals a container pid; it stops the
+        # container by id (specops.janitor), and the launcher's janitor finds it by label.
+        e = self.endpoint
+        return {"pid": 0, "tool": "docker", "image": self.image, **self.handle.record(),
+                "ports": sorted({e.http_port, e.grpc_port, e.metrics_port})}
+
+
+class ContainerBackend(Backend):
+    """What every containerised backend shares; subclasses supply files, command, probe, access."""
+
+    config: ContainerBackendConfig
+    name: ClassVar[str]  # the registry name, carried by the containers' labels
+    repo_in_container: ClassVar[str]  # where the rendered files are mounted
+    repo_writable: ClassVar[bool] = False
+    # Ports the server needs: Triton takes http, grpc and metrics; an OpenAI server one.
+    port_names: ClassVar[tuple[str, ...]] = ("http", "grpc", "metrics")
+    server_cls: ClassVar[type[ContainerServer]] = ContainerServer
+
+    # --- what a backend supplies --------------------------------------------------------
+    def files(self, variant: Variant, placed: Placed) -> dict[str, str]:
+        """The rendered files (relative path -> text), from where the models appear in the container."""
+        raise NotImplementedError
+
+    def command(self, variant: Variant, endpoint: Endpoint) -> list[str]:
+        """The container's command for serving `variant` on `endpoint`."""
+        raise NotImplementedError
+
+    def probe(self, variant: Variant, endpoint: Endpoint) -> Callable[[], bool]:
+        """True once the server and the variant's model answer."""
+        raise NotImplementedError
+
+    def probe_description(self, variant: Variant, endpoint: Endpoint) -> str:
+        raise NotImplementedError
+
+    def version_notes(self, variant: Variant) -> list[str]:
+        """What the framework version decided about this variant's rendering (for the plan)."""
+        return []
+
+    # --- acceptance: each backend names its source, or why its image has none ---------------
+    def acceptance_why(self, variant: Variant) -> str | None:
+        """Why the image (or the profile) gives this speculative variant no acceptance source; None: it has one."""
+        return None
+
+    def acceptance_description(self, variant: Variant) -> str:
+        """The source, as the plan names it."""
+        raise NotImplementedError
+
+    def read_acceptance(self, server: ContainerServer, variant: Variant, settle: bool) -> Acceptance:
+        """The cumulative counters from the source."""
+        raise NotImplementedError
+
+    def acceptance_source(self, variant: Variant) -> str:
+        if not variant.method.speculative:
+            return super().acceptance_source(variant)
+        why = self.acceptance_why(variant)
+        return f"unavailable on {self.config.image}: {why}" if why else self.acceptance_description(variant)
+
+    def acceptance(self, server: ContainerServer, variant: Variant, settle: bool = False) -> Acceptance | None:
+        if not variant.method.speculative:
+            return None
+        why = self.acceptance_why(variant)
+        return Acceptance.unavailable(self.config.image, why) if why else self.read_acceptance(server, variant, settle)
+
+    def in_container_steps(self, variant: Variant, endpoint: Endpoint) -> list[str]:
+        """Shell steps the command runs, shown one per line in the plan (none: a plain command)."""
+        return []
+
+    def mount_name(self, variant: Variant, role: str, name: str) -> str:
+        """Where `role` appears in the container: <mount_root>/<its model name> unless a backend says otherwise."""
+        return f"{self.config.mount_root.rstrip('/')}/{name or role}"
+
+    def hub_ok(self, variant: Variant, role: str) -> bool:
+        """Whether the framework in the image downloads this role's hub id itself."""
+        return True
+
+    def container_env(self, variant: Variant | None) -> dict[str, str]:
+        """Environment of the variant's containers (None: one-shot steps)."""
+        return dict(self.config.env)
+
+    # --- placement and rendering ----------------------------------------------------------
+    def place_model(self, variant: Variant, role: str, source: str, artifact: ModelArtifact | None) -> PlacedModel:
+        """`models: hub` names hf:// sources by repo id where the framework downloads them; anything
+        else is mounted read-only (see mount_name)."""
+        ref = parse_source(source)
+        if self.config.models == "hub" and ref.scheme == "hf" and self.hub_ok(variant, role):
+            return PlacedModel(ref.name)
+        inside = self.mount_name(variant, role, Path(ref.name).name)
+        host = str(artifact.path) if artifact is not None else placeholder(role)
+        return PlacedModel(inside, host, inside)
+
+    def place(self, variant: Variant, target: ModelArtifact | None, draft: ModelArtifact | None) -> Placed:
+        p = self.profile
+        t = self.place_model(variant, "target", p.target.source, target)
+        d = None
+        if variant.method.needs_draft and p.draft is not None:
+            source = p.draft.source or (str(draft.path) if draft is not None else "trained-draft")
+            d = self.place_model(variant, "draft", source, draft)
+        return Placed(t, d)
+
+    def all_files(self, variant: Variant, target: ModelArtifact | None, draft: ModelArtifact | None) -> dict[str, str]:
+        placed = self.place(variant, target, draft)
+        return self.files(variant, placed) | {SIDECAR: sidecar(self.extra_mounts(variant) + placed.mounts())}
+
+    def extra_mounts(self, variant: Variant) -> list[tuple[str, str]]:
+        """More read-only mounts (host, container) beside the models, e.g. a cached engine build."""
+        return []
+
+    def render(self, variant: Variant, target: ModelArtifact, draft: ModelArtifact | None, out_dir: Path) -> None:
+        write_files(out_dir, self.all_files(variant, target, draft))
+
+    # --- containers -----------------------------------------------------------------------
+    def labels(self, variant_or_step: str, role: str) -> dict[str, str]:
+        from specops.launch import LABEL_PROFILE, LABEL_ROLE  # noqa: PLC0415
+
+        return {LABEL_PROFILE: self.profile.name, LABEL_ROLE: role, "specops.backend": self.name,
+                "specops.variant": variant_or_step}
+
+    def secret_env(self) -> tuple[str, ...]:
+        """HF_TOKEN by name only, where the container downloads from the hub."""
+        return ("HF_TOKEN",)
+
+    def spec(self, command: list[str], mounts: list[tuple[str, str, bool]], labels: dict[str, str], *,
+             variant: Variant | None = None, secrets: bool = True):
+        """The launcher's ContainerSpec: host network, the tutorials' ulimits, secrets by name only."""
+        from specops.launch import ContainerSpec, Mount  # noqa: PLC0415
+
+        c = self.config
+        binds = list(mounts)
+        if c.hf_cache and secrets:
+            binds.append((str(Path(c.hf_cache).expanduser()), HF_CACHE_IN_CONTAINER, False))
+        return ContainerSpec(image=c.image, command=list(command), env=self.container_env(variant),
+                             secret_env=self.secret_env() if secrets else (),
+                             mounts=[Mount(Path(s), t, ro) for s, t, ro in binds], gpus=_gpus(c.gpus),
+                             shm_size=c.shm_size, network_mode="host", ipc_mode=c.ipc, labels=labels)
+
+    def server_spec(self, variant: Variant, repo: Path | str, mounts: list[tuple[str, str]], endpoint: Endpoint):
+        binds = [(str(repo), self.repo_in_container, not self.repo_writable)] + [(h, t, True) for h, t in mounts]
+        return self.spec(self.command(variant, endpoint), binds, self.labels(variant.name, f"server-{variant.name}"),
+                         variant=variant)
+
+    def endpoint(self) -> Endpoint:
+        from specops.processes import pick_free_ports  # noqa: PLC0415
+
+        host = self.profile.serving.host
+        ports = pick_free_ports(host, len(self.port_names))
+        return Endpoint(host, *(ports + [ports[0]] * (3 - len(ports))))
+
+    def launch(self, variant: Variant, repo: Path, log_path: Path) -> ContainerServer:
+        from specops.launch import DockerLauncher  # noqa: PLC0415
+
+        endpoint = self.endpoint()
+        spec = self.server_spec(variant, repo, read_sidecar(repo), endpoint)
+        launcher = DockerLauncher()
+        handle = launcher.start(spec, log_path)
+        serving = self.profile.serving
+        try:
+            launcher.wait_ready(handle, self.probe(variant, endpoint), serving.ready_timeout_s)
+        except BaseException:
+            launcher.stop(handle, serving.stop_timeout_s)
+            raise
+        return self.server_cls(launcher, handle, log_path, spec.image, serving.stop_timeout_s, endpoint)
+
+    def preflight(self) -> list[str]:
+        from specops.launch import DockerLauncher  # noqa: PLC0415
+
+        return list(DockerLauncher().preflight(gpus=True)) + super().preflight()
+
+    # --- plan -------------------------------------------------------------------------------
+    def plan_endpoint(self) -> Endpoint:
+        return Endpoint(self.profile.serving.host, 0, 0, 0)
+
+    @staticmethod
+    def show_ports(text: str) -> str:
+        """A planned command with the ports a run picks shown as such (the plan's endpoint has port 0)."""
+        text = re.sub(r"(port[= ])0(?!\d)", rf"\g<1>{FREE_PORT}", text)
+        return re.sub(r":0(?![\d.])", f":{FREE_PORT}", text)
+
+    def run_repo(self, variant: Variant) -> str:
+        return f"artifacts/{self.profile.name}/<run-id>/repository/{variant.name}"
+
+    def plan(self, variant: Variant, target: ModelArtifact | None, draft: ModelArtifact | None) -> list[PlanStep]:
+        from specops.launch import describe_line  # noqa: PLC0415
+
+        files = self.all_files(variant, target, draft)
+        mounts = [tuple(m) for m in json.loads(files[SIDECAR])["mounts"]]
+        endpoint = self.plan_endpoint()
+        spec = self.server_spec(variant, self.run_repo(variant), mounts, endpoint)
+        serve = [self.show_ports(describe_line(spec))]
+        serve += [f"(in container) {self.show_ports(s)}" for s in self.in_container_steps(variant, endpoint)]
+        serve.append(self.show_ports(f"ready: {self.probe_description(variant, endpoint)}"))
+        c = self.config
+        version = [f"{c.image} ships {c.framework} {c.release()} ({c.version_source()}); everything below is "
+                   "rendered for that version", *self.version_notes(variant)]
+        return [PlanStep("version", commands=version),
+                PlanStep("render", files={f"repository/{k}": v for k, v in files.items()}),
+                PlanStep("serve", commands=serve)]
+
+    @staticmethod
+    def bash(steps: list[str]) -> list[str]:
+        return ["bash", "-c", "set -e; " + "; ".join(steps)]
+
+    @staticmethod
+    def quoted(argv: list[str]) -> str:
+        return shlex.join(argv)
+

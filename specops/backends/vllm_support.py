@@ -1,0 +1,143 @@
+"""The vllm support table: (method settings, the vLLM in the image, Triton's vllm_backend) -> what
+model.json says and which engine runs it, or a profile error naming the field.
+
+Pure and light (profile validation imports it). Facts come from specops.versions.vllm.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from packaging.version import Version
+
+from specops.backends.spec import FieldError
+from specops.versions.vllm import (
+    VllmBackendModel,
+    VllmRelease,
+    first_release,
+    last_release,
+    vllm_backend_model,
+    vllm_release,
+    vllm_releases,
+)
+
+# speculative_config.method per specops method (the flat keys of vLLM <= 0.8.1 select the same kinds
+# from speculative_model: "[ngram]", an EAGLE / Medusa checkpoint, or any other draft model).
+METHOD = {"ngram": "ngram", "draft-target": "draft_model", "eagle": "eagle", "eagle3": "eagle3", "medusa": "medusa"}
+FORCE_V1 = {"VLLM_USE_V1": "1"}
+METHODS = frozenset({"none"} | {kind for kind, name in METHOD.items()
+                                if first_release(lambda r, name=name: name in r.methods)})
+
+
+@dataclass(frozen=True)
+class VllmSupport:
+    release: VllmRelease
+    matched: str  # "exact", or how a pre-release build was matched to the archive checked
+    image: str
+    backend_model: VllmBackendModel
+    nested: bool  # speculative_config (else the flat speculative_* keys)
+    method: str | None  # vLLM's name for the method; None without speculation
+    engine: str  # "v0" | "v1": the engine that runs under Triton's vllm_backend
+    env: dict[str, str] = field(default_factory=dict)  # container environment the image needs
+
+    def notes(self) -> list[str]:
+        r = self.release
+        out = [f"model.json: {'a nested speculative_config' if self.nested else 'the flat speculative_* keys'} "
+               f"(vLLM {r.version} engine args, read from {r.source}); engine under Triton's vllm_backend: "
+               f"{self.engine.upper()}"]
+        if self.matched != "exact":
+            out.append(self.matched)
+        if self.env:
+            out.append(f"container environment {self.env}: {r.triton_note}")
+        return out
+
+    @property
+    def acceptance_why(self) -> str | None:
+        """None where the engine logs its speculation counters, else why nothing reports them."""
+        if self.engine == "v0":
+            return None
+        return (f"vLLM {self.release.version} runs the V1 engine, which prints its SpecDecoding metrics only when "
+                "AsyncLLM.do_log_stats() is called - only vLLM's own OpenAI server does that; Triton's vllm_backend "
+                f"({self.backend_model.ref}) never calls it, and its Triton metrics have no speculative-decoding "
+                "series")
+
+
+def _engine(config, release: VllmRelease) -> tuple[str, dict[str, str]]:
+    if release.engine_under_triton == "error-unless-VLLM_USE_V1=1":
+        # The engine starts off the main thread, so vLLM falls back to V0, which has no speculative
+        # decoding at this version: only the V1 engine can run it (data/vllm.yaml triton_note).
+        return "v1", dict(FORCE_V1)
+    if config.env.get("VLLM_USE_V1") == "1":
+        return "v1", {}
+    return release.engine_under_triton, {}
+
+
+def _check_method(config, release: VllmRelease, kind: str, name: str, engine: str) -> None:
+    v = f"vLLM {release.version} (image {config.image})"
+    if name not in release.methods:
+        first = first_release(lambda r: name in r.methods)
+        raise FieldError("method.kind", f"{v} has no speculative method {name!r}"
+                          + (f"; first in vLLM {first.version}" if first else ""))
+    if engine == "v0" and kind == "eagle3":
+        raise FieldError("method.kind", f"{v} runs the V0 engine under Triton's vllm_backend ({release.triton_note}) "
+                          "and V0 has no EAGLE-3")
+    reason = release.unsupported.get(name)
+    if reason is None and engine == "v1" and name == "draft_model":  # V1 forced on a V0-era release
+        runs = first_release(lambda r: r.engine_under_triton == "v1" and "draft_model" not in r.unsupported)
+        if runs is None or Version(release.version) < Version(runs.version):
+            reason = "the V1 engine has no draft-model proposer at this version"
+    if reason:
+        runs = first_release(lambda r: name in r.methods and name not in r.unsupported
+                             and r.engine_under_triton == "v1")
+        raise FieldError("method.kind", f"{v} cannot run method {name!r}: {reason}"
+                          + (f"; it runs from vLLM {runs.version}" if runs else ""))
+    if kind == "eagle" and not release.eagle1_unconverted:
+        first = first_release(lambda r: r.eagle1_unconverted)
+        raise FieldError("backend.image", f"{v} loads EAGLE-1 checkpoints only after converting them "
+                          f"({release.eagle1_where}); from vLLM {first.version if first else '?'} they load as "
+                          "published - use such an image, or convert the draft with the script the Triton tutorial "
+                          "links (vLLM PR 12304) and give the converted checkpoint as the draft source")
+
+
+def _check_keys(config, release: VllmRelease, nested: bool, method) -> None:
+    v = f"vLLM {release.version} (image {config.image})"
+    needed = []
+    if config.draft_tensor_parallel_size is not None and method.needs_draft:
+        needed.append("draft_tensor_parallel_size" if nested else "speculative_draft_tensor_parallel_size")
+    if method.kind == "ngram":
+        needed.append("prompt_lookup_max" if nested else "ngram_prompt_lookup_max")
+        if method.prompt_lookup_min is not None:
+            needed.append("prompt_lookup_min" if nested else "ngram_prompt_lookup_min")
+    have = release.speculative_config if nested else release.engine_args
+    missing = [k for k in needed if k not in have]
+    if missing:
+        raise FieldError("backend", f"{v} has no {' / '.join(missing)}")
+    unknown = sorted(set(config.engine_args) - release.engine_args)
+    if unknown:
+        key = unknown[0]
+        last = last_release(lambda r: key in r.engine_args)
+        first = first_release(lambda r: key in r.engine_args)
+        when = (f"; vLLM {first.version} .. {last.version} have it" if first else "; no vLLM specops knows has it")
+        raise FieldError("backend.engine_args", f"{v} has no engine arg {', '.join(unknown)} (AsyncEngineArgs "
+                          f"rejects it at model load){when}")
+
+
+def resolve(config, method) -> VllmSupport:
+    version = config.release()
+    found = vllm_release(version)
+    if found is None:
+        raise FieldError("backend.image", f"image {config.image} ships vLLM {version} ({config.version_source()}); "
+                          f"specops has vLLM field lists for {', '.join(vllm_releases())} only")
+    release, matched = found
+    info = config.image_info()
+    backend_model = vllm_backend_model(info.release) if info is not None else None
+    if backend_model is None:
+        raise FieldError("backend.image", f"specops has no facts on Triton's vllm_backend for image {config.image}")
+    engine, env = _engine(config, release)
+    nested = release.nested
+    name = METHOD.get(method.kind)
+    if method.speculative:
+        if name is None:
+            raise FieldError("method.kind", f"backend vllm serves {', '.join(sorted(METHODS))}")
+        _check_method(config, release, method.kind, name, engine)
+    _check_keys(config, release, nested, method)
+    return VllmSupport(release, matched, config.image, backend_model, nested, name, engine, env)
