@@ -9,14 +9,15 @@ export PREFECT_SERVER_ANALYTICS_ENABLED := false
 PROFILE ?= ngram-local
 POOL ?= specops-cpu
 PREFECT_PORT ?= 4200
-DEBIAN_PACKAGES := libb64-0d docker.io busybox-static
+DEBIAN_PACKAGES := libb64-0d docker.io busybox-static postgresql
 
-.PHONY: install demo test test-fast bench bench-drafts up down deploy schema clean
+.PHONY: install demo test test-fast bench bench-intervals bench-drafts up down deploy schema clean
 
 $(VENV)/.installed: pyproject.toml
 	@command -v $(PYTHON) >/dev/null || { echo "need $(PYTHON)"; exit 1; }
 	@# perf_analyzer (from tritonclient 2.51.0) links libb64.so.0d; the Docker launcher's tests
-	@# start their own dockerd (docker.io) and import a busybox-static image.
+	@# start their own dockerd (docker.io) and import a busybox-static image; the results store's
+	@# tests start a PostgreSQL 15 server of their own (postgresql).
 	@dpkg -s $(DEBIAN_PACKAGES) >/dev/null 2>&1 || { \
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 	  $$SUDO apt-get update -qq && $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(DEBIAN_PACKAGES); }
@@ -35,9 +36,12 @@ demo:
 	$(BIN)/specops run $(PROFILE); rc=$$?; \
 	echo "make demo took $$(( $$(date +%s) - start ))s (installation included)"; exit $$rc
 
-## test: install everything and run the whole test suite, real services included
+## test: install everything, lint (ruff, import-linter's layer contracts) and run the whole test
+## suite, real services included
 test:
 	@$(MAKE) --no-print-directory install
+	$(BIN)/ruff check .
+	$(BIN)/lint-imports --no-logo
 	$(BIN)/python -m pytest
 
 test-fast: install
@@ -46,6 +50,11 @@ test-fast: install
 ## bench: ngram vs base speedup from genai-perf at concurrency 1 on HumanEval, and orchestration overhead
 bench: install
 	$(BIN)/python benchmarks/spine_bench.py
+
+## bench-intervals: ngram-local 3x back to back at the demo size and at 16x128 with 3 rounds; each
+## speedup with its 95% interval, and whether the intervals overlap
+bench-intervals: install
+	$(BIN)/python benchmarks/interval_bench.py
 
 ## bench-drafts: every method on the embedded target (drafts trained first, then cached) vs base, its
 ## analytical bound, and the runtime vs HF transformers' speculative generate

@@ -22,30 +22,30 @@ DEFAULTS = ["benchmark.num_requests=8", "benchmark.output_tokens=96"]
 
 
 def measure_profile(profile: str, overrides: list[str]) -> dict:
-    import pandas as pd
-
     from flows.specdec import specdec
     from specops.draft.train import RESULT_FILE
 
     start = time.monotonic()
-    report = specdec(profile, overrides)
-    frame = pd.read_csv(report.comparison_csv).set_index("variant")
-    spec, base = frame.loc["speculative"], frame.loc["base"]
+    result = specdec(profile, overrides)
+    spec, base = result.variant("speculative"), result.variant("base")
+    acc, base_acc = spec.acceptance, base.acceptance
     row = {
-        "profile": profile, "method": spec["method"], "status": report.status, "run_dir": str(report.run_dir),
-        "base_tok_s": float(base.output_token_throughput_tok_s), "spec_tok_s": float(spec.output_token_throughput_tok_s),
-        "speedup": float(report.speedup), "acceptance_rate": _num(spec.get("acceptance_rate")),
-        "accepted_per_drafted_step": _num(spec.get("mean_accepted_per_step")),
-        "tokens_per_step": _num(spec.get("tokens_per_step")), "bound": _num(spec.get("speedup_bound")),
-        "base_step_ms": 1000 * _num(base.get("engine_step_s")), "spec_step_ms": 1000 * _num(spec.get("engine_step_s")),
-        "draft_ms_per_step": 1000 * _num(spec.get("draft_s_per_step")), "wall_s": time.monotonic() - start,
+        "profile": profile, "method": spec.method, "status": result.verdict.value, "run_dir": result.run_dir,
+        "base_tok_s": base.metrics.output_token_throughput_tok_s,
+        "spec_tok_s": spec.metrics.output_token_throughput_tok_s,
+        "speedup": result.speedup.point, "speedup_text": result.speedup.text(),
+        "acceptance_rate": _num(acc.acceptance_rate), "accepted_per_drafted_step": _num(acc.mean_accepted_per_step),
+        "tokens_per_step": _num(acc.tokens_per_step), "bound": _num(result.bound),
+        "base_step_ms": 1000 * _num(base_acc.step_seconds if base_acc else None),
+        "spec_step_ms": 1000 * _num(acc.step_seconds), "draft_ms_per_step": 1000 * _num(acc.draft_seconds_per_step),
+        "wall_s": time.monotonic() - start,
     }
     row["of_bound"] = row["speedup"] / row["bound"] if row["bound"] else float("nan")
-    trained = Path(report.run_dir) / RESULT_FILE
+    trained = Path(result.run_dir) / RESULT_FILE
     if trained.exists():
-        result = json.loads(trained.read_text())
-        row |= {"train_s": result["train_seconds"], "target_pass_s": result["prepare_seconds"],
-                "draft_dir": result["export_dir"], "train_tokens": result["tokens"]}
+        record = json.loads(trained.read_text())
+        row |= {"train_s": record["train_seconds"], "target_pass_s": record["prepare_seconds"],
+                "draft_dir": record["export_dir"], "train_tokens": record["tokens"]}
     return row
 
 
@@ -82,11 +82,12 @@ def hf_rows(rows: list[dict], overrides: list[str]) -> list[dict]:
 
 
 def markdown(rows: list[dict], hf: list[dict]) -> str:
-    lines = ["| profile | status | base tok/s | spec tok/s | speedup | tokens/step | accepted/drafted step | "
-             "bound | of bound | draft ms/step | step ms spec/base | train s |", "|" + "---|" * 12]
+    lines = ["| profile | status | base tok/s | spec tok/s | speedup (95% interval) | tokens/step | "
+             "accepted/drafted step | bound | of bound | draft ms/step | step ms spec/base | train s |",
+             "|" + "---|" * 12]
     for r in rows:
         lines.append(
-            f"| {r['profile']} | {r['status']} | {r['base_tok_s']:.2f} | {r['spec_tok_s']:.2f} | {r['speedup']:.2f}x | "
+            f"| {r['profile']} | {r['status']} | {r['base_tok_s']:.2f} | {r['spec_tok_s']:.2f} | {r['speedup_text']} | "
             f"{r['tokens_per_step']:.2f} | {r['accepted_per_drafted_step']:.2f} | {r['bound']:.2f}x | "
             f"{r['of_bound']:.0%} | {r['draft_ms_per_step']:.1f} | {r['spec_step_ms']:.0f}/{r['base_step_ms']:.0f} | "
             f"{r.get('train_s', float('nan')):.0f} |")
@@ -94,8 +95,8 @@ def markdown(rows: list[dict], hf: list[dict]) -> str:
         lines += ["", "| method | runtime tok/s | HF speculative tok/s | runtime/HF | runtime greedy | HF greedy |",
                   "|---|---|---|---|---|---|"]
         for h in hf:
-            lines.append(f"| {h['method']} | {h['runtime_tok_s']:.2f} | {h['hf_tok_s']:.2f} | {h['runtime_vs_hf']:.2f}x | "
-                         f"{h['runtime_greedy_tok_s']:.2f} | {h['hf_greedy_tok_s']:.2f} |")
+            lines.append(f"| {h['method']} | {h['runtime_tok_s']:.2f} | {h['hf_tok_s']:.2f} | "
+                         f"{h['runtime_vs_hf']:.2f}x | {h['runtime_greedy_tok_s']:.2f} | {h['hf_greedy_tok_s']:.2f} |")
     return "\n".join(lines)
 
 
@@ -105,7 +106,7 @@ def main() -> None:
     parser.add_argument("--set", dest="overrides", action="append", default=None)
     parser.add_argument("--no-hf", action="store_true", help="skip the HF transformers comparison")
     args = parser.parse_args()
-    from specops.cli import prefect_defaults
+    from cli.main import prefect_defaults
     from specops.rundir import artifacts_root
 
     prefect_defaults()

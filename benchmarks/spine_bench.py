@@ -18,21 +18,22 @@ def one_run(profile: str, overrides: list[str]) -> None:
     from flows.specdec import specdec
 
     start = time.monotonic()
-    report = specdec(profile, overrides)
+    result = specdec(profile, overrides)
     total = time.monotonic() - start
-    measured = sum(report.phase_s.values())
-    import pandas as pd
-
-    frame = pd.read_csv(report.comparison_csv).set_index("variant")
-    spec, base = frame.loc["speculative"], frame.loc["base"]
-    print(f"\n=== {profile} ({report.run_dir})")
-    print(f"status                      {report.status}")
-    print(f"base tokens/s               {base.output_token_throughput_tok_s:.2f}")
-    print(f"ngram tokens/s              {spec.output_token_throughput_tok_s:.2f}")
-    print(f"speedup (ngram/base)        {report.speedup:.3f}x")
-    print(f"ITL p50 base / ngram (ms)   {base.inter_token_latency_ms_p50:.1f} / {spec.inter_token_latency_ms_p50:.1f}")
-    print(f"acceptance rate             {spec.acceptance_rate:.3f}")
-    print(f"mean accepted per step      {spec.mean_accepted_per_step:.3f}")
+    measured = sum(result.phases.phase_s.values())
+    spec, base = result.variant("speculative"), result.variant("base")
+    acc = spec.acceptance
+    print(f"\n=== {profile} ({result.run_dir})")
+    print(f"status                      {result.verdict.value}")
+    print(f"base tokens/s               {base.metrics.output_token_throughput_tok_s:.2f}")
+    print(f"ngram tokens/s              {spec.metrics.output_token_throughput_tok_s:.2f}")
+    print(f"speedup (ngram/base)        {result.speedup.text()}")
+    print(f"ITL p50 base / ngram (ms)   {base.metrics.inter_token_latency_ms_p50:.1f} / "
+          f"{spec.metrics.inter_token_latency_ms_p50:.1f}")
+    print(f"acceptance rate             {acc.acceptance_rate:.3f}")
+    print(f"mean accepted per step      {acc.mean_accepted_per_step:.3f}")
+    print(f"CPU s per 1k tokens         {spec.cost.cpu_s_per_1k_tokens:.1f} spec / "
+          f"{base.cost.cpu_s_per_1k_tokens:.1f} base")
     print(f"run wall                    {total:.1f}s")
     print(f"serve+check+benchmark       {measured:.1f}s")
     print(f"orchestration overhead      {total - measured:.1f}s ({(total - measured) / total:.1%} of wall)")
@@ -44,7 +45,7 @@ def main() -> None:
     parser.add_argument("--set", dest="overrides", action="append", default=None)
     parser.add_argument("--runs", type=int, default=1, help="repeat to see run-to-run spread (later runs are cached)")
     args = parser.parse_args()
-    from specops.cli import prefect_defaults
+    from cli.main import prefect_defaults
 
     prefect_defaults()
     for _ in range(args.runs):

@@ -1,66 +1,154 @@
 """The `specdec` flow: one profile, speculative vs base, served, checked, benchmarked, reported.
 
-Only sequencing and teardown live here; every step is a task in tasks/.
+Only sequencing and teardown live here; every step is a task in tasks/. A run that fails at
+any step still writes its report (FAILED, the step, the error, the logs), appends its
+RunResult, and stops every server it started.
 """
 from __future__ import annotations
 
-from prefect import flow
+from pathlib import Path
+
+from prefect import flow, get_run_logger
 
 from flows.hooks import reap_servers
 from flows.train_draft import prepare_trained_draft
-from specops.backends.base import Variant, variants_of
-from specops.report.results import VariantResult
-from specops.rundir import cache_root
-from tasks.benchmark import read_acceptance, run_genai_perf
+from specops.backends.base import Backend, Server
+from specops.bench.tool import BenchTool
+from specops.pipeline.backend import backend_for, tool_for
+from specops.pipeline.benchmark import Measured, bench_prompts, variant_record
+from specops.pipeline.check import check_prompts
+from specops.pipeline.result import RunFacts
+from specops.profile.loader import LoadedProfile
+from specops.results.model import RunResult
+from specops.rundir import RunDir, cache_root
+from specops.sources.base import ModelArtifact
+from specops.variant import BASE, SPECULATIVE, Variant, variants_of
+from tasks.benchmark import benchmark_round, read_acceptance
 from tasks.check import compare_check_outputs, generate_check_outputs, send_smoke_request
 from tasks.models import check_draft_vocabulary, download_model
 from tasks.profile import check_prerequisites, create_run_dir, validate_profile
 from tasks.render import build_engine, render_repository
-from tasks.report import publish_artifacts, write_report
+from tasks.report import publish_artifacts, record_result, summarize_run, write_report
 from tasks.serve import start_server, stop_server
 
 
-def measure_variant(loaded, variant: Variant, repo, target, run) -> tuple[VariantResult, list[str]]:
-    """Serve one variant, check it, benchmark it, and always tear it down."""
-    profile = loaded.profile
-    server = start_server(profile, variant, repo, run)
+class RunFailed(RuntimeError):
+    """The run failed at a step; its report and RunResult say where and why."""
+
+    def __init__(self, result: RunResult, report: Path | None):
+        self.result = result
+        f = result.failure
+        where = f"{f.step} ({f.variant})" if f and f.variant else (f.step if f else "?")
+        error = f.error if f else ""
+        super().__init__(f"{result.profile} FAILED at {where}: {error}; report: {report or 'not written'}")
+
+
+def _value(state, facts: RunFacts, step: str):
+    """A task's result, noting whether it came from the cache (state.result() re-raises a failure)."""
+    facts.cached_steps[step] = state.name == "Cached"
+    return state.result()
+
+
+def prepare_models(loaded: LoadedProfile, backend: Backend, run: RunDir, cache_dir: Path,
+                   facts: RunFacts) -> tuple[ModelArtifact, ModelArtifact | None]:
+    p = loaded.profile
+    target = _value(download_model(p.target.source, cache_dir, run, "target", return_state=True), facts,
+                    "download target")
+    facts.models["target"] = target
+    draft = None
+    if p.draft is not None and p.draft.train is not None:
+        draft, _ = prepare_trained_draft(loaded, backend, target, run, cache_dir)
+    elif p.draft is not None:
+        draft = _value(download_model(p.draft.source, cache_dir, run, "draft", return_state=True), facts,
+                       "download draft")
+        check_draft_vocabulary(target, draft)
+    if draft is not None:
+        facts.models["draft"] = draft
+    return target, draft
+
+
+def serve_and_check(backend: Backend, variant: Variant, repo: Path, loaded: LoadedProfile, run: RunDir,
+                    servers: dict[str, Server], facts: RunFacts) -> list[str]:
+    """Start the variant's server (kept in `servers` for teardown), smoke it, get its check outputs."""
+    p = loaded.profile
+    server = servers[variant.name] = start_server(backend, variant, repo, run)
+    tool_name, version = server.version()
+    facts.servers[tool_name] = version
+    send_smoke_request(backend, server, variant, run)
+    if not p.comparison.baseline:
+        return []
+    return generate_check_outputs(backend, server, variant, check_prompts(p.benchmark, p.comparison),
+                                  p.comparison.lossless_max_tokens, run)
+
+
+def measure(loaded: LoadedProfile, backend: Backend, tool: BenchTool, run: RunDir, facts: RunFacts) -> None:
+    p = loaded.profile
+    cache_dir = cache_root()
+    target, draft = prepare_models(loaded, backend, run, cache_dir, facts)
+    variants = variants_of(p.method, p.comparison.baseline)
+    repos = {}
+    for v in variants:
+        engines = _value(build_engine(backend, v, target, draft, cache_dir, run, return_state=True), facts,
+                         f"build {v.name}")
+        repos[v.name] = _value(render_repository(backend, v, target, draft, cache_dir, engines, run,
+                                                 return_state=True), facts, f"render {v.name}")
+    prompts, tokenizer = bench_prompts(p.benchmark), backend.tokenizer_dir(target)
+    # Interleaved: both servers up, rounds alternate A B A B. Otherwise one variant at a time.
+    groups = [variants] if p.benchmark.interleave else [[v] for v in variants]
+    servers: dict[str, Server] = {}
+    outputs: dict[str, list[str]] = {}
     try:
-        send_smoke_request(profile, server, variant, run)
-        outputs = generate_check_outputs(profile, server, variant, run) if profile.comparison.baseline else []
-        before = read_acceptance(profile, server, variant, settle=True)
-        metrics = run_genai_perf(profile, server, variant, target, run)
-        after = read_acceptance(profile, server, variant, settle=True)
+        for group in groups:
+            before = {}
+            for v in group:
+                outputs[v.name] = serve_and_check(backend, v, repos[v.name], loaded, run, servers, facts)
+                before[v.name] = read_acceptance(backend, servers[v.name], v, settle=True)
+            rounds: dict[str, list[Measured]] = {v.name: [] for v in group}
+            for r in range(p.benchmark.rounds):
+                for v in group:
+                    rounds[v.name].append(benchmark_round(tool, backend, servers[v.name], v, tokenizer, p.benchmark,
+                                                          prompts, run, r))
+            for v in group:
+                after = read_acceptance(backend, servers[v.name], v, settle=True)
+                acceptance = after.since(before[v.name]) if after is not None else None
+                facts.variants.append(variant_record(v, rounds[v.name], acceptance))
+                stop_server(servers.pop(v.name), p.serving.stop_timeout_s, run, v)
     finally:
-        stop_server(server, profile.serving.stop_timeout_s, run, variant)
-    acceptance = after.since(before) if after is not None else None
-    return VariantResult(variant.name, variant.method.kind, variant.model_name, metrics, acceptance), outputs
+        for name, server in list(servers.items()):
+            stop_server(server, p.serving.stop_timeout_s, run, next(v for v in variants if v.name == name))
+    if p.comparison.baseline and p.comparison.lossless_prompts:
+        facts.lossless = compare_check_outputs(outputs[BASE], outputs[SPECULATIVE], run)
+
+
+def finish(result: RunResult, run: RunDir) -> Path:
+    """Report files, Prefect artifacts and the database row, from the one RunResult."""
+    files = write_report(result, run)
+    publish_artifacts(result, files)
+    record_result(result)
+    return files.report_md
 
 
 @flow(name="specdec", on_cancellation=[reap_servers], on_crashed=[reap_servers], log_prints=True)
-def specdec(profile: str = "ngram-local", overrides: list[str] | None = None, run_id: str | None = None):
+def specdec(profile: str = "ngram-local", overrides: list[str] | None = None, run_id: str | None = None) -> RunResult:
     """Deploy and benchmark one speculative-decoding profile against its base model."""
     loaded = validate_profile(profile, list(overrides or []))
-    check_prerequisites(loaded)
     run = create_run_dir(loaded, run_id)
-    cache_dir = cache_root()
-    target = download_model(loaded.profile.target.source, cache_dir)
-    draft = None
-    if loaded.profile.draft is not None and loaded.profile.draft.train is not None:
-        draft, _ = prepare_trained_draft(loaded, target, run, cache_dir)
-    elif loaded.profile.draft is not None:
-        draft = download_model(loaded.profile.draft.source, cache_dir)
-        check_draft_vocabulary(target, draft)
-    variants = variants_of(loaded.profile)
-    engines = {v.name: build_engine(loaded.profile, v, target, draft, cache_dir) for v in variants}
-    repos = {v.name: render_repository(loaded.profile, v, target, draft, cache_dir, engines[v.name]) for v in variants}
-    results, outputs = [], {}
-    for variant in variants:
-        result, outputs[variant.name] = measure_variant(loaded, variant, repos[variant.name], target, run)
-        results.append(result)
-    lossless = None
-    if loaded.profile.comparison.baseline and loaded.profile.comparison.lossless_prompts:
-        lossless = compare_check_outputs(outputs["base"], outputs["speculative"], run)
-    models = {"target": target} | ({"draft": draft} if draft else {})
-    report = write_report(run, loaded, results, lossless, models)
-    publish_artifacts(report, loaded.profile.name)
-    return report
+    backend, tool = backend_for(loaded.profile), tool_for(loaded.profile)  # built once, handed to every step
+    facts = RunFacts()
+    try:
+        check_prerequisites(backend, tool, run)
+        measure(loaded, backend, tool, run, facts)
+    except BaseException as error:
+        report = None
+        try:
+            result = summarize_run(loaded, run, backend, tool, facts, error)
+            report = finish(result, run)
+        except Exception as unreported:  # the original error matters more than a failed report
+            get_run_logger().error("could not report the failed run: %r", unreported)
+            raise error from None
+        if isinstance(error, Exception):
+            raise RunFailed(result, report) from error
+        raise  # cancellation and interrupts stay what they are
+    result = summarize_run(loaded, run, backend, tool, facts)
+    finish(result, run)
+    return result

@@ -9,11 +9,13 @@ from pathlib import Path
 from prefect import flow
 
 from flows.hooks import reap_servers
-from specops.backends.base import Variant
+from specops.backends.base import Backend
 from specops.draft.result import TrainResult
+from specops.pipeline.backend import backend_for, tool_for
 from specops.profile.loader import LoadedProfile
 from specops.rundir import RunDir, cache_root
 from specops.sources.base import ModelArtifact
+from specops.variant import Variant, base_method
 from tasks.draft import find_training_data, publish_training, synthesize_training_data, train_draft_module
 from tasks.models import download_model
 from tasks.profile import check_prerequisites, create_run_dir, validate_profile
@@ -21,21 +23,21 @@ from tasks.render import build_engine, render_repository
 from tasks.serve import start_server, stop_server
 
 
-def prepare_trained_draft(loaded: LoadedProfile, target: ModelArtifact, run: RunDir,
+def prepare_trained_draft(loaded: LoadedProfile, backend: Backend, target: ModelArtifact, run: RunDir,
                           cache_dir: Path) -> tuple[ModelArtifact, TrainResult]:
     """Data (cached, or synthesized by serving the target with speculation off), then training."""
     profile = loaded.profile
     data = find_training_data(profile, target, cache_dir)
     if data is None:
         # The target with speculation off, with as many instances as requests in flight.
-        synthesis = Variant("synthesis", profile.base_variant().method, parallel=profile.draft.train.data.concurrency)
+        synthesis = Variant("synthesis", base_method(), parallel=profile.draft.train.data.concurrency)
         server = None
         if not profile.draft.train.data.endpoint:
-            engines = build_engine(profile, synthesis, target, None, cache_dir)
-            repo = render_repository(profile, synthesis, target, None, cache_dir, engines)
-            server = start_server(profile, synthesis, repo, run)
+            engines = build_engine(backend, synthesis, target, None, cache_dir, run)
+            repo = render_repository(backend, synthesis, target, None, cache_dir, engines, run)
+            server = start_server(backend, synthesis, repo, run)
         try:
-            data = synthesize_training_data(profile, server, synthesis, target, cache_dir, run)
+            data = synthesize_training_data(profile, backend, server, synthesis, target, cache_dir, run)
         finally:
             if server is not None:
                 stop_server(server, profile.serving.stop_timeout_s, run, synthesis)
@@ -51,9 +53,10 @@ def train_draft(profile: str = "eagle3-local", overrides: list[str] | None = Non
     loaded = validate_profile(profile, list(overrides or []))
     if loaded.profile.draft is None or loaded.profile.draft.train is None:
         raise ValueError(f"profile {loaded.profile.name}: no draft.train section; nothing to train")
-    check_prerequisites(loaded)
     run = create_run_dir(loaded, run_id)
+    backend = backend_for(loaded.profile)
+    check_prerequisites(backend, tool_for(loaded.profile), run)
     cache_dir = cache_root()
-    target = download_model(loaded.profile.target.source, cache_dir)
-    draft, result = prepare_trained_draft(loaded, target, run, cache_dir)
+    target = download_model(loaded.profile.target.source, cache_dir, run)
+    draft, result = prepare_trained_draft(loaded, backend, target, run, cache_dir)
     return {"export_dir": str(draft.path), "sha256": draft.sha256, **result.to_json()}

@@ -6,7 +6,8 @@ registry (e.g. to validate a profile) never imports torch or docker.
 from __future__ import annotations
 
 import importlib
-from typing import Generic, Iterator, TypeVar
+from collections.abc import Iterator
+from typing import Generic, TypeVar
 
 T = TypeVar("T")
 

@@ -7,7 +7,7 @@ import secrets
 import threading
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -33,12 +33,27 @@ def new_run_id() -> str:
     return time.strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(2)
 
 
+@dataclass
+class RunProgress:
+    """The run's timings and where it is, held in memory (timings.json mirrors it for a dead run)."""
+
+    started_at: float = field(default_factory=time.time)
+    phases: dict[str, dict[str, float]] = field(default_factory=dict)
+    active: list[tuple[str, str]] = field(default_factory=list)  # (step, variant), innermost last
+    failed_at: tuple[str, str] | None = None  # the innermost step an exception left
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"started_at": self.started_at, "phases": self.phases,
+                "failed_at": list(self.failed_at) if self.failed_at else None}
+
+
 @dataclass(frozen=True)
 class RunDir:
     path: Path
+    progress: RunProgress = field(default_factory=RunProgress, compare=False, repr=False)
 
     @classmethod
-    def create(cls, profile_name: str, run_id: str | None = None) -> "RunDir":
+    def create(cls, profile_name: str, run_id: str | None = None) -> RunDir:
         path = artifacts_root() / profile_name / (run_id or new_run_id())
         path.mkdir(parents=True, exist_ok=True)
         return cls(path)
@@ -71,24 +86,26 @@ class RunDir:
         return target
 
     def mark_started(self) -> None:
-        self.write_json("timings.json", {"started_at": time.time(), "phases": {}})
+        self.write_json("timings.json", self.progress.to_dict())
 
     @contextmanager
     def timed(self, phase: str, variant: str):
-        """Add the block's wall time to timings.json under phases[phase][variant]."""
+        """Add the block's wall time to phases[phase][variant]; an exception leaving the block
+        marks it as where the run failed (the innermost block wins)."""
         start = time.monotonic()
+        self.progress.active.append((phase, variant))
         try:
             yield
+        except BaseException:
+            if self.progress.failed_at is None:
+                self.progress.failed_at = (phase, variant)
+            raise
         finally:
+            self.progress.active.pop()
             self.add_timing(phase, variant, time.monotonic() - start)
 
     def add_timing(self, phase: str, variant: str, seconds: float) -> None:
         with _TIMINGS_LOCK:
-            data = self.timings()
-            bucket = data.setdefault("phases", {}).setdefault(phase, {})
+            bucket = self.progress.phases.setdefault(phase, {})
             bucket[variant] = bucket.get(variant, 0.0) + seconds
-            self.write_json("timings.json", data)
-
-    def timings(self) -> dict:
-        path = self.path / "timings.json"
-        return json.loads(path.read_text()) if path.exists() else {"phases": {}}
+            self.write_json("timings.json", self.progress.to_dict())

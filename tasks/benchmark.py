@@ -1,31 +1,37 @@
-"""genai-perf against a served variant, and the backend's acceptance counters."""
+"""Benchmark a served variant for one round, and read the backend's acceptance counters."""
 from __future__ import annotations
+
+from pathlib import Path
 
 from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
-from specops.backends.base import Server, Variant, load_backend
-from specops.benchmark import run_benchmark
-from specops.profile.schema import Profile
-from specops.report.results import Acceptance
+from specops.acceptance.model import Acceptance
+from specops.backends.base import Backend, Server
+from specops.bench.tool import BenchTool
+from specops.pipeline.benchmark import Measured, bench_job, measure_round
+from specops.profile.schema import Benchmark
 from specops.rundir import RunDir
-from specops.sources.base import ModelArtifact
+from specops.variant import Variant
 
 
 @task(cache_policy=NO_CACHE, persist_result=False)
-def run_genai_perf(profile: Profile, server: Server, variant: Variant, target: ModelArtifact,
-                   run: RunDir) -> dict[str, float]:
-    """Profile the variant with genai-perf; exports land in genai-perf/<variant>/."""
+def benchmark_round(tool: BenchTool, backend: Backend, server: Server, variant: Variant, tokenizer: Path,
+                    bench: Benchmark, prompts: list[str], run: RunDir, round_: int) -> Measured:
+    """One round of the benchmark tool against the variant; its files land in bench/<variant>/round-<n>/."""
     log = get_run_logger()
-    log.info("genai-perf: %s, %d requests x %d tokens, concurrency %d", variant.name,
-             profile.benchmark.num_requests, profile.benchmark.output_tokens, profile.benchmark.concurrency)
+    job = bench_job(tool, backend, server, variant, tokenizer, bench, prompts, run.path, round_)
+    log.info("%s round %d/%d: %s over %s, %d requests x %d tokens, concurrency %d", variant.name, round_ + 1,
+             bench.rounds, tool.name, job.api.value, job.requests, job.output_tokens, job.concurrency)
     with run.timed("benchmark", variant.name):
-        metrics = run_benchmark(profile, server, variant, target, run)
-    log.info("%s: %.2f output tokens/s", variant.name, metrics.get("output_token_throughput_tok_s", float("nan")))
-    return metrics
+        measured = measure_round(tool, job, server, backend.gpus())
+    m, cost = measured.run.metrics, measured.cost
+    log.info("%s round %d: %.2f output tokens/s, %s CPU s per 1k tokens", variant.name, round_ + 1,
+             m.output_token_throughput_tok_s, f"{cost.cpu_s_per_1k_tokens:.1f}" if cost.cpu_s_per_1k_tokens else "no")
+    return measured
 
 
 @task(cache_policy=NO_CACHE, persist_result=False)
-def read_acceptance(profile: Profile, server: Server, variant: Variant, settle: bool = False) -> Acceptance | None:
+def read_acceptance(backend: Backend, server: Server, variant: Variant, settle: bool = False) -> Acceptance | None:
     """Read the cumulative speculation counters from the backend's own source."""
-    return load_backend(profile).acceptance(server, variant, settle)
+    return backend.acceptance(server, variant, settle)

@@ -15,7 +15,7 @@ import json
 import secrets
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 from prefect.cache_policies import TASK_SOURCE, CachePolicy
 from pydantic import BaseModel
@@ -34,6 +34,8 @@ def cache_generation(cache_dir: Path) -> str:
 def canonical(value: Any) -> Any:
     if isinstance(value, ModelArtifact):
         return {"source": value.source, "sha256": value.sha256, "revision": value.revision}
+    if hasattr(value, "cache_identity"):  # a backend: its settings, never its object identity
+        return canonical(value.cache_identity())
     if isinstance(value, BaseModel):
         return value.model_dump(mode="json")
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
@@ -56,7 +58,7 @@ class ContentKey(CachePolicy):
     ignore: tuple[str, ...] = ()  # inputs that do not shape the output (e.g. the run directory)
 
     def compute_key(self, task_ctx, inputs: dict[str, Any], flow_parameters: dict[str, Any],
-                    **kwargs: Any) -> Optional[str]:
+                    **kwargs: Any) -> str | None:
         source = TASK_SOURCE.compute_key(task_ctx, inputs, flow_parameters, **kwargs) or ""
         cache_dir = inputs.get(self.cache_dir_input)
         payload = {

@@ -4,41 +4,42 @@ from __future__ import annotations
 from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
-from specops.backends.base import Server, Variant
-from specops.check import check_prompts, greedy_outputs, smoke
-from specops.lossless import LosslessResult, compare_outputs
-from specops.profile.schema import Profile
+from specops.backends.base import Backend, Server
+from specops.pipeline.check import greedy_outputs, smoke
+from specops.pipeline.lossless import compare_outputs
+from specops.results.model import Lossless
 from specops.rundir import RunDir
+from specops.variant import Variant
 
 
 @task(cache_policy=NO_CACHE, persist_result=False)
-def send_smoke_request(profile: Profile, server: Server, variant: Variant, run: RunDir) -> str:
+def send_smoke_request(backend: Backend, server: Server, variant: Variant, run: RunDir) -> str:
     """One short request; fails the run early if the server answers nothing."""
     with run.timed("check", variant.name):
-        text = smoke(profile, server, variant)
+        text = smoke(backend, server, variant)
     get_run_logger().info("%s smoke ok: %r", variant.name, text[:60])
     return text
 
 
 @task(cache_policy=NO_CACHE, persist_result=False)
-def generate_check_outputs(profile: Profile, server: Server, variant: Variant, run: RunDir) -> list[str]:
+def generate_check_outputs(backend: Backend, server: Server, variant: Variant, prompts: list[str], max_tokens: int,
+                           run: RunDir) -> list[str]:
     """Greedy outputs for the lossless prompts, saved into the run directory."""
     with run.timed("check", variant.name):
-        prompts = check_prompts(profile)
-        outputs = greedy_outputs(profile, server, variant, prompts)
+        outputs = greedy_outputs(backend, server, variant, prompts, max_tokens)
     run.write_json(f"check/{variant.name}.json", [{"prompt": p, "output": o} for p, o in zip(prompts, outputs)])
     get_run_logger().info("%s: %d check outputs", variant.name, len(outputs))
     return outputs
 
 
 @task(cache_policy=NO_CACHE, persist_result=False)
-def compare_check_outputs(base: list[str], speculative: list[str], run: RunDir) -> LosslessResult:
+def compare_check_outputs(base: list[str], speculative: list[str], run: RunDir) -> Lossless:
     """Compare base and speculative outputs; a mismatch makes the run INVALID."""
     result = compare_outputs(base, speculative)
-    run.write_json("check/lossless.json", result.to_dict())
+    run.write_json("check/lossless.json", result.model_dump(mode="json") | {"valid": result.valid})
     log = get_run_logger()
     if result.valid:
         log.info("lossless check passed on %d prompts", result.compared)
     else:
-        log.warning("lossless check FAILED: %s", result.to_dict())
+        log.warning("lossless check FAILED: %s", result.model_dump(mode="json"))
     return result

@@ -9,7 +9,7 @@ from prefect import get_run_logger, task
 from prefect.artifacts import create_markdown_artifact
 from prefect.cache_policies import NO_CACHE
 
-from specops.backends.base import Server, Variant, load_backend
+from specops.backends.base import Backend, Server
 from specops.bench.prompts import load_prompts
 from specops.draft import store
 from specops.draft.result import TrainResult
@@ -19,6 +19,7 @@ from specops.draft.train import RESULT_FILE, train_draft
 from specops.profile.schema import Profile
 from specops.rundir import RunDir
 from specops.sources.base import ModelArtifact, hash_dir
+from specops.variant import Variant
 from tasks.caching import ContentKey
 from tasks.report import artifact_key
 
@@ -38,14 +39,14 @@ def find_training_data(profile: Profile, target: ModelArtifact, cache_dir: Path)
 
 
 @task(cache_policy=NO_CACHE, persist_result=False)
-def synthesize_training_data(profile: Profile, server: Server | None, variant: Variant,
+def synthesize_training_data(profile: Profile, backend: Backend, server: Server | None, variant: Variant,
                              target: ModelArtifact, cache_dir: Path, run: RunDir) -> ModelArtifact:
     """Answer the profile's prompts with the served target (or its endpoint) into data.jsonl."""
     with run.timed("draft", "synthesize"):
-        return _synthesize(profile, server, variant, target, cache_dir)
+        return _synthesize(profile, backend, server, variant, target, cache_dir)
 
 
-def _synthesize(profile: Profile, server: Server | None, variant: Variant, target: ModelArtifact,
+def _synthesize(profile: Profile, backend: Backend, server: Server | None, variant: Variant, target: ModelArtifact,
                 cache_dir: Path) -> ModelArtifact:
     log = get_run_logger()
     data = profile.draft.train.data
@@ -56,7 +57,6 @@ def _synthesize(profile: Profile, server: Server | None, variant: Variant, targe
                                  profile.serving.request_timeout_s, os.environ.get(ENDPOINT_KEY_ENV))
         items, text_format = store.prompt_items(data), "chat"
     else:
-        backend = load_backend(profile)
         answer = lambda prompt: backend.generate(server, variant, prompt, data.max_tokens)  # noqa: E731
         items, text_format = store.prompt_items(data, _chat_template(target.path)), "completion"
     if len(items) < data.num_samples:

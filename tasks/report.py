@@ -1,30 +1,37 @@
-"""Write the run's report files, and publish the same table and markdown as Prefect artifacts."""
+"""The run's record: folded into a RunResult, written as report files, published, appended to the database."""
 from __future__ import annotations
 
 import re
 
-import pandas as pd
 from prefect import get_run_logger, task
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.cache_policies import NO_CACHE
 
-from specops.backends.base import load_backend
-from specops.lossless import LosslessResult
+from specops.backends.base import Backend
+from specops.bench.tool import BenchTool
+from specops.pipeline.result import RunFacts, run_result
 from specops.profile.loader import LoadedProfile
-from specops.report.results import VariantResult
-from specops.report.writer import RunReport
+from specops.report.tables import comparison_frame
+from specops.report.writer import ReportFiles, summary
 from specops.report.writer import write_report as write
+from specops.results.model import RunResult
+from specops.results.store import ResultsStore
 from specops.rundir import RunDir
-from specops.sources.base import ModelArtifact
 
 
 @task(cache_policy=NO_CACHE, persist_result=False)
-def write_report(run: RunDir, loaded: LoadedProfile, results: list[VariantResult], lossless: LosslessResult | None,
-                 models: dict[str, ModelArtifact]) -> RunReport:
-    """comparison.csv, report.md, comparison.png and manifest.json into the run directory."""
-    report = write(run, loaded, results, lossless, models, load_backend(loaded.profile).benchmark_notes())
-    get_run_logger().info("report: %s\n%s", report.report_md, report.summary())
-    return report
+def summarize_run(loaded: LoadedProfile, run: RunDir, backend: Backend, tool: BenchTool, facts: RunFacts,
+                  error: BaseException | None = None) -> RunResult:
+    """Everything the run measured (or where it failed) as one RunResult."""
+    return run_result(loaded, run, backend, tool, facts, error)
+
+
+@task(cache_policy=NO_CACHE, persist_result=False)
+def write_report(result: RunResult, run: RunDir) -> ReportFiles:
+    """report.md, comparison.csv, comparison.png and manifest.json into the run directory."""
+    files = write(result, run.path)
+    get_run_logger().info("report: %s\n%s", files.report_md, summary(result))
+    return files
 
 
 def artifact_key(*parts: str) -> str:
@@ -33,11 +40,22 @@ def artifact_key(*parts: str) -> str:
 
 
 @task(cache_policy=NO_CACHE, persist_result=False)
-def publish_artifacts(report: RunReport, profile_name: str) -> None:
+def publish_artifacts(result: RunResult, files: ReportFiles) -> None:
     """The comparison table and report markdown as Prefect artifacts on the flow run."""
-    frame = pd.read_csv(report.comparison_csv)
+    frame = comparison_frame(result)
     table = frame.astype(object).where(frame.notna(), None).to_dict(orient="records")
-    create_table_artifact(key=artifact_key(profile_name, "comparison"), table=table,
-                          description=f"{profile_name}: {report.status}")
-    create_markdown_artifact(key=artifact_key(profile_name, "report"), markdown=report.markdown,
-                             description=f"{profile_name} report ({report.run_dir})")
+    create_table_artifact(key=artifact_key(result.profile, "comparison"), table=table,
+                          description=f"{result.profile}: {result.verdict.value}")
+    create_markdown_artifact(key=artifact_key(result.profile, "report"), markdown=files.markdown,
+                             description=f"{result.profile} report ({result.run_dir})")
+
+
+@task(cache_policy=NO_CACHE, persist_result=False, retries=2, retry_delay_seconds=3)
+def record_result(result: RunResult) -> None:
+    """Append the RunResult to the results database ($SPECOPS_RESULTS_URL, else SQLite under artifacts/)."""
+    store = ResultsStore.open()
+    try:
+        store.append(result)
+    finally:
+        store.close()
+    get_run_logger().info("run %s (%s) recorded in the results database", result.run_id, result.uid[:12])

@@ -6,17 +6,17 @@ from pathlib import Path
 from prefect import get_run_logger, runtime, task
 from prefect.cache_policies import NO_CACHE
 
-from specops.backends.base import Server, Variant
-from specops.profile.schema import Profile
+from specops.backends.base import Backend, Server
+from specops.pipeline.serve import start_variant, stop_variant
 from specops.rundir import RunDir
-from specops.serve import start_variant, stop_variant
+from specops.variant import Variant
 
 
 @task(cache_policy=NO_CACHE, persist_result=False)
-def start_server(profile: Profile, variant: Variant, repo: Path, run: RunDir) -> Server:
+def start_server(backend: Backend, variant: Variant, repo: Path, run: RunDir) -> Server:
     """Start the variant's server and wait until it and the model are ready."""
     with run.timed("serve", variant.name):
-        server = start_variant(profile, variant, repo, run, owner=str(runtime.flow_run.id or ""))
+        server = start_variant(backend, variant, repo, run, owner=str(runtime.flow_run.id or ""))
     get_run_logger().info("%s server ready (log: %s)", variant.name, server.log_path)
     return server
 

@@ -16,7 +16,7 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-from specops.report.results import Acceptance
+from specops.acceptance.model import Acceptance
 
 SOURCE = "trtllm-serve /metrics iteration stats (specDecodingStats)"
 

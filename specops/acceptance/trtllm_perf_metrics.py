@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from specops.report.results import Acceptance
+from specops.acceptance.model import Acceptance
 
 SOURCE = "TRT-LLM Triton backend return_perf_metrics (total_draft_tokens, total_accepted_draft_tokens)"
 FIELDS = ("acceptance_rate", "total_accepted_draft_tokens", "total_draft_tokens")

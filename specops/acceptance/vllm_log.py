@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 
-from specops.report.results import Acceptance
+from specops.acceptance.model import Acceptance
 
 SOURCE_V0 = "vLLM V0 'Speculative metrics' log lines (cumulative since start)"
 SOURCE_V1 = "vLLM V1 'SpecDecoding metrics' log lines (summed over logging intervals)"

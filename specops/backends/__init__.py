@@ -13,21 +13,26 @@ from specops.backends.trtllm_config import TrtllmBackendConfig
 from specops.backends.trtllm_engine_config import TrtllmEngineBackendConfig
 from specops.backends.trtllm_serve_config import TrtllmServeBackendConfig
 from specops.backends.vllm_config import VllmBackendConfig
+from specops.bench.target import Api
 from specops.registry import Registry
 
 BACKENDS: Registry[BackendSpec] = Registry("backend")
 for _spec in (
     BackendSpec("local", LocalBackendConfig, LOCAL_METHODS, "specops.backends.local:LocalBackend",
+                (Api.KSERVE_VLLM, Api.TRITON_GENERATE),
                 note="chain verification on CPU; trained heads and drafts come from `draft: train:`"),
     BackendSpec("vllm", VllmBackendConfig, vllm_support.METHODS, "specops.backends.vllm:VllmBackend",
+                (Api.KSERVE_VLLM, Api.TRITON_GENERATE),
                 needs_gpu=True, note="Triton vLLM backend; what runs depends on the vLLM in the image"),
     BackendSpec("trtllm", TrtllmBackendConfig, llmapi_support.METHODS, "specops.backends.trtllm:TrtllmBackend",
+                (Api.KSERVE_LLMAPI,),
                 needs_gpu=True, note=llmapi_support.ELSEWHERE["medusa"].split("; ")[1]),
     BackendSpec("trtllm-engine", TrtllmEngineBackendConfig, trtllm_engine_support.METHODS,
-                "specops.backends.trtllm_engine:TrtllmEngineBackend", needs_gpu=True,
+                "specops.backends.trtllm_engine:TrtllmEngineBackend", (Api.KSERVE_TRTLLM,), needs_gpu=True,
                 note="TensorRT-LLM engines (convert_checkpoint + trtllm-build) on Triton inflight_batcher_llm"),
     BackendSpec("trtllm-serve", TrtllmServeBackendConfig, llmapi_support.METHODS,
-                "specops.backends.trtllm_serve:TrtllmServeBackend", needs_gpu=True,
+                "specops.backends.trtllm_serve:TrtllmServeBackend",
+                (Api.OPENAI_COMPLETIONS, Api.OPENAI_CHAT), needs_gpu=True,
                 note="trtllm-serve (PyTorch backend, OpenAI API); "
                 + llmapi_support.ELSEWHERE["medusa"].split("; ")[1]),
 ):

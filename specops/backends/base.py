@@ -2,55 +2,28 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from specops.methods import MethodConfig
-from specops.profile.schema import Profile
-from specops.report.results import Acceptance
+from specops.acceptance.model import Acceptance
+from specops.backends.spec import BackendConfig
+from specops.bench.target import BenchTarget
+from specops.plan_step import PlanStep
+from specops.server_settings import Serving
 from specops.sources.base import ModelArtifact
+from specops.variant import Variant
 
 
 @dataclass(frozen=True)
-class Variant:
-    """One served configuration: the profile's method, or the implied base (speculation off)."""
+class Deployment:
+    """What a backend needs to know about its run beside its own config section."""
 
-    name: str  # "speculative" | "base" | "synthesis"
-    method: MethodConfig
-    # Requests the variant should serve at once; backends that batch ignore it, the embedded
-    # one runs that many model instances (data synthesis sends concurrent requests).
-    parallel: int = 1
-
-    @property
-    def model_name(self) -> str:
-        return self.name
-
-
-def variants_of(profile: Profile) -> list[Variant]:
-    out = [Variant("speculative", profile.method)]
-    if profile.comparison.baseline:
-        out.append(Variant("base", profile.base_variant().method))
-    return out
-
-
-@dataclass(frozen=True)
-class BenchTarget:
-    """How genai-perf reaches a served model."""
-
-    url: str
-    model: str
-    endpoint_type: str  # "kserve" | "completions" | "chat"
-    backend: str | None  # genai-perf --backend for kserve: "vllm" | "tensorrtllm"
-    streaming: bool = True
-    extra_inputs: dict[str, Any] = field(default_factory=dict)  # genai-perf --extra-inputs the model needs
-
-
-@dataclass(frozen=True)
-class PlanStep:
-    step: str
-    commands: list[str] = field(default_factory=list)
-    files: dict[str, str] = field(default_factory=dict)  # relative path -> content
+    profile: str  # the profile's name: container labels and run paths carry it
+    serving: Serving
+    target_source: str
+    draft_source: str | None = None  # a draft checkpoint to place; None when trained here or absent
+    has_draft: bool = False
 
 
 class PrerequisiteError(RuntimeError):
@@ -68,11 +41,33 @@ class Server(Protocol):
 
     def record(self) -> dict[str, Any]: ...
 
+    def cpu_seconds(self) -> float:
+        """CPU time the whole server has used so far (its process tree, or its container)."""
+        ...
+
+    def version(self) -> tuple[str, str]:
+        """(server tool, version) as the running server reports them."""
+        ...
+
 
 class Backend(ABC):
-    def __init__(self, profile: Profile):
-        self.profile = profile
-        self.config = profile.backend
+    def __init__(self, config: BackendConfig, deployment: Deployment):
+        self.config = config
+        self.deployment = deployment
+        self.serving = deployment.serving
+
+    @property
+    def registration(self):
+        """This backend's registry entry (methods it serves, APIs its servers answer)."""
+        from specops.backends import BACKENDS  # noqa: PLC0415
+
+        return BACKENDS.get(self.config.kind)
+
+    def cache_identity(self) -> dict[str, Any]:
+        """What a cached render or build of this backend depends on (beside variant and models)."""
+        return {"config": self.config.model_dump(mode="json"), "profile": self.deployment.profile,
+                "target": self.deployment.target_source, "draft": self.deployment.draft_source,
+                "serving": self.serving.model_dump(mode="json")}
 
     @abstractmethod
     def render(self, variant: Variant, target: ModelArtifact, draft: ModelArtifact | None, out_dir: Path) -> None:
@@ -98,14 +93,18 @@ class Backend(ABC):
 
     @abstractmethod
     def bench_target(self, server: Server | None, variant: Variant) -> BenchTarget:
-        """Where and how genai-perf talks to the served variant (server None: for a plan, with
+        """How a load generator reaches the served variant (server None: for a plan, with
         placeholders where only a running server knows the value)."""
 
     @abstractmethod
     def plan(self, variant: Variant, target: ModelArtifact | None, draft: ModelArtifact | None) -> list[PlanStep]:
         """Commands and files a run would use, without starting anything."""
 
-    def benchmark_notes(self) -> list[str]:
+    @abstractmethod
+    def served(self) -> dict[str, str | None]:
+        """What serves the variants: {"image", "framework" (name and version), "version_source"}."""
+
+    def benchmark_notes(self, variant: Variant) -> list[str]:
         """What the report must say about how this backend's benchmark was measured (e.g. an output
         length the served model cannot pin)."""
         return []
@@ -132,16 +131,17 @@ class Backend(ABC):
     def tokenizer_dir(self, target: ModelArtifact) -> Path:
         return target.path
 
+    def gpus(self) -> str:
+        """The GPUs its servers use, as a profile names them ("all", a count, ids; "none")."""
+        return "none"
+
     def preflight(self) -> list[str]:
-        """What this machine lacks to run the backend (GPU, Docker, tools), each with its fix.
-        Every backend is benchmarked by genai-perf, so its toolchain is checked here."""
-        from specops.bench import genai_perf  # noqa: PLC0415
-
-        return genai_perf.preflight()
+        """What this machine lacks to run the backend (GPU, Docker, binaries), each with its fix."""
+        return []
 
 
-def load_backend(profile: Profile) -> Backend:
-    from specops.backends import BACKENDS
+def make_backend(config: BackendConfig, deployment: Deployment) -> Backend:
+    """The backend implementation registered for `config.kind`, built for one run."""
+    from specops.backends import BACKENDS  # noqa: PLC0415  (the registry imports the configs, not us)
 
-    cls = BACKENDS.get(profile.backend.kind).impl_class()
-    return cls(profile)
+    return BACKENDS.get(config.kind).impl_class()(config, deployment)

@@ -20,12 +20,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
-from specops.backends.base import Backend, PlanStep, Variant
+from specops.acceptance.model import Acceptance
+from specops.backends.base import Backend
 from specops.backends.container_config import ContainerBackendConfig
-from specops.report.results import Acceptance
+from specops.launch.gpus import parse_gpus
+from specops.plan_step import PlanStep
 from specops.sources.base import ModelArtifact
 from specops.sources.schemes import parse_source
 from specops.triton.endpoint import Endpoint
+from specops.variant import Variant
 
 HF_CACHE_IN_CONTAINER = "/root/.cache/huggingface"
 SIDECAR = "specops-container.json"  # written beside the rendered files: the host side of the mounts
@@ -70,15 +73,6 @@ def read_sidecar(repo: Path) -> list[tuple[str, str]]:
     return [(str(h), str(t)) for h, t in json.loads(path.read_text())["mounts"]] if path.is_file() else []
 
 
-def _gpus(value: str):
-    """The profile's `gpus` string as the launcher's GpuRequest: "all", a count, or device ids."""
-    if value in ("", "none"):
-        return None
-    if value == "all":
-        return "all"
-    return int(value) if value.isdigit() else [v.strip() for v in value.split(",") if v.strip()]
-
-
 @dataclass
 class ContainerServer:
     """A ready server inside a container started by the Docker launcher."""
@@ -92,6 +86,14 @@ class ContainerServer:
 
     def stop(self, timeout_s: float | None = None) -> None:
         self.launcher.stop(self.handle, self.stop_timeout_s if timeout_s is None else timeout_s)  # idempotent
+
+    def cpu_seconds(self) -> float:
+        from specops.cost.container_cpu import container_cpu_seconds  # noqa: PLC0415
+
+        return container_cpu_seconds(self.launcher.client.containers.get(self.handle.id))
+
+    def version(self) -> tuple[str, str]:
+        return "container", self.image
 
     def record(self) -> dict[str, Any]:
         # No create_time: the process janitor never signals a container pid; it stops the
@@ -185,13 +187,13 @@ class ContainerBackend(Backend):
         return PlacedModel(inside, host, inside)
 
     def place(self, variant: Variant, target: ModelArtifact | None, draft: ModelArtifact | None) -> Placed:
-        p = self.profile
-        t = self.place_model(variant, "target", p.target.source, target)
-        d = None
-        if variant.method.needs_draft and p.draft is not None:
-            source = p.draft.source or (str(draft.path) if draft is not None else "trained-draft")
-            d = self.place_model(variant, "draft", source, draft)
-        return Placed(t, d)
+        d = self.deployment
+        t = self.place_model(variant, "target", d.target_source, target)
+        placed_draft = None
+        if variant.method.needs_draft and d.has_draft:
+            source = d.draft_source or (str(draft.path) if draft is not None else "trained-draft")
+            placed_draft = self.place_model(variant, "draft", source, draft)
+        return Placed(t, placed_draft)
 
     def all_files(self, variant: Variant, target: ModelArtifact | None, draft: ModelArtifact | None) -> dict[str, str]:
         placed = self.place(variant, target, draft)
@@ -208,7 +210,7 @@ class ContainerBackend(Backend):
     def labels(self, variant_or_step: str, role: str) -> dict[str, str]:
         from specops.launch import LABEL_PROFILE, LABEL_ROLE  # noqa: PLC0415
 
-        return {LABEL_PROFILE: self.profile.name, LABEL_ROLE: role, "specops.backend": self.name,
+        return {LABEL_PROFILE: self.deployment.profile, LABEL_ROLE: role, "specops.backend": self.name,
                 "specops.variant": variant_or_step}
 
     def secret_env(self) -> tuple[str, ...]:
@@ -226,7 +228,7 @@ class ContainerBackend(Backend):
             binds.append((str(Path(c.hf_cache).expanduser()), HF_CACHE_IN_CONTAINER, False))
         return ContainerSpec(image=c.image, command=list(command), env=self.container_env(variant),
                              secret_env=self.secret_env() if secrets else (),
-                             mounts=[Mount(Path(s), t, ro) for s, t, ro in binds], gpus=_gpus(c.gpus),
+                             mounts=[Mount(Path(s), t, ro) for s, t, ro in binds], gpus=parse_gpus(c.gpus),
                              shm_size=c.shm_size, network_mode="host", ipc_mode=c.ipc, labels=labels)
 
     def server_spec(self, variant: Variant, repo: Path | str, mounts: list[tuple[str, str]], endpoint: Endpoint):
@@ -237,7 +239,7 @@ class ContainerBackend(Backend):
     def endpoint(self) -> Endpoint:
         from specops.processes import pick_free_ports  # noqa: PLC0415
 
-        host = self.profile.serving.host
+        host = self.serving.host
         ports = pick_free_ports(host, len(self.port_names))
         return Endpoint(host, *(ports + [ports[0]] * (3 - len(ports))))
 
@@ -248,7 +250,7 @@ class ContainerBackend(Backend):
         spec = self.server_spec(variant, repo, read_sidecar(repo), endpoint)
         launcher = DockerLauncher()
         handle = launcher.start(spec, log_path)
-        serving = self.profile.serving
+        serving = self.serving
         try:
             launcher.wait_ready(handle, self.probe(variant, endpoint), serving.ready_timeout_s)
         except BaseException:
@@ -259,11 +261,18 @@ class ContainerBackend(Backend):
     def preflight(self) -> list[str]:
         from specops.launch import DockerLauncher  # noqa: PLC0415
 
-        return list(DockerLauncher().preflight(gpus=True)) + super().preflight()
+        return list(DockerLauncher().preflight(gpus=True))
+
+    def served(self) -> dict[str, str | None]:
+        c = self.config
+        return {"image": c.image, "framework": f"{c.framework} {c.release()}", "version_source": c.version_source()}
+
+    def gpus(self) -> str:
+        return self.config.gpus
 
     # --- plan -------------------------------------------------------------------------------
     def plan_endpoint(self) -> Endpoint:
-        return Endpoint(self.profile.serving.host, 0, 0, 0)
+        return Endpoint(self.serving.host, 0, 0, 0)
 
     @staticmethod
     def show_ports(text: str) -> str:
@@ -272,7 +281,7 @@ class ContainerBackend(Backend):
         return re.sub(r":0(?![\d.])", f":{FREE_PORT}", text)
 
     def run_repo(self, variant: Variant) -> str:
-        return f"artifacts/{self.profile.name}/<run-id>/repository/{variant.name}"
+        return f"artifacts/{self.deployment.profile}/<run-id>/repository/{variant.name}"
 
     def plan(self, variant: Variant, target: ModelArtifact | None, draft: ModelArtifact | None) -> list[PlanStep]:
         from specops.launch import describe_line  # noqa: PLC0415

@@ -43,7 +43,7 @@ class ContainerBackendConfig(BackendConfig):
         return value
 
     @model_validator(mode="after")
-    def _image_known(self) -> "ContainerBackendConfig":
+    def _image_known(self) -> ContainerBackendConfig:
         self.release()  # an image whose framework version cannot be established is refused at load
         return self
 

@@ -10,15 +10,19 @@ from typing import Any
 
 import psutil
 
-from specops.backends.base import Backend, BenchTarget, PlanStep, Variant
+from specops.acceptance.model import Acceptance
+from specops.backends.base import Backend
+from specops.bench.target import BenchTarget, addresses
+from specops.cost.cpu import process_tree_cpu_seconds
 from specops.methods import MethodConfig
-from specops.report.results import Acceptance
+from specops.plan_step import PlanStep
 from specops.rundir import cache_root
 from specops.sources.base import ModelArtifact
 from specops.triton import client
 from specops.triton.model_config import python_generate_config, to_pbtxt
 from specops.triton.repository import TRITON_MODEL_FILE, write_python_model
 from specops.triton.server import TritonServer
+from specops.variant import Variant
 
 ACCEPTANCE_SOURCE = "Triton metrics port (spec_decode_* counters of the embedded runtime)"
 
@@ -37,7 +41,7 @@ class LocalServer:
     log_path: Path
     pid: int
     create_time: float  # with pid, identifies the process even after the pid is recycled
-    version: str
+    server_version: str
 
     @property
     def endpoint(self):
@@ -46,10 +50,16 @@ class LocalServer:
     def stop(self, timeout_s: float) -> None:
         self.triton.stop(timeout_s)
 
+    def cpu_seconds(self) -> float:
+        return process_tree_cpu_seconds(self.pid, self.create_time)
+
+    def version(self) -> tuple[str, str]:
+        return "tritonserver", self.server_version
+
     def record(self) -> dict[str, Any]:
         e = self.endpoint
         return {"pid": self.pid, "create_time": self.create_time, "ports": [e.http_port, e.grpc_port, e.metrics_port],
-                "tool": "tritonserver", "version": self.version}
+                "tool": "tritonserver", "version": self.server_version}
 
 
 class LocalBackend(Backend):
@@ -62,6 +72,7 @@ class LocalBackend(Backend):
             threads=self.config.threads,
             instances=max(self.config.instances, variant.parallel),
             adaptive_draft_length=self.config.draft_length == "adaptive",
+            relaxed_topk=self.config.relaxed_topk,
         )
 
     def render(self, variant: Variant, target: ModelArtifact, draft: ModelArtifact | None, out_dir: Path) -> None:
@@ -72,21 +83,21 @@ class LocalBackend(Backend):
             repo,
             log_path,
             backend_dir=cache_root() / "triton-backends",
-            host=self.profile.serving.host,
+            host=self.serving.host,
             exit_timeout_s=self.config.exit_timeout_s,
         )
         triton.start()
         try:
-            triton.wait_ready(self.profile.serving.ready_timeout_s)
+            triton.wait_ready(self.serving.ready_timeout_s)
         except BaseException:
-            triton.stop(self.profile.serving.stop_timeout_s)
+            triton.stop(self.serving.stop_timeout_s)
             raise
         proc = psutil.Process(triton.pid)  # after readiness: a port clash relaunches the process
         return LocalServer(triton, log_path, proc.pid, proc.create_time(), client.server_version(triton.endpoint))
 
     def generate(self, server: LocalServer, variant: Variant, prompt: str, max_tokens: int) -> str:
         return client.generate(server.endpoint, variant.model_name, prompt, max_tokens, temperature=0.0,
-                               timeout_s=self.profile.serving.request_timeout_s)
+                               timeout_s=self.serving.request_timeout_s)
 
     def acceptance_source(self, variant: Variant) -> str:
         return ACCEPTANCE_SOURCE
@@ -98,6 +109,7 @@ class LocalBackend(Backend):
             metrics.get("spec_decode_num_drafts", 0.0),
             metrics.get("spec_decode_num_draft_tokens", 0.0),
             metrics.get("spec_decode_num_accepted_tokens", 0.0),
+            accepted_per_position=client.accepted_per_position(metrics),
             num_steps=metrics.get("spec_decode_num_steps", 0.0),
             num_emitted_tokens=metrics.get("spec_decode_num_emitted_tokens", 0.0),
             draft_seconds=metrics.get("spec_decode_draft_seconds", 0.0),
@@ -105,18 +117,27 @@ class LocalBackend(Backend):
         )
 
     def bench_target(self, server: LocalServer | None, variant: Variant) -> BenchTarget:
-        url = server.endpoint.grpc_url if server else f"{self.profile.serving.host}:<grpc port>"
-        return BenchTarget(url=url, model=variant.model_name, endpoint_type="kserve",
-                           backend="vllm", streaming=True)
+        host = self.serving.host
+        grpc = server.endpoint.grpc_url if server else f"{host}:<grpc port>"
+        http = f"http://{server.endpoint.http_url}" if server else f"http://{host}:<http port>"
+        return BenchTarget(model=variant.model_name, endpoints=addresses(self.registration.apis, grpc=grpc, http=http),
+                           streaming=True)
+
+    def served(self) -> dict[str, str | None]:
+        import torch  # noqa: PLC0415
+
+        return {"image": None, "framework": f"specops runtime (torch {torch.__version__}, CPU)",
+                "version_source": "this host's Python environment"}
 
     def plan(self, variant: Variant, target: ModelArtifact | None, draft: ModelArtifact | None) -> list[PlanStep]:
         model_path = target.path if target else Path("<target checkpoint from the download step>")
-        stand_in = ModelArtifact(model_path, self.profile.target.source, "")
+        stand_in = ModelArtifact(model_path, self.deployment.target_source, "")
         draft_stand_in = draft or ModelArtifact(Path("<draft checkpoint>"), "", "")
         config = to_pbtxt(self._config(variant, stand_in, draft_stand_in))
         repo = f"repository/{variant.model_name}"
-        serve = TritonServer.describe_command(Path(f"artifacts/{self.profile.name}/<run-id>/repository/{variant.name}"),
-                                              host=self.profile.serving.host,
+        staged = Path(f"artifacts/{self.deployment.profile}/<run-id>/repository/{variant.name}")
+        serve = TritonServer.describe_command(staged,
+                                              host=self.serving.host,
                                               exit_timeout_s=self.config.exit_timeout_s,
                                               backend_dir=cache_root() / "triton-backends")
         return [

@@ -25,6 +25,11 @@ class LocalBackendConfig(BackendConfig):
         "step, the length (up to that) with the most expected tokens per second, from measured "
         "verification and draft costs and measured acceptance")
 
+    relaxed_topk: int | None = Field(
+        None, ge=2, le=100, description="LOSSY: also accept a draft token that is among the target's top-k "
+        "(relaxed acceptance); outputs then differ from plain decoding and the lossless check fails the run. "
+        "For studying what exactness costs; leave unset for lossless speculation")
+
     def resolve(self, method) -> str:
         """The runtime's proposer for `method` (its kind)."""
         if method.kind not in METHODS:

@@ -6,6 +6,8 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict
 
+from specops.bench.target import Api
+
 
 class FieldError(ValueError):
     """A profile setting that cannot work (e.g. one the framework version a backend pins lacks);
@@ -45,6 +47,7 @@ class BackendSpec:
     config_model: type[BackendConfig]
     methods: frozenset[str]  # the methods this backend can serve on some version it knows
     impl: str  # "module:Class", imported only when a run needs it
+    apis: tuple[Api, ...]  # what its servers answer, preferred first (benchmark tools pick from these)
     needs_gpu: bool = False
     note: str = ""  # shown next to refusals, e.g. where an unsupported method is served instead
 

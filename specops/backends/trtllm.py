@@ -16,17 +16,18 @@ from typing import Any
 import numpy as np
 import yaml
 
-from specops.backends.base import BenchTarget, PlanStep, Variant
+from specops.acceptance.model import Acceptance
 from specops.backends.conformance import flag_names, not_in, request_findings
 from specops.backends.container import ContainerBackend, ContainerServer, Placed
 from specops.backends.llmapi_support import LlmApiSupport, llm_args_findings
 from specops.backends.triton_launch import loopback_wrapper, wrapper_steps
 from specops.backends.trtllm_config import TrtllmBackendConfig
+from specops.bench.target import BenchTarget, addresses
 from specops.methods import MethodConfig
-from specops.report.results import Acceptance
 from specops.triton import client
 from specops.triton.endpoint import Endpoint
 from specops.triton.model_config import mc, to_pbtxt
+from specops.variant import Variant
 
 MODEL = "tensorrt_llm"  # the served model name of the llmapi template
 TEMPLATE = "/app/all_models/llmapi/"  # in the container (tutorial)
@@ -79,16 +80,15 @@ def request_inputs(config: TrtllmBackendConfig, max_tokens: int) -> dict[str, An
     return inputs
 
 
-def genai_perf_extra_inputs(config: TrtllmBackendConfig, output_tokens: int | None) -> dict[str, Any]:
-    """`--extra-inputs` genai-perf must send so the LLM-API model gets its sampling_param_* inputs
-    (its own max_tokens / exclude_input_in_output / stream are not what model.py reads)."""
-    extra: dict[str, Any] = {"sampling_param_temperature": 0.0, "sampling_param_top_k": 1,
-                             "sampling_param_exclude_input_from_output": True}
-    if output_tokens is not None:
-        extra["sampling_param_max_tokens"] = output_tokens
+def benchmark_inputs(config: TrtllmBackendConfig) -> dict[str, Any]:
+    """The sampling_param_* inputs every benchmark request must carry for the LLM-API model.py to
+    decode greedily and return only new text (a tool's own max_tokens / exclude_input_in_output /
+    stream are not what it reads); the output length travels as sampling_param_max_tokens."""
+    inputs: dict[str, Any] = {"sampling_param_temperature": 0.0, "sampling_param_top_k": 1,
+                              "sampling_param_exclude_input_from_output": True}
     if config.decoupled:
-        extra["streaming"] = True
-    return extra
+        inputs["streaming"] = True
+    return inputs
 
 
 def parse_perf_metrics(outputs: Mapping[str, Any]) -> tuple[float, float] | None:
@@ -150,7 +150,7 @@ class TrtllmBackend(ContainerBackend):
                          placed.draft.ref if placed.draft else None)
         return {f"{MODEL}/1/model.yaml": yaml.safe_dump(doc, sort_keys=False),
                 ADDENDUM: config_addendum(self.config.decoupled),
-                **loopback_wrapper(self.profile.serving.host)}
+                **loopback_wrapper(self.serving.host)}
 
     # --- serving --------------------------------------------------------------------------
     def in_container_steps(self, variant: Variant, endpoint: Endpoint) -> list[str]:
@@ -175,7 +175,7 @@ class TrtllmBackend(ContainerBackend):
 
     def generate(self, server: LlmApiServer, variant: Variant, prompt: str, max_tokens: int) -> str:
         outputs = infer(server.endpoint, prompt, request_inputs(self.config, max_tokens),
-                        self.profile.serving.request_timeout_s)
+                        self.serving.request_timeout_s)
         perf = parse_perf_metrics(outputs)
         if perf is not None and variant.method.speculative:
             server.perf.append(perf)
@@ -201,13 +201,13 @@ class TrtllmBackend(ContainerBackend):
         return acceptance_from(server.perf, variant.method.draft_length())
 
     def bench_target(self, server: ContainerServer | None, variant: Variant) -> BenchTarget:
-        url = server.endpoint.grpc_url if server else f"{self.profile.serving.host}:<grpc port>"
-        return BenchTarget(url=url, model=MODEL, endpoint_type="kserve", backend="tensorrtllm",
-                           streaming=self.config.decoupled,
-                           extra_inputs=genai_perf_extra_inputs(self.config, self.profile.benchmark.output_tokens))
+        url = server.endpoint.grpc_url if server else f"{self.serving.host}:<grpc port>"
+        return BenchTarget(model=MODEL, endpoints=addresses(self.registration.apis, grpc=url),
+                           streaming=self.config.decoupled, inputs=benchmark_inputs(self.config),
+                           pins_output_length=self.support(variant).release.llmapi.pins_output_length)
 
-    def benchmark_notes(self) -> list[str]:
-        release = self.config.resolve(self.profile.method).release
+    def benchmark_notes(self, variant: Variant) -> list[str]:
+        release = self.support(variant).release
         if release.llmapi.pins_output_length:
             return []
         return [f"output length not pinned on {self.config.image}: the Triton llmapi model of TensorRT-LLM "
@@ -233,11 +233,6 @@ class TrtllmBackend(ContainerBackend):
                 found += request_findings(label, body, llmapi.inputs_declared | ignored, llmapi.inputs_read, ignored)
         return found
 
-    def plan(self, variant, target, draft):
-        steps = super().plan(variant, target, draft)
-        extra = genai_perf_extra_inputs(self.config, self.profile.benchmark.output_tokens)
-        flags = [f"--extra-inputs {k}:{str(v).lower() if isinstance(v, bool) else v}" for k, v in extra.items()]
-        return steps + [PlanStep("genai-perf inputs", commands=flags)]
 
 
 def _text(x: Any) -> str:
@@ -277,5 +272,5 @@ def infer(endpoint: Endpoint, prompt: str, inputs: dict[str, Any], timeout_s: fl
         conn.close()
 
 
-__all__ = ["MODEL", "TrtllmBackend", "acceptance_from", "config_addendum", "genai_perf_extra_inputs", "infer",
+__all__ = ["MODEL", "TrtllmBackend", "acceptance_from", "config_addendum", "benchmark_inputs", "infer",
            "model_yaml", "parse_perf_metrics", "request_inputs"]

@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from specops.acceptance.model import Acceptance
 from specops.acceptance.trtllm_perf_metrics import from_perf_metrics
-from specops.backends.base import BenchTarget, PlanStep, Variant
 from specops.backends.conformance import flag_names, not_in, request_findings
 from specops.backends.container import ContainerBackend, ContainerServer, Placed, write_files
 from specops.backends.fill_template import TEMPLATE_OF, parse_substitutions
@@ -28,10 +28,12 @@ from specops.backends.trtllm_engine_commands import (
 )
 from specops.backends.trtllm_engine_config import TrtllmEngineBackendConfig
 from specops.backends.trtllm_engine_support import EngineSupport
-from specops.report.results import Acceptance
+from specops.bench.target import BenchTarget, addresses
+from specops.plan_step import PlanStep
 from specops.sources.base import ModelArtifact
 from specops.triton import client
 from specops.triton.endpoint import Endpoint
+from specops.variant import Variant
 
 RENDER_TIMEOUT_S = 600
 ENGINES_PLACEHOLDER = "<engine cache>"
@@ -47,8 +49,8 @@ class TrtllmEngineBackend(ContainerBackend):
     name = "trtllm-engine"
     server_cls = EngineServer
 
-    def __init__(self, profile):
-        super().__init__(profile)
+    def __init__(self, config, deployment):
+        super().__init__(config, deployment)
         self._engines: dict[str, Path] = {}
 
     @property
@@ -64,7 +66,7 @@ class TrtllmEngineBackend(ContainerBackend):
                 f"launch_triton_server.py of TensorRT-LLM {r.version} / tensorrtllm_backend {r.backend_ref}"]
 
     def _layout(self, variant: Variant):
-        return layout(self.config, variant.method.needs_draft and self.profile.draft is not None)
+        return layout(self.config, variant.method.needs_draft and self.deployment.has_draft)
 
     # --- placement: engines are built from mounted checkpoints, never from hub ids ------------
     def mount_name(self, variant: Variant, role: str, name: str) -> str:
@@ -102,7 +104,7 @@ class TrtllmEngineBackend(ContainerBackend):
 
     # --- render: the image fills its own templates ----------------------------------------------
     def files(self, variant: Variant, placed: Placed) -> dict[str, str]:
-        return loopback_wrapper(self.profile.serving.host)
+        return loopback_wrapper(self.serving.host)
 
     def fill_script(self, variant: Variant) -> str:
         return " && ".join(shlex.join(a) for a in render_commands(self.config, variant.method, self._layout(variant)))
@@ -146,7 +148,7 @@ class TrtllmEngineBackend(ContainerBackend):
     def generate(self, server: EngineServer, variant: Variant, prompt: str, max_tokens: int) -> str:
         e = server.endpoint
         url = f"http://{e.connect_host}:{e.http_port}/v2/models/{self.support(variant).served_model}/generate"
-        out = post_json(url, self.request_body(variant, prompt, max_tokens), self.profile.serving.request_timeout_s)
+        out = post_json(url, self.request_body(variant, prompt, max_tokens), self.serving.request_timeout_s)
         if variant.method.speculative and "total_draft_tokens" in out:
             server.responses.append(out)
         return str(out.get("text_output", ""))
@@ -168,9 +170,10 @@ class TrtllmEngineBackend(ContainerBackend):
                           acc.num_draft_tokens, acc.num_accepted_tokens, covers_benchmark=False)
 
     def bench_target(self, server: EngineServer | None, variant: Variant) -> BenchTarget:
-        url = server.endpoint.grpc_url if server else f"{self.profile.serving.host}:<grpc port>"
-        return BenchTarget(url=url, model=self.support(variant).served_model, endpoint_type="kserve",
-                           backend="tensorrtllm", streaming=self.config.triton.decoupled_mode)
+        url = server.endpoint.grpc_url if server else f"{self.serving.host}:<grpc port>"
+        return BenchTarget(model=self.support(variant).served_model,
+                           endpoints=addresses(self.registration.apis, grpc=url),
+                           streaming=self.config.triton.decoupled_mode)
 
     # --- conformance ----------------------------------------------------------------------
     def own_request(self, variant: Variant) -> dict[str, Any]:

@@ -45,7 +45,7 @@ def _check_flags(release: EngineRelease, config) -> None:
     for field in ("build_flags", "base_build_flags", "draft_build_flags"):
         unknown = sorted(set(getattr(config, field)) - release.build_flags)
         if unknown:
-            later = first_release(lambda r: set(unknown) <= r.build_flags)
+            later = first_release(lambda r, wanted=frozenset(unknown): wanted <= r.build_flags)
             where = f"; first in TensorRT-LLM {later.version}" if later and later.version != release.version else ""
             raise FieldError(f"backend.{field}", f"trtllm-build of TensorRT-LLM {release.version} (image "
                               f"{config.image}) has no flag {', '.join('--' + f for f in unknown)}{where}")

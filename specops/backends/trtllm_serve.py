@@ -14,16 +14,17 @@ from typing import Any
 
 import yaml
 
+from specops.acceptance.model import Acceptance
 from specops.acceptance.trtllm_iter_stats import accumulate
-from specops.backends.base import BenchTarget, Variant
 from specops.backends.conformance import flag_names, not_in
 from specops.backends.container import ContainerBackend, ContainerServer, Placed
 from specops.backends.llmapi_support import LlmApiSupport, llm_args_findings
 from specops.backends.loopback_http import get_json, http_ok, post_json
 from specops.backends.trtllm_serve_config import TrtllmServeBackendConfig
+from specops.bench.target import BenchTarget, addresses
 from specops.methods import MethodConfig
-from specops.report.results import Acceptance
 from specops.triton.endpoint import Endpoint
+from specops.variant import Variant
 from specops.versions.trtllm import completions_fields
 
 YAML_NAME = "extra-llm-api-config.yml"  # the playbook's file name
@@ -101,7 +102,7 @@ class TrtllmServeBackend(ContainerBackend):
         if self.config.port is None:
             return super().endpoint()
         port = self.config.port
-        return Endpoint(self.profile.serving.host, port, port, port)
+        return Endpoint(self.serving.host, port, port, port)
 
     def command(self, variant: Variant, endpoint: Endpoint) -> list[str]:
         argv = serve_argv(self.config, self.served_model(variant), endpoint)
@@ -122,7 +123,7 @@ class TrtllmServeBackend(ContainerBackend):
 
     def generate(self, server: ServeServer, variant: Variant, prompt: str, max_tokens: int) -> str:
         body = self.completion(variant, prompt, max_tokens)
-        out = post_json(f"{server.base_url}/v1/completions", body, self.profile.serving.request_timeout_s)
+        out = post_json(f"{server.base_url}/v1/completions", body, self.serving.request_timeout_s)
         return str(out["choices"][0]["text"])
 
     # --- acceptance -----------------------------------------------------------------------
@@ -142,9 +143,9 @@ class TrtllmServeBackend(ContainerBackend):
         return server.totals
 
     def bench_target(self, server: ServeServer | None, variant: Variant) -> BenchTarget:
-        url = server.base_url if server else f"http://{self.profile.serving.host}:<port>"
-        return BenchTarget(url=url, model=self.served_model(variant), endpoint_type="completions",
-                           backend=None, streaming=True)
+        url = server.base_url if server else f"http://{self.serving.host}:<port>"
+        return BenchTarget(model=self.served_model(variant), endpoints=addresses(self.registration.apis, http=url),
+                           streaming=True)
 
     # --- conformance ----------------------------------------------------------------------
     def own_request(self, variant: Variant) -> dict[str, Any]:

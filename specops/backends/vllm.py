@@ -12,17 +12,18 @@ import time
 from pathlib import Path
 from typing import Any
 
+from specops.acceptance.model import Acceptance
 from specops.acceptance.vllm_log import from_vllm_log
-from specops.backends.base import BenchTarget, Variant
 from specops.backends.conformance import not_in, request_findings
 from specops.backends.container import ContainerBackend, ContainerServer, Placed
 from specops.backends.vllm_config import VllmBackendConfig
 from specops.backends.vllm_support import VllmSupport
+from specops.bench.target import BenchTarget, addresses
 from specops.methods import MethodConfig
-from specops.report.results import Acceptance
 from specops.triton import client
 from specops.triton.endpoint import Endpoint
 from specops.triton.model_config import ModelConfig, mc, to_pbtxt
+from specops.variant import Variant
 
 # V0 prints its cumulative counters at most every 5 s and only while the engine steps
 # (data/vllm.yaml spec_decode_log.interval): wait past that, then make it step once.
@@ -139,7 +140,7 @@ class VllmBackend(ContainerBackend):
     def generate(self, server: ContainerServer, variant: Variant, prompt: str, max_tokens: int) -> str:
         # The vLLM backend speaks exactly the I/O of specops.triton.client.generate.
         return client.generate(server.endpoint, variant.model_name, prompt, max_tokens, temperature=0.0,
-                               timeout_s=self.profile.serving.request_timeout_s)
+                               timeout_s=self.serving.request_timeout_s)
 
     # --- acceptance -----------------------------------------------------------------------
     def acceptance_why(self, variant: Variant) -> str | None:
@@ -162,8 +163,11 @@ class VllmBackend(ContainerBackend):
         return found
 
     def bench_target(self, server: ContainerServer | None, variant: Variant) -> BenchTarget:
-        url = server.endpoint.grpc_url if server else f"{self.profile.serving.host}:<grpc port>"
-        return BenchTarget(url=url, model=variant.model_name, endpoint_type="kserve", backend="vllm", streaming=True)
+        host = self.serving.host
+        grpc = server.endpoint.grpc_url if server else f"{host}:<grpc port>"
+        http = f"http://{server.endpoint.http_url}" if server else f"http://{host}:<http port>"
+        return BenchTarget(model=variant.model_name, endpoints=addresses(self.registration.apis, grpc=grpc, http=http),
+                           streaming=True)
 
     # --- conformance ----------------------------------------------------------------------
     def own_request(self, variant: Variant) -> dict[str, Any]:

@@ -2,8 +2,9 @@
 
 Same checkpoint, same prompts, greedy, the same number of new tokens (EOS ignored), one torch
 thread each. HF runs on its own stock copy of the model (our engine reroutes its copy's linear
-layers for verification, see specops.runtime.verify_gemm). HF speculates with `prompt_lookup_num_tokens` (n-gram) and `assistant_model`
-(a draft model); EAGLE and Medusa heads have no HF `generate` counterpart.
+layers for verification, see specops.runtime.verify_gemm). HF speculates with
+`prompt_lookup_num_tokens` (n-gram) and `assistant_model` (a draft model); EAGLE and Medusa
+heads have no HF `generate` counterpart.
 """
 from __future__ import annotations
 

@@ -52,7 +52,9 @@ def run_loop(params: list[torch.nn.Parameter], step_fn: Callable[[object], tuple
             loss, metrics = step_fn(batch)
             loss.backward()
             torch.nn.utils.clip_grad_norm_(params, 1.0)
-            opt.step(); sched.step(); opt.zero_grad(set_to_none=True)
+            opt.step()
+            sched.step()
+            opt.zero_grad(set_to_none=True)
             stats.steps += 1
             stats.losses.append(float(loss.detach()))
             stats.last_metrics = metrics

@@ -28,7 +28,7 @@ class TrainResult:
         path.write_text(json.dumps(self.to_json(), indent=2, sort_keys=True))
 
     @classmethod
-    def read(cls, path: Path) -> "TrainResult":
+    def read(cls, path: Path) -> TrainResult:
         data = json.loads(Path(path).read_text())
         data["export_dir"] = Path(data["export_dir"])
         return cls(**data)

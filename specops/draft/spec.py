@@ -55,7 +55,7 @@ class DataSpec(_Section):
         return value
 
     @model_validator(mode="after")
-    def _has_a_source(self) -> "DataSpec":
+    def _has_a_source(self) -> DataSpec:
         if not self.prompts and not self.conversations:
             raise ValueError("no prompt source: name prompts (humaneval, stdlib) or a conversations file")
         return self
@@ -101,7 +101,7 @@ class TrainSpec(_Section):
         return value
 
     @model_validator(mode="after")
-    def _known_options(self) -> "TrainSpec":
+    def _known_options(self) -> TrainSpec:
         from specops.draft.modes import check_mode_options
 
         if self.mode is not None:

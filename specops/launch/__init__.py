@@ -4,12 +4,26 @@ Prefect-free; docker-py is imported only when a launcher talks to a daemon, so `
 can describe containers on machines without Docker.
 """
 from specops.launch.container import (
-    LABEL_MANAGED, LABEL_PROFILE, LABEL_ROLE, LABEL_RUN, ContainerSpec, Mount, Ulimit, run_labels, triton_ulimits,
+    LABEL_MANAGED,
+    LABEL_PROFILE,
+    LABEL_ROLE,
+    LABEL_RUN,
+    ContainerSpec,
+    Mount,
+    Ulimit,
+    run_labels,
+    triton_ulimits,
 )
 from specops.launch.describe import describe, describe_line
 from specops.launch.docker_launcher import ContainerHandle, DockerLauncher
 from specops.launch.errors import (
-    CommandFailed, CommandTimeout, ContainerExited, DockerUnavailable, ImageMissing, LaunchError, NotReady,
+    CommandFailed,
+    CommandTimeout,
+    ContainerExited,
+    DockerUnavailable,
+    ImageMissing,
+    LaunchError,
+    NotReady,
 )
 
 __all__ = [

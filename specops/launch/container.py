@@ -10,7 +10,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Union
+
+from specops.launch.gpus import GpuRequest
 
 LABEL_MANAGED = "specops.managed"
 LABEL_RUN = "specops.run"
@@ -18,7 +19,6 @@ LABEL_PROFILE = "specops.profile"
 LABEL_ROLE = "specops.role"
 LABEL_SECRET_NAMES = "specops.secret_env"
 
-GpuRequest = Union[None, str, int, list[str]]
 
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 

@@ -18,7 +18,13 @@ from specops.launch import logs
 from specops.launch.container import LABEL_MANAGED, LABEL_SECRET_NAMES, ContainerSpec
 from specops.launch.describe import describe as describe_spec
 from specops.launch.errors import (
-    CommandFailed, CommandTimeout, ContainerExited, DockerUnavailable, ImageMissing, LaunchError, NotReady,
+    CommandFailed,
+    CommandTimeout,
+    ContainerExited,
+    DockerUnavailable,
+    ImageMissing,
+    LaunchError,
+    NotReady,
 )
 from specops.launch.preflight import daemon_hint, preflight_problems, start_hint
 
@@ -132,7 +138,8 @@ class DockerLauncher:
         except docker.errors.APIError as exc:
             self.stop(handle, timeout_s=5)
             hint = start_hint(str(exc), spec)
-            raise LaunchError(f"cannot start container {handle.name}: {exc.explanation or exc}. {hint}".strip()) from exc
+            reason = exc.explanation or exc
+            raise LaunchError(f"cannot start container {handle.name}: {reason}. {hint}".strip()) from exc
         log.info("started container %s; logs -> %s", handle.name, handle.log_path)
         return handle
 

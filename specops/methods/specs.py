@@ -45,7 +45,7 @@ class NgramMethod(MethodConfig):
     prompt_lookup_max: int = Field(3, ge=1, le=16, description="longest n-gram matched")
 
     @model_validator(mode="after")
-    def _ordered(self) -> "NgramMethod":
+    def _ordered(self) -> NgramMethod:
         if self.prompt_lookup_min is not None and self.prompt_lookup_min > self.prompt_lookup_max:
             raise ValueError(
                 f"prompt_lookup_min ({self.prompt_lookup_min}) must not exceed "

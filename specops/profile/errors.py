@@ -67,7 +67,8 @@ def explain(err: ValidationError, origin: str | Path, root: type[BaseModel]) -> 
         elif kind == "union_tag_invalid":
             ctx = e["ctx"]
             what = "method" if loc and loc[0] == "method" else "backend" if loc and loc[0] == "backend" else "kind"
-            problems.append((_field_of(loc, root) + ".kind", f"unknown {what} {ctx['tag']!r}; allowed: {ctx['expected_tags'].replace(chr(39), '')}"))
+            allowed = ctx["expected_tags"].replace("'", "")
+            problems.append((_field_of(loc, root) + ".kind", f"unknown {what} {ctx['tag']!r}; allowed: {allowed}"))
         elif kind == "union_tag_not_found":
             problems.append((_field_of(loc, root) + ".kind", "missing 'kind'"))
         elif kind == "missing":

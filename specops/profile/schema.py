@@ -10,14 +10,17 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from specops.backends import BACKENDS
 from specops.backends.spec import FieldError
+from specops.bench.tools import BENCH_TOOLS, DEFAULT_TOOL
 from specops.draft.modes import MODE_OF_METHOD, check_mode_options
 from specops.draft.spec import TrainSpec
 from specops.methods import METHODS
+from specops.server_settings import Serving
 from specops.sources.schemes import parse_source
 
 
 def _tagged_union(models: list[type[BaseModel]]):
-    return Annotated[Union[tuple(models)], Field(discriminator="kind")]  # type: ignore[valid-type]
+    # Union over a runtime list: the X | Y spelling cannot take a variable number of members.
+    return Annotated[Union[tuple(models)], Field(discriminator="kind")]  # type: ignore[valid-type]  # noqa: UP007
 
 
 MethodSection = _tagged_union([METHODS.get(n) for n in METHODS.names()])
@@ -52,17 +55,10 @@ class DraftSection(Section):
         return value
 
     @model_validator(mode="after")
-    def _one_origin(self) -> "DraftSection":
+    def _one_origin(self) -> DraftSection:
         if (self.source is None) == (self.train is None):
             raise ValueError("give exactly one of 'source' (a checkpoint) or 'train' (train it here)")
         return self
-
-
-class Serving(Section):
-    host: str = Field("127.0.0.1", description="address servers bind to (loopback unless you say otherwise)")
-    ready_timeout_s: float = Field(600, gt=0, description="deadline for server and model readiness")
-    stop_timeout_s: float = Field(20, gt=0, description="SIGTERM grace before SIGKILL at teardown")
-    request_timeout_s: float = Field(300, gt=0, description="deadline for one smoke/check request")
 
 
 class Benchmark(Section):
@@ -72,7 +68,20 @@ class Benchmark(Section):
     warmup_requests: int = Field(1, ge=0, le=1000)
     output_tokens: int = Field(64, ge=1, le=32_768, description="fixed output length (ignore_eos)")
     concurrency: int = Field(1, ge=1, le=1024)
-    timeout_s: float = Field(1800, gt=0, description="bound on one genai-perf run")
+    timeout_s: float = Field(1800, gt=0, description="bound on one benchmark tool run")
+    tool: str = Field(DEFAULT_TOOL, description=f"the load generator: {', '.join(BENCH_TOOLS.names())}")
+    rounds: int = Field(1, ge=1, le=100, description="measure each variant this many times, alternating "
+                        "speculative and base; the speedup's interval is over prompts and rounds")
+    interleave: bool = Field(False, description="keep both variants' servers up and alternate them round by "
+                             "round (A B A B); false: one variant's rounds, then the other's (on a GPU both "
+                             "servers may not fit at once)")
+
+    @field_validator("tool")
+    @classmethod
+    def _tool(cls, value: str) -> str:
+        if value not in BENCH_TOOLS:
+            raise ValueError(f"unknown benchmark tool {value!r}; allowed: {', '.join(BENCH_TOOLS.names())}")
+        return value
 
     @field_validator("prompts")
     @classmethod
@@ -101,7 +110,7 @@ class Profile(Section):
     comparison: Comparison = Comparison()
 
     @model_validator(mode="after")
-    def _compatible(self) -> "Profile":
+    def _compatible(self) -> Profile:
         spec = BACKENDS.get(self.backend.kind)
         method = self.method.kind
         if not spec.supports(method):
@@ -113,6 +122,10 @@ class Profile(Section):
                 f"allowed with {spec.name!r}: {', '.join(sorted(spec.methods))}{where}"
                 + (f" ({spec.note})" if spec.note else "")
             )
+        tool = BENCH_TOOLS.get(self.benchmark.tool)
+        if tool().pick_api(spec.apis) is None:
+            raise FieldError("benchmark.tool", f"{tool.name} drives {', '.join(a.value for a in tool.apis)}; "
+                             f"backend {spec.name!r} serves {', '.join(a.value for a in spec.apis)}")
         # The backend's support table, for both variants: what it renders on its pinned version.
         self.backend.resolve(self.method)
         self.backend.resolve(METHODS.get("none")())
@@ -146,7 +159,3 @@ class Profile(Section):
         # Frozen model: the resolved mode is written back once, here, at validation.
         resolved = self.draft.model_copy(update={"train": train.model_copy(update={"mode": expected})})
         object.__setattr__(self, "draft", resolved)
-
-    def base_variant(self) -> "Profile":
-        """The same target served with speculation off."""
-        return self.model_copy(update={"method": METHODS.get("none")(), "draft": None})

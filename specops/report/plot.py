@@ -8,7 +8,7 @@ import matplotlib
 matplotlib.use("Agg")  # no display on servers and workers
 import matplotlib.pyplot as plt  # noqa: E402
 
-from specops.report.results import VariantResult  # noqa: E402
+from specops.results.model import RunResult  # noqa: E402
 
 PANELS = [
     ("output_token_throughput_tok_s", "output tokens/s"),
@@ -17,17 +17,19 @@ PANELS = [
 ]
 
 
-def write_plot(path: Path, title: str, results: list[VariantResult]) -> Path:
+def write_plot(path: Path, result: RunResult) -> Path:
     fig, axes = plt.subplots(1, len(PANELS), figsize=(4 * len(PANELS), 3.2))
-    names = [r.variant for r in results]
+    measured = [v for v in result.variants if v.metrics is not None]
+    names = [v.name for v in measured]
     colors = ["#4c72b0" if n == "speculative" else "#999999" for n in names]
     for ax, (key, label) in zip(axes, PANELS):
-        values = [r.metrics.get(key) or 0.0 for r in results]
+        values = [getattr(v.metrics, key) or 0.0 for v in measured]
         bars = ax.bar(names, values, color=colors)
         ax.bar_label(bars, fmt="%.1f", fontsize=8)
         ax.set_title(label, fontsize=9)
         ax.tick_params(labelsize=8)
-    fig.suptitle(title, fontsize=10)
+    speedup = f", {result.speedup.text()}" if result.speedup else ""
+    fig.suptitle(f"{result.profile} ({result.verdict.value}{speedup})", fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)

@@ -1,115 +1,152 @@
-"""comparison.csv and report.md from the variant results."""
+"""comparison.csv and report.md, rendered from the RunResult alone."""
 from __future__ import annotations
 
-from pathlib import Path
+from collections.abc import Callable
 
 import pandas as pd
 
-from specops.lossless import LosslessResult
-from specops.report.results import VariantResult, analytical_bound
+from specops.results.model import RunResult, VariantRecord
 
-# (column in the genai-perf metrics, header in report.md, format)
-SUMMARY_COLUMNS = [
-    ("output_token_throughput_tok_s", "tokens/s", "{:.2f}"),
-    ("time_to_first_token_ms_p50", "TTFT p50 ms", "{:.1f}"),
-    ("inter_token_latency_ms_p50", "ITL p50 ms", "{:.1f}"),
-    ("request_latency_ms_p50", "latency p50 ms", "{:.0f}"),
-    ("request_latency_ms_p99", "latency p99 ms", "{:.0f}"),
-    ("output_sequence_length_avg", "out tokens", "{:.1f}"),
-    ("request_count", "requests", "{:.0f}"),
+# (header in report.md, value of a variant, format)
+Column = tuple[str, Callable[[VariantRecord], float | None], str]
+SUMMARY_COLUMNS: list[Column] = [
+    ("tokens/s", lambda v: v.metrics and v.metrics.output_token_throughput_tok_s, "{:.2f}"),
+    ("TTFT p50 ms", lambda v: v.metrics and v.metrics.time_to_first_token_ms_p50, "{:.1f}"),
+    ("ITL p50 ms", lambda v: v.metrics and v.metrics.inter_token_latency_ms_p50, "{:.1f}"),
+    ("latency p50 ms", lambda v: v.metrics and v.metrics.request_latency_ms_p50, "{:.0f}"),
+    ("latency p99 ms", lambda v: v.metrics and v.metrics.request_latency_ms_p99, "{:.0f}"),
+    ("out tokens", lambda v: v.metrics and v.metrics.output_sequence_length_avg, "{:.1f}"),
+    ("requests", lambda v: v.metrics and v.metrics.request_count, "{:.0f}"),
+    ("acceptance", lambda v: v.acceptance and v.acceptance.acceptance_rate, "{:.1%}"),
+    ("accepted/step", lambda v: v.acceptance and v.acceptance.mean_accepted_per_step, "{:.2f}"),
+    ("CPU s/1k tok", lambda v: v.cost and v.cost.cpu_s_per_1k_tokens, "{:.1f}"),
+    ("GPU J/1k tok", lambda v: v.cost and v.cost.gpu_j_per_1k_tokens, "{:.0f}"),
 ]
-THROUGHPUT = "output_token_throughput_tok_s"
 
 
-def speedup(results: list[VariantResult]) -> float | None:
-    by_variant = {r.variant: r for r in results}
-    spec, base = by_variant.get("speculative"), by_variant.get("base")
-    if not spec or not base or not base.metrics.get(THROUGHPUT):
-        return None
-    return spec.metrics[THROUGHPUT] / base.metrics[THROUGHPUT]
+def variant_row(result: RunResult, v: VariantRecord) -> dict:
+    row: dict = {"variant": v.name, "method": v.method, "model": v.model}
+    row |= v.metrics.model_dump() if v.metrics else {}
+    acc = v.acceptance
+    live = acc if acc is not None and acc.available else None
+    # The same columns on every row (None where not measured), so runs concatenate.
+    row |= {"acceptance_source": acc.source if acc is not None else None,
+            "num_drafts": live and live.num_drafts, "num_draft_tokens": live and live.num_draft_tokens,
+            "num_accepted_tokens": live and live.num_accepted_tokens,
+            "acceptance_rate": live and live.acceptance_rate,
+            "mean_accepted_per_step": live and live.mean_accepted_per_step,
+            "tokens_per_step": live and live.tokens_per_step, "engine_step_s": live and live.step_seconds,
+            "draft_s_per_step": live and live.draft_seconds_per_step,
+            "accepted_per_position": " ".join(f"{r:.3f}" for r in live.position_rates or []) if live else None}
+    row |= {"cpu_s_per_1k_tokens": v.cost and v.cost.cpu_s_per_1k_tokens,
+            "gpu_j_per_1k_tokens": v.cost and v.cost.gpu_j_per_1k_tokens}
+    s = result.speedup
+    spec = v.name == "speculative"
+    row |= {"speedup_vs_base": (s.point if spec else 1.0) if s else None,
+            "speedup_low": s.low if s and spec else None, "speedup_high": s.high if s and spec else None,
+            "speedup_bound": result.bound if spec else None, "rounds": result.benchmark.rounds,
+            "valid": result.verdict.value, "status": result.status.value}
+    return row
 
 
-def bound(results: list[VariantResult]) -> float | None:
-    by_variant = {r.variant: r for r in results}
-    spec, base = by_variant.get("speculative"), by_variant.get("base")
-    return analytical_bound(spec.acceptance if spec else None, base.acceptance if base else None)
-
-
-def comparison_frame(results: list[VariantResult], lossless: LosslessResult | None) -> pd.DataFrame:
-    frame = pd.DataFrame([r.row() for r in results])
-    ratio = speedup(results)
-    frame["speedup_vs_base"] = [ratio if r.variant == "speculative" else (1.0 if ratio else None) for r in results]
-    limit = bound(results)
-    frame["speedup_bound"] = [limit if r.variant == "speculative" else None for r in results]
-    frame["valid"] = [verdict(lossless)[0]] * len(results)
-    return frame
-
-
-def verdict(lossless: LosslessResult | None) -> tuple[str, list[str]]:
-    if lossless is None:
-        return "UNCHECKED", ["the lossless check did not run (comparison.baseline is false or no prompts)"]
-    if lossless.valid:
-        return "VALID", [f"{lossless.compared} prompts identical at temperature 0"]
-    reasons = list(lossless.reasons)
-    if lossless.first is not None:
-        d = lossless.first
-        reasons.append(
-            f"{lossless.mismatches}/{lossless.compared} prompts differ; first at prompt {d.prompt_index}, "
-            f"character {d.position}: base {d.base!r} vs speculative {d.speculative!r}"
-        )
-    return "INVALID", reasons
+def comparison_frame(result: RunResult) -> pd.DataFrame:
+    rows = [variant_row(result, v) for v in result.variants]
+    if not rows:  # a run that failed before measuring still gets a row saying so
+        rows = [{"variant": None, "valid": result.verdict.value, "status": result.status.value}]
+    return pd.DataFrame(rows)
 
 
 def _fmt(value, pattern: str) -> str:
-    return "-" if value is None or pd.isna(value) else pattern.format(value)
+    return "-" if value is None or (isinstance(value, float) and pd.isna(value)) else pattern.format(value)
 
 
-def markdown_table(results: list[VariantResult]) -> str:
-    ratio = speedup(results)
-    headers = ["variant", "method"] + [h for _, h, _ in SUMMARY_COLUMNS] + ["speedup", "acceptance", "accepted/step"]
+def markdown_table(result: RunResult) -> str:
+    headers = ["variant", "method"] + [h for h, _, _ in SUMMARY_COLUMNS] + ["speedup"]
     lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
-    for r in results:
-        acc = r.acceptance
-        cells = [r.variant, r.method] + [_fmt(r.metrics.get(k), f) for k, _, f in SUMMARY_COLUMNS]
-        cells.append(_fmt(ratio if r.variant == "speculative" else (1.0 if ratio else None), "{:.2f}x"))
-        cells.append(_fmt(acc.acceptance_rate if acc else None, "{:.1%}"))
-        cells.append(_fmt(acc.mean_accepted_per_step if acc else None, "{:.2f}"))
+    s = result.speedup
+    for v in result.variants:
+        cells = [v.name, v.method] + [_fmt(get(v), f) for _, get, f in SUMMARY_COLUMNS]
+        cells.append(_fmt((s.point if v.name == "speculative" else 1.0) if s else None, "{:.2f}x"))
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
-def report_markdown(title: str, results: list[VariantResult], lossless: LosslessResult | None, notes: list[str]) -> str:
-    status, reasons = verdict(lossless)
-    ratio = speedup(results)
-    parts = [
-        f"# {title}",
-        "",
-        f"**{status}**" + (f" · speedup vs base: **{ratio:.2f}x** (output tokens/s, genai-perf)" if ratio else "")
-        + (f" · analytical bound {bound(results):.2f}x (measured acceptance and engine step costs; "
-           f"{ratio / bound(results):.0%} of it reached)" if ratio and bound(results) else ""),
-        "",
-        *[f"- {r}" for r in reasons],
-        "",
-        markdown_table(results),
-        "",
-    ]
-    acc_sources = sorted({r.acceptance.source for r in results
-                          if r.acceptance and r.acceptance.available and r.method != "none"})
-    if acc_sources:
-        parts += [f"Acceptance from {', '.join(acc_sources)}: acceptance = accepted / drafted tokens; "
-                  "accepted/step = 1 + accepted tokens per verification step.", ""]
-    missing = sorted({r.acceptance.source for r in results if r.acceptance and not r.acceptance.available})
-    if missing:
-        parts += [*missing, ""]
-    parts += [f"- {n}" for n in notes]
+def headline(result: RunResult) -> str:
+    parts = [f"**{result.verdict.value}**"]
+    s = result.speedup
+    if s is not None:
+        parts.append(f"speedup vs base: **{s.text()}** (paired output tokens/s, {result.benchmark.tool}; "
+                     f"{s.level:.0%} interval over {s.resampled})")
+    bound = result.bound
+    if s is not None and bound:
+        parts.append(f"analytical bound {bound:.2f}x (measured acceptance and engine step costs; "
+                     f"{s.point / bound:.0%} of it reached)")
+    return " · ".join(parts)
+
+
+def failure_lines(result: RunResult) -> list[str]:
+    f = result.failure
+    if f is None:
+        return []
+    where = f.step + (f" ({f.variant})" if f.variant else "")
+    lines = [f"The run FAILED at **{where}**:", "", "```text", f.error, "```", "", "Logs:"]
+    return lines + [f"- {path}" for path in f.logs] + [""]
+
+
+def cost_lines(result: RunResult) -> list[str]:
+    costs = {v.name: v.cost for v in result.variants if v.cost is not None}
+    if not costs:
+        return []
+    spec, base = costs.get("speculative"), costs.get("base")
+    lines = []
+    if spec and base and spec.cpu_s_per_1k_tokens and base.cpu_s_per_1k_tokens:
+        lines.append(f"Cost: {spec.cpu_s_per_1k_tokens:.1f} CPU-seconds per 1,000 output tokens speculative vs "
+                     f"{base.cpu_s_per_1k_tokens:.1f} base ({spec.cpu_s_per_1k_tokens / base.cpu_s_per_1k_tokens:.2f}x)"
+                     f", {spec.cpu_source}.")
+    if spec and base and spec.gpu_j_per_1k_tokens and base.gpu_j_per_1k_tokens:
+        lines.append(f"GPU energy: {spec.gpu_j_per_1k_tokens:.0f} J per 1,000 output tokens speculative vs "
+                     f"{base.gpu_j_per_1k_tokens:.0f} base, {spec.gpu_source}.")
+    elif any(c.gpu_source for c in costs.values()):
+        lines.append(f"GPU energy: not measured ({next(c.gpu_source for c in costs.values() if c.gpu_source)}).")
+    return lines + [""] if lines else []
+
+
+def acceptance_lines(result: RunResult) -> list[str]:
+    found = [v.acceptance for v in result.variants if v.acceptance is not None]
+    sources = sorted({a.source for a in found if a.available and a.num_drafts})
+    lines = []
+    if sources:
+        lines.append(f"Acceptance from {', '.join(sources)}: acceptance = accepted / drafted tokens; "
+                     "accepted/step = 1 + accepted tokens per verification step.")
+    for a in found:
+        if a.available and a.position_rates:
+            rates = ", ".join(f"{r:.0%}" for r in a.position_rates)
+            lines.append(f"Accepted at draft position 1..{len(a.position_rates)}: {rates}.")
+    lines += sorted({a.source for a in found if not a.available})
+    return lines + [""] if lines else []
+
+
+def notes(result: RunResult) -> list[str]:
+    b, ph = result.benchmark, result.phases
+    measured = ", ".join(f"{k} {v:.1f}s" for k, v in ph.phase_s.items())
+    out = [f"{b.tool} {b.tool_version or ''} over {b.api}: {b.num_requests} requests (+{b.warmup_requests} warm-up) x "
+           f"{b.rounds} round(s){', interleaved' if b.interleave and b.rounds > 1 else ''}, {b.output_tokens} output "
+           f"tokens, concurrency {b.concurrency}, prompts: {b.prompts}",
+           f"served by {result.served.framework or result.served.backend}"
+           + (f" in {result.served.image}" if result.served.image else "")
+           + "".join(f"; {tool} {version}" for tool, version in result.served.servers.items()),
+           f"flow wall {ph.wall_s:.1f}s; {measured}; orchestration overhead {ph.overhead_s:.1f}s"]
+    if result.cached_steps:
+        out.append("cached: " + ", ".join(f"{k} {'hit' if hit else 'miss'}" for k, hit in result.cached_steps.items()))
+    return out + list(b.notes) + list(result.notes)
+
+
+def report_markdown(result: RunResult) -> str:
+    parts = [f"# {result.profile} - {result.run_id}", "", headline(result), "",
+             *failure_lines(result),
+             *[f"- {r}" for r in result.reasons], ""]
+    if result.variants:
+        parts += [markdown_table(result), ""]
+    parts += acceptance_lines(result) + cost_lines(result)
+    parts += [f"- {n}" for n in notes(result)]
     return "\n".join(parts).rstrip() + "\n"
-
-
-def write_tables(run_path: Path, title: str, results: list[VariantResult], lossless: LosslessResult | None,
-                 notes: list[str]) -> tuple[Path, Path, str]:
-    csv_path = run_path / "comparison.csv"
-    comparison_frame(results, lossless).to_csv(csv_path, index=False)
-    md = report_markdown(title, results, lossless, notes)
-    md_path = run_path / "report.md"
-    md_path.write_text(md)
-    return csv_path, md_path, md

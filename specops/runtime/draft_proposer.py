@@ -51,7 +51,7 @@ class DraftModelProposer(Proposer):
         return self.options.num_speculative_tokens
 
     def bind(self, target, tokenizer) -> None:
-        from specops.draft.vocab import check_same_vocabulary
+        from specops.runtime.vocab import check_same_vocabulary
 
         check_same_vocabulary(Path(self.options.draft_dir), tokenizer, target.config)
 

@@ -7,8 +7,8 @@ is a plain one-token decode, so a method that finds nothing to propose costs not
 """
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
 import time
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +26,7 @@ class DecodingEngine:
     """Thread-safe for concurrent generate() calls: all per-request state is local."""
 
     def __init__(self, model, tokenizer, proposer: Proposer, method: str,
-                 adaptive_draft_length: bool = False) -> None:
+                 adaptive_draft_length: bool = False, relaxed_topk: int | None = None) -> None:
         self.model = model
         self.tokenizer = tokenizer
         self.proposer = proposer
@@ -35,6 +35,12 @@ class DecodingEngine:
         # Adaptive: each step's draft length is chosen from measured costs and acceptance,
         # up to the method's num_speculative_tokens; fixed: always that many.
         self.policy = DraftLengthPolicy(proposer.max_draft) if adaptive_draft_length and proposer.max_draft else None
+        # Lossy on purpose when set: a draft token among the target's top-k is kept even where the
+        # target would have picked another, as relaxed-acceptance schemes do (outputs then differ
+        # from plain decoding, and the lossless check must say so).
+        if relaxed_topk is not None and relaxed_topk < 1:
+            raise ValueError(f"relaxed_topk must be >= 1, got {relaxed_topk}")
+        self.relaxed_topk = relaxed_topk if relaxed_topk and relaxed_topk > 1 else None
         self.eos_ids = _eos_ids(model)
         self.max_positions = getattr(model.config, "max_position_embeddings", None)
 
@@ -46,6 +52,7 @@ class DecodingEngine:
         options: Mapping[str, Any] | None = None,
         threads: int = 1,
         adaptive_draft_length: bool = False,
+        relaxed_topk: int | None = None,
     ) -> DecodingEngine:
         """Load an HF checkpoint in fp32 for CPU inference with the given speculation method."""
         from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -59,7 +66,7 @@ class DecodingEngine:
         model.eval()
         use_verify_gemm(model)
         proposer.bind(model, tokenizer)
-        return cls(model, tokenizer, proposer, method, adaptive_draft_length)
+        return cls(model, tokenizer, proposer, method, adaptive_draft_length, relaxed_topk)
 
     # Counters, read one at a time; counters.snapshot() reads them all consistently.
     num_drafts = property(lambda self: self.counters.num_drafts)
@@ -100,8 +107,8 @@ class DecodingEngine:
         out: list[int] = []
         prompt_ids = self._start_ids(list(prompt_ids))
         budget = self._budget(len(prompt_ids), max_tokens)
-        for out, _ in self._decode(prompt_ids, budget, Sampler(**sampling), ignore_eos):
-            pass
+        for so_far, _ in self._decode(prompt_ids, budget, Sampler(**sampling), ignore_eos):
+            out = so_far
         return list(out)
 
     def _encode(self, prompt: str) -> list[int]:
@@ -192,6 +199,8 @@ class DecodingEngine:
         # draft reproduces plain decoding exactly: greedily token for token, else in law.
         for pos in range(len(drafts) + 1):
             token = sampler.pick(logits[pos])
+            if pos < len(drafts) and token != drafts[pos] and self._relaxed_accepts(logits[pos], drafts[pos]):
+                token = drafts[pos]
             emitted.append(token)
             if pos == len(drafts) or token != drafts[pos]:
                 break
@@ -202,6 +211,9 @@ class DecodingEngine:
         if self.proposer.needs_hidden:
             hidden = tuple(h[:, :len(emitted)] for h in out.hidden_states)
         return emitted, hidden
+
+    def _relaxed_accepts(self, logits, draft: int) -> bool:
+        return self.relaxed_topk is not None and draft in torch.topk(logits, self.relaxed_topk).indices.tolist()
 
     def _truncate(self, emitted: list[int], remaining: int,
                   ignore_eos: bool) -> tuple[list[int], bool]:

@@ -56,12 +56,17 @@ class TritonPythonModel:
         config = json.loads(args["model_config"])
         params = {k: v["string_value"] for k, v in config.get("parameters", {}).items()}
         engine_class = _load_engine_class(params.get(vllm_io.PARAM_ENGINE, vllm_io.DEFAULT_ENGINE))
+        # Optional settings reach the engine only when set, so engines without them still load.
+        optional = {}
+        if vllm_io.PARAM_RELAXED_TOPK in params:
+            optional["relaxed_topk"] = int(params[vllm_io.PARAM_RELAXED_TOPK])
         self.engine = engine_class.load(
             Path(params[vllm_io.PARAM_MODEL_DIR]),
             params[vllm_io.PARAM_METHOD],
             json.loads(params.get(vllm_io.PARAM_METHOD_OPTIONS) or "{}"),
             threads=int(params.get(vllm_io.PARAM_THREADS, "1")),
             adaptive_draft_length=params.get(vllm_io.PARAM_ADAPTIVE, "false") == "true",
+            **optional,
         )
         self.metrics = _SpecMetrics({"model": args["model_name"], "version": args["model_version"]})
         # Requests are generated one at a time on a worker thread, so the stub's main thread

@@ -15,8 +15,8 @@ import subprocess
 import sys
 import tempfile
 import zipfile
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Callable, Iterator
 
 from specops.sources.base import ModelArtifact, hash_dir, hash_file
 

@@ -1,8 +1,8 @@
 """Adapters from a parsed source reference to each scheme's fetch function."""
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from specops.sources.base import ModelArtifact
 from specops.sources.embedded import fetch_embedded

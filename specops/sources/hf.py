@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from specops.sources.base import ModelArtifact, hash_dir
 

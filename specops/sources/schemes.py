@@ -7,13 +7,14 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from specops.registry import Registry
 from specops.sources.base import ModelArtifact
-from specops.sources.hf import SCHEME as HF_SCHEME, parse_hf_uri
+from specops.sources.hf import SCHEME as HF_SCHEME
+from specops.sources.hf import parse_hf_uri
 
 EMBEDDED_MODELS = ("smollm2-135m",)
 

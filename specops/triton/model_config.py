@@ -72,6 +72,7 @@ def python_generate_config(
     engine: str | None = None,
     instances: int = 1,
     adaptive_draft_length: bool = False,
+    relaxed_topk: int | None = None,
 ) -> ModelConfig:
     """Config of our Python-backend generation model (`specops/runtime/triton_model.py`).
 
@@ -91,6 +92,8 @@ def python_generate_config(
         vllm_io.PARAM_THREADS: str(threads),
         vllm_io.PARAM_ADAPTIVE: "true" if adaptive_draft_length else "false",
     }
+    if relaxed_topk is not None:
+        params[vllm_io.PARAM_RELAXED_TOPK] = str(relaxed_topk)
     if engine:
         params[vllm_io.PARAM_ENGINE] = engine
     return set_string_parameters(config, params)

@@ -14,10 +14,10 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from specops import processes as proc
+from specops.secrets import scrubbed_env
 from specops.triton import client
 from specops.triton.backend_dir import TritonDist, assemble_backend_dir, triton_dist
 from specops.triton.endpoint import Endpoint
-from specops.secrets import scrubbed_env
 
 log = logging.getLogger(__name__)
 

@@ -15,6 +15,7 @@ PARAM_METHOD = "method"
 PARAM_METHOD_OPTIONS = "method_options"  # JSON object
 PARAM_THREADS = "threads"
 PARAM_ADAPTIVE = "adaptive_draft_length"  # "true": draft length chosen per step from measurements
+PARAM_RELAXED_TOPK = "relaxed_topk"  # lossy acceptance: a draft within the target's top-k is kept
 PARAM_ENGINE = "engine"  # "module:Class" with a DecodingEngine-like `load`; optional
 DEFAULT_ENGINE = "specops.runtime.engine:DecodingEngine"
 

@@ -12,3 +12,7 @@ def embedded_model():
     from specops.sources.embedded import fetch_embedded
 
     return fetch_embedded(SHARED_CACHE, log=lambda m: None)
+
+
+# A real PostgreSQL server for the results store and for runs that record into it.
+from tests.integration.postgres import fresh_postgres_url, postgres_server, postgres_url  # noqa: E402,F401

@@ -10,7 +10,7 @@ import json
 import pytest
 import yaml
 
-from specops.plan import format_plan
+from specops.pipeline.plan import format_plan
 from specops.profile.loader import load_profile
 from tests.reference import REFERENCE
 from tests.seeds import (

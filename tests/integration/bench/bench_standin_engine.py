@@ -21,7 +21,7 @@ class RecordingEchoEngine:
 
     @classmethod
     def load(cls, model_dir: Path, method: str, options: dict, threads: int = 1,
-             adaptive_draft_length: bool = False) -> "RecordingEchoEngine":
+             adaptive_draft_length: bool = False) -> RecordingEchoEngine:
         record = options.get("record_path")
         return cls(float(options.get("delay_s", 0.0)), Path(record) if record else None)
 

@@ -14,9 +14,9 @@ from specops.bench.prompts import humaneval_path, load_prompts
 from specops.draft.conversations import DataFileError
 from specops.draft.spec import TrainSpec
 from specops.draft.train import RESULT_FILE, train_draft
-from specops.draft.vocab import VocabularyMismatch, check_same_vocabulary
 from specops.runtime.engine import DecodingEngine
 from specops.runtime.proposers import make_proposer
+from specops.runtime.vocab import VocabularyMismatch, check_same_vocabulary
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 

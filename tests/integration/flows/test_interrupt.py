@@ -29,7 +29,7 @@ def wait_for(path: Path, timeout_s: float, proc: subprocess.Popen, output: Path)
 def test_interrupt_during_benchmark_cleans_up(sig, embedded_model, tmp_path, sigint_interrupts):
     env = service_env(tmp_path)
     run_dir = tmp_path / "artifacts" / "ngram-local" / "interrupted"
-    args = [sys.executable, "-m", "specops.cli", "run", "ngram-local", "--run-id", "interrupted",
+    args = [sys.executable, "-m", "cli", "run", "ngram-local", "--run-id", "interrupted",
             "--set", "benchmark.num_requests=200", "--set", "benchmark.output_tokens=64",
             "--set", "comparison.lossless_prompts=1", "--set", "comparison.lossless_max_tokens=8"]
     output = tmp_path / "specops-run.log"  # a file, not a pipe: nobody reads while it runs
@@ -37,7 +37,7 @@ def test_interrupt_during_benchmark_cleans_up(sig, embedded_model, tmp_path, sig
         proc = subprocess.Popen(args, cwd=REPO_ROOT, env=env, stdout=sink, stderr=subprocess.STDOUT,
                                 start_new_session=True)
     try:
-        wait_for(run_dir / "logs" / "genai-perf-speculative.log", 600, proc, output)
+        wait_for(run_dir / "logs" / "bench-speculative-round0.log", 600, proc, output)
         time.sleep(8)  # genai-perf is past its start-up and perf_analyzer is sending requests
         assert processes_mentioning(str(run_dir)), "the server should be running during the benchmark"
         record = json.loads((run_dir / "servers" / "speculative.json").read_text())
@@ -50,6 +50,8 @@ def test_interrupt_during_benchmark_cleans_up(sig, embedded_model, tmp_path, sig
     out = output.read_text()
     assert proc.returncode != 0, out[-2000:]
     assert (run_dir / "logs" / "server-speculative.log").stat().st_size > 0  # logs are kept
+    report = (run_dir / "report.md").read_text()  # an interrupted run is reported as failed, where it stopped
+    assert "**FAILED**" in report and "The run FAILED at **benchmark (speculative)**" in report, report
     deadline = time.monotonic() + 10
     while processes_mentioning(str(run_dir)) and time.monotonic() < deadline:
         time.sleep(0.2)

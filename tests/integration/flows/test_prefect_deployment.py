@@ -127,7 +127,7 @@ def test_cancelling_during_benchmark_leaves_nothing_behind(prefect_server, embed
                                       stderr=subprocess.STDOUT, start_new_session=True)
         try:
             deadline = time.monotonic() + 600
-            while not (run_dir / "logs" / "genai-perf-speculative.log").exists():
+            while not (run_dir / "logs" / "bench-speculative-round0.log").exists():
                 assert time.monotonic() < deadline and worker.poll() is None, log.read_text()[-3000:]
                 time.sleep(1)
             time.sleep(8)

@@ -1,14 +1,22 @@
-"""`specops run ngram-local` end to end on real components (tritonserver, genai-perf, SmolLM2),
-shrunk by overrides; then the same run again, which must take download and render from cache."""
+"""`specops run ngram-local` end to end on real components (tritonserver, genai-perf, SmolLM2, SQLite and
+PostgreSQL), shrunk by overrides. Five runs share one artifacts root and model cache:
+
+- first: 2 interleaved rounds, recorded into a real PostgreSQL ($SPECOPS_RESULTS_URL);
+- second: the same profile again, recorded into the default SQLite file; download and render cached;
+- retuned: one speculative setting changed, so only the speculative repository is rendered again;
+- lossy: relaxed acceptance on the embedded engine, whose outputs really diverge: INVALID, exit 3;
+- broken: a real fault (a readiness deadline no server meets): FAILED at serve, exit 1, still reported.
+"""
 from __future__ import annotations
 
 import json
-import re
 import subprocess
 import sys
 
 import pandas as pd
+import psutil
 import pytest
+from sqlalchemy import create_engine, text
 
 from tests.integration.support import REPO_ROOT, service_env
 
@@ -16,73 +24,150 @@ pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 SHRINK = ["benchmark.num_requests=3", "benchmark.warmup_requests=0", "benchmark.output_tokens=24",
           "comparison.lossless_prompts=3", "comparison.lossless_max_tokens=32"]
+RUNS = {
+    "first": ["benchmark.rounds=2", "benchmark.interleave=true"],
+    "second": ["benchmark.rounds=2", "benchmark.interleave=true"],
+    "retuned": ["benchmark.rounds=2", "benchmark.interleave=true", "method.prompt_lookup_max=2"],
+    # A draft among the target's top-4 is kept: the speculative text departs from greedy decoding.
+    "lossy": ["backend.relaxed_topk=4", "comparison.lossless_max_tokens=64"],
+    # The embedded model takes seconds to load; nothing is ready within a tenth of one.
+    "broken": ["serving.ready_timeout_s=0.1"],
+}
+
+
+def specops(env, *args: str, timeout: float = 1200) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "cli", *args], cwd=REPO_ROOT, env=env, capture_output=True,
+                          text=True, timeout=timeout)
 
 
 def specops_run(env, run_id: str) -> subprocess.CompletedProcess:
-    args = [sys.executable, "-m", "specops.cli", "run", "ngram-local", "--run-id", run_id]
-    for item in SHRINK:
+    args = ["run", "ngram-local", "--run-id", run_id]
+    for item in SHRINK + RUNS[run_id]:
         args += ["--set", item]
-    return subprocess.run(args, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=1200)
+    return specops(env, *args)
 
 
 @pytest.fixture(scope="module")
-def two_runs(embedded_model, tmp_path_factory):
+def runs(embedded_model, tmp_path_factory, postgres_url):
     tmp = tmp_path_factory.mktemp("specdec-cli")
     env = service_env(tmp)
-    first = specops_run(env, "first")
-    assert first.returncode == 0, first.stdout[-4000:] + first.stderr[-4000:]
-    second = specops_run(env, "second")
-    assert second.returncode == 0, second.stdout[-4000:] + second.stderr[-4000:]
-    return tmp / "artifacts" / "ngram-local", first, second
+    done = {"first": specops_run(env | {"SPECOPS_RESULTS_URL": postgres_url}, "first")}
+    for run_id in ("second", "retuned", "lossy", "broken"):
+        done[run_id] = specops_run(env, run_id)
+    return tmp / "artifacts", env, postgres_url, done
 
 
-def test_report_has_measured_rows_speedup_and_verdict(two_runs):
-    runs, first, _ = two_runs
-    run = runs / "first"
+def output(proc: subprocess.CompletedProcess) -> str:
+    return proc.stdout[-4000:] + proc.stderr[-4000:]
+
+
+def manifest(artifacts, run_id: str) -> dict:
+    return json.loads((artifacts / "ngram-local" / run_id / "manifest.json").read_text())
+
+
+def test_report_has_measured_rows_and_the_speedup_with_its_interval(runs):
+    artifacts, _, _, done = runs
+    assert done["first"].returncode == 0, output(done["first"])
+    run = artifacts / "ngram-local" / "first"
     frame = pd.read_csv(run / "comparison.csv")
-    assert set(frame["variant"]) == {"speculative", "base"}
-    assert (frame["output_token_throughput_tok_s"] > 0).all()
-    assert (frame["request_count"] == 3).all()
-    spec = frame[frame.variant == "speculative"].iloc[0]
-    base = frame[frame.variant == "base"].iloc[0]
-    assert spec["speedup_vs_base"] == pytest.approx(
-        spec["output_token_throughput_tok_s"] / base["output_token_throughput_tok_s"])
+    assert list(frame["variant"]) == ["speculative", "base"]
+    assert (frame["output_token_throughput_tok_s"] > 0).all() and (frame["request_count"] == 6).all()
+    spec = frame.iloc[0]
+    assert spec["speedup_low"] <= spec["speedup_vs_base"] <= spec["speedup_high"]
     assert spec["num_draft_tokens"] > 0 and 0 <= spec["num_accepted_tokens"] <= spec["num_draft_tokens"]
-    assert frame["valid"].iloc[0] == "VALID"
+    assert (frame["cpu_s_per_1k_tokens"] > 0).all() and frame["valid"].iloc[0] == "VALID"
+    result = manifest(artifacts, "first")
+    s = result["speedup"]
+    assert (s["prompts"], s["rounds"], s["resampled"]) == (3, 2, "rounds within prompts")
+    assert len(result["variants"][0]["samples"]) == 6 and result["status"] == "ok"
     report = (run / "report.md").read_text()
-    assert "**VALID**" in report and "speedup vs base" in report
-    assert f"report: {run / 'report.md'}" in first.stdout
-    assert "orchestration overhead" in first.stdout
+    assert f"**{s['point']:.2f}x ({s['low']:.2f}-{s['high']:.2f}, 3 prompts x 2 rounds)**" in report
+    assert "CPU-seconds per 1,000 output tokens speculative vs" in report
+    assert f"report: {run / 'report.md'}" in done["first"].stdout and "orchestration overhead" in done["first"].stdout
 
 
-def test_run_directory_holds_everything(two_runs):
-    run = two_runs[0] / "first"
+def test_run_directory_holds_everything(runs):
+    artifacts = runs[0]
+    run = artifacts / "ngram-local" / "first"
     for rel in ["profile.yaml", "manifest.json", "comparison.png", "logs/server-speculative.log",
-                "logs/server-base.log", "logs/genai-perf-base.log", "check/lossless.json",
+                "logs/server-base.log", "logs/bench-base-round1.log", "check/lossless.json",
                 "repository/speculative/speculative/config.pbtxt", "repository/base/base/1/model.py"]:
         assert (run / rel).is_file(), rel
-    assert list((run / "genai-perf" / "speculative").rglob("profile_export_genai_perf.json"))
-    manifest = json.loads((run / "manifest.json").read_text())
-    target = manifest["models"]["target"]
+    assert list((run / "bench" / "speculative" / "round-1").rglob("profile_export.json"))
+    result = manifest(artifacts, "first")
+    target = result["models"][0]
     assert target["source"] == "embedded:smollm2-135m" and len(target["sha256"]) == 64 and target["revision"]
-    assert manifest["packages"]["genai-perf"] == "0.0.16" and manifest["packages"]["tritonclient"] == "2.51.0"
-    assert manifest["tools"]["tritonserver"].startswith("2.51")
+    assert result["software"]["packages"]["genai-perf"] == "0.0.16"
+    assert result["served"]["servers"]["tritonserver"].startswith("2.51")
+    assert result["host"]["cores"] >= 1 and result["host"]["cpu_model"]
     lossless = json.loads((run / "check" / "lossless.json").read_text())
     assert lossless["valid"] and lossless["compared"] == 3
 
 
-def test_second_run_takes_download_and_render_from_cache(two_runs):
-    _, first, second = two_runs
-    cached = re.findall(r"Task run '(download_model|render_repository)-\w+' - Finished in state Cached", second.stdout + second.stderr)
-    assert sorted(cached) == ["download_model", "render_repository", "render_repository"], second.stdout[-3000:]
-    fresh = re.findall(r"Task run '(download_model|render_repository)-\w+' - Finished in state Completed", first.stdout + first.stderr)
-    assert len(fresh) == 3
+def test_runs_are_recorded_in_postgresql_and_sqlite(runs):
+    artifacts, _, postgres_url, done = runs
+    with create_engine(postgres_url).connect() as db:
+        rows = db.execute(text("SELECT run_id, status, speedup FROM runs")).all()
+    assert [(r.run_id, r.status) for r in rows] == [("first", "ok")] and rows[0].speedup > 0
+    with create_engine(f"sqlite:///{artifacts / 'results.db'}").connect() as db:
+        rows = dict(db.execute(text("SELECT run_id, status FROM runs")).all())
+    assert rows == {"second": "ok", "retuned": "ok", "lossy": "invalid", "broken": "failed"}
 
 
-def test_no_server_left_behind(two_runs):
-    import psutil
+def test_a_changed_speculative_setting_renders_again_while_the_download_stays_cached(runs):
+    artifacts, _, _, done = runs
+    assert done["second"].returncode == 0 and done["retuned"].returncode == 0, output(done["retuned"])
+    first, second, retuned = (manifest(artifacts, r)["cached_steps"] for r in ("first", "second", "retuned"))
+    assert not any(first.values()), first
+    assert all(second.values()), second
+    assert retuned == {"download target": True, "build speculative": False, "render speculative": False,
+                       "build base": True, "render base": True}
 
-    runs = str(two_runs[0])
+
+def test_a_diverging_speculative_engine_makes_the_run_invalid(runs):
+    artifacts, _, _, done = runs
+    assert done["lossy"].returncode == 3, output(done["lossy"])
+    run = artifacts / "ngram-local" / "lossy"
+    assert "**INVALID**" in (run / "report.md").read_text()
+    assert set(pd.read_csv(run / "comparison.csv")["valid"]) == {"INVALID"}
+    lossless = json.loads((run / "check" / "lossless.json").read_text())
+    assert not lossless["valid"] and lossless["mismatches"] >= 1
+    result = manifest(artifacts, "lossy")
+    assert result["status"] == "invalid" and result["lossless"]["mismatches"] == lossless["mismatches"]
+
+
+def test_a_failed_run_is_reported_and_recorded(runs):
+    artifacts, _, _, done = runs
+    broken = done["broken"]
+    assert broken.returncode == 1, output(broken)
+    assert "ngram-local FAILED at serve (speculative)" in broken.stderr
+    run = artifacts / "ngram-local" / "broken"
+    report = (run / "report.md").read_text()
+    assert "**FAILED**" in report and "The run FAILED at **serve (speculative)**" in report
+    assert str(run / "logs" / "server-speculative.log") in report
+    result = manifest(artifacts, "broken")
+    assert result["status"] == "failed" and result["failure"]["step"] == "serve" and not result["variants"]
+
+
+def test_history_and_compare(runs):
+    _, env, _, _ = runs
+    history = specops(env, "history", "ngram-local", timeout=120)
+    assert history.returncode == 0, output(history)
+    lines = history.stdout.splitlines()
+    order = [next(i for i, line in enumerate(lines) if f" {r} " in line) for r in ("broken", "lossy", "second")]
+    assert order == sorted(order)  # newest first
+    assert "FAILED" in lines[order[0]] and "INVALID" in lines[order[1]]
+    assert " prompts x 2 rounds)" in lines[order[2]] or "x2" in lines[order[2]]
+    compare = specops(env, "compare", "second", "retuned", timeout=120)
+    assert compare.returncode == 0, output(compare)
+    assert "second" in compare.stdout and "retuned" in compare.stdout
+    assert any(line.startswith("*") and "overrides" in line for line in compare.stdout.splitlines())
+    missing = specops(env, "compare", "second", "nope", timeout=120)
+    assert missing.returncode == 1 and "nope" in missing.stderr
+
+
+def test_no_server_left_behind(runs):
+    root = str(runs[0])
     leftovers = [p.info for p in psutil.process_iter(["pid", "name", "cmdline"])
-                 if runs in " ".join(p.info["cmdline"] or [])]
+                 if root in " ".join(p.info["cmdline"] or [])]
     assert leftovers == []

@@ -35,7 +35,7 @@ TASK = r"Task run '(\w+)-\w+' - Finished in state (Cached|Completed)"
 
 
 def specops_run(env, profile: str, run_id: str) -> subprocess.CompletedProcess:
-    args = [sys.executable, "-m", "specops.cli", "run", profile, "--run-id", run_id]
+    args = [sys.executable, "-m", "cli", "run", profile, "--run-id", run_id]
     for item in SHRINK:
         args += ["--set", item]
     proc = subprocess.run(args, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=1800)
@@ -77,7 +77,8 @@ def test_profile_trains_serves_and_reports_valid(runs, profile):
     trained = json.loads((run / "train_result.json").read_text())
     assert trained["steps"] == 3 and trained["train_seconds"] > 0 and "acceptance_rate" in trained["acceptance"]
     manifest = json.loads((run / "manifest.json").read_text())
-    assert manifest["models"]["draft"]["source"] == f"trained:{trained['mode']}"
+    draft = next(m for m in manifest["models"] if m["role"] == "draft")
+    assert draft["source"] == f"trained:{trained['mode']}"
     assert states(done[profile])["train_draft_module"] == ["Completed"]
 
 

@@ -23,7 +23,7 @@ class StandinEchoEngine:
 
     @classmethod
     def load(cls, model_dir: Path, method: str, options: dict, threads: int = 1,
-             adaptive_draft_length: bool = False) -> "StandinEchoEngine":
+             adaptive_draft_length: bool = False) -> StandinEchoEngine:
         if options.get("fail_load"):
             raise RuntimeError(f"stand-in engine refused to load {model_dir} ({method})")
         return cls(delay_s=float(options.get("delay_s", 0.0)))

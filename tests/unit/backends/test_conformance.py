@@ -13,10 +13,12 @@ import specops.backends.trtllm as trtllm_module
 import specops.backends.trtllm_engine_commands as commands
 import specops.backends.vllm as vllm_module
 from specops.backends import BACKENDS
-from specops.backends.base import load_backend, variants_of
 from specops.bench.genai_perf_payload import payloads, requests
-from specops.benchmark import genai_perf_request
+from specops.bench.genai_perf_tool import GenaiPerf
+from specops.pipeline.backend import backend_for
+from specops.pipeline.benchmark import bench_job
 from specops.profile.loader import list_profile_names, load_profile
+from specops.variant import variants_of
 
 GPU_PROFILES = [n for n in list_profile_names() if BACKENDS.get(load_profile(n).profile.backend.kind).needs_gpu]
 
@@ -36,9 +38,13 @@ def tokenizer_dir(tmp_path_factory) -> Path:
 
 
 def _genai_perf(profile, backend, variant, tokenizer_dir, tmp_path) -> list[dict]:
-    prompts = tmp_path / "prompts.jsonl"
-    prompts.write_text('{"text": "def add(a, b):"}\n{"text": "return x if y else b"}\n')
-    req = genai_perf_request(profile, backend.bench_target(None, variant), tokenizer_dir, prompts, tmp_path / "gp")
+    """The requests genai-perf builds for the exact job a run gives it."""
+    tool = GenaiPerf()
+    job = bench_job(tool, backend, None, variant, tokenizer_dir, profile.benchmark,
+                    ["def add(a, b):", "return x if y else b"], tmp_path, 0)
+    req = tool.request(job)
+    req.input_file.parent.mkdir(parents=True, exist_ok=True)
+    req.input_file.write_text('{"text": "def add(a, b):"}\n{"text": "return x if y else b"}\n')
     return requests(payloads(req))
 
 
@@ -46,8 +52,8 @@ def _genai_perf(profile, backend, variant, tokenizer_dir, tmp_path) -> list[dict
 @pytest.mark.parametrize("name", GPU_PROFILES)
 def test_every_gpu_profile_renders_and_sends_only_what_its_version_accepts(name, tokenizer_dir, tmp_path):
     profile = load_profile(name).profile
-    backend = load_backend(profile)
-    for variant in variants_of(profile):
+    backend = backend_for(profile)
+    for variant in variants_of(profile.method, profile.comparison.baseline):
         sent = {"genai-perf": _genai_perf(profile, backend, variant, tokenizer_dir, tmp_path),
                 "specops": [backend.own_request(variant)]}
         assert sent["genai-perf"] and all(sent["genai-perf"])
@@ -57,7 +63,7 @@ def test_every_gpu_profile_renders_and_sends_only_what_its_version_accepts(name,
 # --- the checks bite: each mutation below is what a wrong rendering or request would look like ------
 def _one(name: str, overrides=()):
     profile = load_profile(name, list(overrides)).profile
-    return profile, load_backend(profile), variants_of(profile)[0]
+    return profile, backend_for(profile), variants_of(profile.method, profile.comparison.baseline)[0]
 
 
 def test_vllm_check_catches_keys_and_inputs_the_version_lacks(monkeypatch):

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import yaml
 
+from cli.main import main
 from specops.backends import BACKENDS
-from specops.cli import main
 from specops.methods import METHODS
 
 PAIRS = [(b, m) for b in BACKENDS.names() for m in METHODS.names() if m != "none"]

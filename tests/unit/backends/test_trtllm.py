@@ -16,19 +16,23 @@ import numpy as np
 import pytest
 import yaml
 
-from specops.backends.base import Variant, variants_of
 from specops.backends.trtllm import (
     GENAI_PERF_INPUTS,
     MODEL,
     LlmApiServer,
-    TrtllmBackend,
     acceptance_from,
+    benchmark_inputs,
     config_addendum,
-    genai_perf_extra_inputs,
     parse_perf_metrics,
 )
+from specops.bench.genai_perf_tool import GenaiPerf
+from specops.pipeline.backend import backend_for
+from specops.pipeline.benchmark import bench_job
+from specops.pipeline.plan import format_plan
 from specops.profile.errors import ProfileError
+from specops.profile.loader import load_profile
 from specops.triton.model_config import parse_pbtxt
+from specops.variant import Variant, variants_of
 from tests.reference import REFERENCE
 
 LLMAPI = REFERENCE / "tensorrtllm_backend" / "llmapi" / "tensorrt_llm"
@@ -36,8 +40,8 @@ IMAGE = "nvcr.io/nvidia/tritonserver:{}-trtllm-python-py3"
 
 
 def _files(profile, variant_name="speculative"):
-    variant = {v.name: v for v in variants_of(profile)}[variant_name]
-    return TrtllmBackend(profile).all_files(variant, None, None)
+    variant = {v.name: v for v in variants_of(profile.method, profile.comparison.baseline)}[variant_name]
+    return backend_for(profile).all_files(variant, None, None)
 
 
 def _model_yaml(profile, variant_name="speculative") -> dict:
@@ -139,17 +143,22 @@ def test_genai_perf_inputs_are_declared_by_template_plus_addendum():
     assert combined.model_transaction_policy.decoupled and combined.name == "tensorrt_llm"
 
 
-def test_extra_inputs_feed_the_sampling_params_model_py_reads(load_gpu_profile):
-    profile = load_gpu_profile("eagle3-trtllm")
-    read = TrtllmBackend(profile).support(variants_of(profile)[0]).release.llmapi.inputs_read
-    extra = genai_perf_extra_inputs(profile.backend, 256)
-    assert extra["sampling_param_max_tokens"] == 256 and set(extra) <= read
-    streaming = genai_perf_extra_inputs(load_gpu_profile("eagle3-trtllm", ("backend.decoupled=true",)).backend, 8)
+def test_benchmark_inputs_feed_the_sampling_params_model_py_reads(load_gpu_profile):
+    profile = load_gpu_profile("eagle3-trtllm", ("benchmark.output_tokens=256",))
+    backend = backend_for(profile)
+    variant = variants_of(profile.method, profile.comparison.baseline)[0]
+    read = backend.support(variant).release.llmapi.inputs_read
+    job = bench_job(GenaiPerf(), backend, None, variant, "tok", profile.benchmark, ["p"], Path("/r"), 0)
+    sent = GenaiPerf().request(job).extra_inputs
+    assert sent["sampling_param_max_tokens"] == 256 and set(sent) <= read
+    assert set(benchmark_inputs(profile.backend)) <= read
+    streaming = benchmark_inputs(load_gpu_profile("eagle3-trtllm", ("backend.decoupled=true",)).backend)
     assert streaming["streaming"] is True
 
 
 def test_report_says_the_output_length_is_not_pinned(load_gpu_profile):
-    notes = TrtllmBackend(load_gpu_profile("eagle3-trtllm")).benchmark_notes()
+    profile = load_gpu_profile("eagle3-trtllm")
+    notes = backend_for(profile).benchmark_notes(variants_of(profile.method, True)[0])
     assert len(notes) == 1 and notes[0].startswith(f"output length not pinned on {IMAGE.format('26.04')}")
 
 
@@ -172,14 +181,14 @@ def test_perf_metrics_parsed_from_the_documented_shapes():
 def test_zero_perf_metrics_report_acceptance_unavailable_with_the_known_cause(load_gpu_profile):
     """TRT-LLM's PyTorch backend returns zero speculative perf fields before PR #17082 (data/trtllm.yaml)."""
     profile = load_gpu_profile("eagle3-trtllm")
-    backend, variant = TrtllmBackend(profile), variants_of(profile)[0]
+    backend, variant = backend_for(profile), variants_of(profile.method, profile.comparison.baseline)[0]
     server = LlmApiServer(None, None, Path("log"), profile.backend.image, 1.0, None, perf=[(0.0, 0.0), (0.0, 0.0)])
     acc = backend.acceptance(server, variant)
     assert not acc.available and acc.source.startswith(f"acceptance unavailable on {IMAGE.format('26.04')}")
     assert "PR #17082" in acc.source
     server.perf = [(6.0, 12.0)]
     assert backend.acceptance(server, variant).num_accepted_tokens == 6.0
-    assert backend.acceptance(server, variants_of(profile)[1]) is None  # the base variant drafts nothing
+    assert backend.acceptance(server, variants_of(profile.method, profile.comparison.baseline)[1]) is None  # the base variant drafts nothing
 
 
 def test_profiles_carry_the_seed_values(load_gpu_profile):
@@ -190,7 +199,7 @@ def test_profiles_carry_the_seed_values(load_gpu_profile):
     assert eagle3.method.num_speculative_tokens == dt.method.num_speculative_tokens == 3
     for profile in (eagle3, dt):
         assert (profile.backend.tensor_parallel_size, profile.backend.pipeline_parallel_size) == (1, 1)
-        steps = TrtllmBackend(profile).plan(Variant("speculative", profile.method), None, None)
+        steps = backend_for(profile).plan(Variant("speculative", profile.method), None, None)
         line = next(s for s in steps if s.step == "serve").commands[0]
         for flag in ("--network host", "--shm-size=2g", "--ulimit memlock=-1", "--ulimit stack=67108864",
                      "--gpus all", ":/root/.cache/huggingface", "cp -R /app/all_models/llmapi/ "
@@ -205,14 +214,14 @@ def test_tritonserver_is_bound_to_the_serving_address(load_gpu_profile):
     files = _files(profile)
     wrapper = files["specops-tritonserver"]
     assert "--http-address=127.0.0.1 --grpc-address=127.0.0.1 --metrics-address=127.0.0.1" in wrapper
-    steps = TrtllmBackend(profile).plan(Variant("speculative", profile.method), None, None)
+    steps = backend_for(profile).plan(Variant("speculative", profile.method), None, None)
     line = next(s for s in steps if s.step == "serve").commands[0]
     assert "--tritonserver=/tmp/specops-tritonserver" in line and "install -m 0755" in line
 
 
 def test_plan_lists_the_docker_line_in_container_steps_and_files(load_gpu_profile):
     profile = load_gpu_profile("draft-target-trtllm")
-    steps = TrtllmBackend(profile).plan(Variant("speculative", profile.method), None, None)
+    steps = backend_for(profile).plan(Variant("speculative", profile.method), None, None)
     files = {k: v for s in steps for k, v in s.files.items()}
     assert "decoding_type: DraftTarget" in files["repository/tensorrt_llm/1/model.yaml"]
     assert "repository/specops-config-addendum.pbtxt" in files
@@ -220,4 +229,9 @@ def test_plan_lists_the_docker_line_in_container_steps_and_files(load_gpu_profil
     serve = next(s for s in steps if s.step == "serve").commands
     assert serve[0].startswith("docker run") and "nvcr.io/nvidia/tritonserver:" in serve[0]
     assert any(c.startswith("(in container) cp -R /app/all_models/llmapi/") for c in commands)
-    assert "--extra-inputs sampling_param_max_tokens:256" in commands
+
+
+def test_plan_benchmark_sends_the_output_length_as_the_sampling_param_model_py_reads():
+    text = format_plan(load_profile("draft-target-trtllm", ["benchmark.output_tokens=77"]))
+    bench = next(line for line in text.splitlines() if "genai-perf profile" in line)
+    assert "--backend tensorrtllm" in bench and '"sampling_param_max_tokens": 77' in bench

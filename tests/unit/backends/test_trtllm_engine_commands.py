@@ -11,15 +11,15 @@ from pathlib import Path
 
 import pytest
 
-from specops.backends.base import Variant
 from specops.backends.spec import FieldError
-from specops.backends.trtllm_engine import TrtllmEngineBackend
 from specops.backends.trtllm_engine_commands import build_commands, layout, render_commands
 from specops.backends.trtllm_engine_config import TrtllmEngineBackendConfig
 from specops.methods import METHODS
+from specops.pipeline.backend import backend_for
 from specops.profile.errors import ProfileError
 from specops.profile.loader import load_profile, read_document
 from specops.triton.endpoint import Endpoint
+from specops.variant import Variant
 
 PROFILES = Path(__file__).resolve().parents[3] / "profiles"
 
@@ -37,7 +37,7 @@ def _commands(cfg, method, has_draft=True):
 
 def serve_command(name: str, overrides=()) -> str:
     profile = load_profile(name, list(overrides)).profile
-    backend = TrtllmEngineBackend(profile)
+    backend = backend_for(profile)
     return backend.command(Variant("speculative", profile.method), Endpoint("127.0.0.1", 1, 2, 3))[-1]
 
 

@@ -7,9 +7,11 @@ import shlex
 import pytest
 import yaml
 
-from specops.backends.base import Variant, variants_of
-from specops.backends.trtllm_serve import YAML_NAME, TrtllmServeBackend
+from specops.backends.trtllm_serve import YAML_NAME
+from specops.bench.target import Api
+from specops.pipeline.backend import backend_for
 from specops.profile.errors import ProfileError
+from specops.variant import Variant, variants_of
 from tests.seeds import (
     SPARK_2510_EAGLE3,
     SPARK_2510_EAGLE3_SERVE,
@@ -32,8 +34,8 @@ CASES = [
 
 
 def _rendered(profile, variant_name="speculative") -> tuple[dict, list[str]]:
-    backend = TrtllmServeBackend(profile)
-    variant = {v.name: v for v in variants_of(profile)}[variant_name]
+    backend = backend_for(profile)
+    variant = {v.name: v for v in variants_of(profile.method, profile.comparison.baseline)}[variant_name]
     doc = yaml.safe_load(backend.all_files(variant, None, None)[YAML_NAME])
     command = backend.command(variant, backend.plan_endpoint())
     argv = shlex.split(command[-1].rsplit("exec ", 1)[-1]) if command[0] == "bash" else command
@@ -95,14 +97,15 @@ def test_refused_at_load(load_gpu_profile, overrides, field, needles):
 
 def test_bench_target_is_the_openai_completions_endpoint(load_gpu_profile):
     profile = load_gpu_profile("draft-target-trtllm-serve")
-    target = TrtllmServeBackend(profile).bench_target(None, Variant("speculative", profile.method))
-    assert (target.endpoint_type, target.backend, target.model) == ("completions", None, "/models/target")
+    target = backend_for(profile).bench_target(None, Variant("speculative", profile.method))
+    assert target.apis == (Api.OPENAI_COMPLETIONS, Api.OPENAI_CHAT) and target.model == "/models/target"
+    assert target.endpoints[Api.OPENAI_COMPLETIONS] == "http://127.0.0.1:<port>"
 
 
 def test_container_flags_match_the_playbook(load_gpu_profile):
     profile = load_gpu_profile("eagle3-trtllm-serve-long-context")
-    backend = TrtllmServeBackend(profile)
-    variant = variants_of(profile)[0]
+    backend = backend_for(profile)
+    variant = variants_of(profile.method, profile.comparison.baseline)[0]
     spec = backend.server_spec(variant, "/repo", [("/t", "/models/target"), ("/d", "/models/draft")],
                                backend.plan_endpoint())
     # docker run ... --ulimit memlock=-1 --ulimit stack=67108864 --gpus=all --ipc=host --network host -e HF_TOKEN

@@ -11,10 +11,10 @@ import json
 
 import pytest
 
-from specops.backends.base import Variant, variants_of
-from specops.backends.vllm import VllmBackend
+from specops.pipeline.backend import backend_for
 from specops.profile.errors import ProfileError
 from specops.triton.model_config import mc, parse_pbtxt
+from specops.variant import Variant, variants_of
 from specops.versions.vllm import vllm_releases
 from tests.reference import REFERENCE
 
@@ -23,8 +23,8 @@ IMAGE = "nvcr.io/nvidia/tritonserver:{}-vllm-python-py3"
 
 
 def _files(profile, variant_name: str) -> dict[str, str]:
-    variant = {v.name: v for v in variants_of(profile)}[variant_name]
-    return VllmBackend(profile).all_files(variant, None, None)
+    variant = {v.name: v for v in variants_of(profile.method, profile.comparison.baseline)}[variant_name]
+    return backend_for(profile).all_files(variant, None, None)
 
 
 def _model_json(profile, variant_name: str) -> dict:
@@ -119,10 +119,10 @@ def test_an_engine_arg_newer_than_the_image_names_the_versions_that_have_it(load
 def test_25_09_runs_speculation_on_the_v1_engine_it_needs(load_gpu_profile):
     """vLLM 0.10.1.1 falls back to V0 under Triton, and its V0 has no speculative decoding."""
     profile = load_gpu_profile("eagle-vllm-nested", (f"backend.image={IMAGE.format('25.09')}",))
-    backend = VllmBackend(profile)
-    for variant in variants_of(profile):
+    backend = backend_for(profile)
+    for variant in variants_of(profile.method, profile.comparison.baseline):
         assert backend.container_env(variant) == {"VLLM_USE_V1": "1"}
-    line = " ".join(next(s for s in backend.plan(variants_of(profile)[0], None, None) if s.step == "serve").commands)
+    line = " ".join(next(s for s in backend.plan(variants_of(profile.method, profile.comparison.baseline)[0], None, None) if s.step == "serve").commands)
     assert "-e VLLM_USE_V1=1" in line
 
 
@@ -141,7 +141,7 @@ def test_profiles_carry_the_seed_values(load_gpu_profile):
     assert (opt.target.source, opt.draft.source) == ("hf://facebook/opt-6.7b", "hf://facebook/opt-125m")
     assert opt.backend.image == IMAGE.format("25.02")
     for profile in (eagle, opt):
-        steps = VllmBackend(profile).plan(Variant("speculative", profile.method), None, None)
+        steps = backend_for(profile).plan(Variant("speculative", profile.method), None, None)
         line = " ".join(next(s for s in steps if s.step == "serve").commands)
         for flag in ("--gpus all", "--network host", "--shm-size=1G", "--ulimit memlock=-1",
                      "--ulimit stack=67108864", ":/model_repository", "--model-control-mode=explicit",
@@ -150,8 +150,8 @@ def test_profiles_carry_the_seed_values(load_gpu_profile):
 
 
 def test_acceptance_source_follows_the_engine_under_triton(load_gpu_profile):
-    v0 = VllmBackend(load_gpu_profile("eagle-vllm"))
-    v1 = VllmBackend(load_gpu_profile("eagle-vllm-nested"))
+    v0 = backend_for(load_gpu_profile("eagle-vllm"))
+    v1 = backend_for(load_gpu_profile("eagle-vllm-nested"))
     spec = Variant("speculative", load_gpu_profile("eagle-vllm").method)
     assert "Speculative metrics" in v0.acceptance_source(spec)
     text = v1.acceptance_source(spec)

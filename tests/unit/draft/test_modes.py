@@ -3,8 +3,16 @@ from __future__ import annotations
 
 import pytest
 
-from specops.draft.modes import (ARCHITECTURE_KEYS, ARCHITECTURE_OWNED, EAGLE_OPTIONS, EAGLE_OWNED, MEDUSA_OPTIONS,
-                                 MEDUSA_OWNED, MODE_OF_METHOD, check_mode_options)
+from specops.draft.modes import (
+    ARCHITECTURE_KEYS,
+    ARCHITECTURE_OWNED,
+    EAGLE_OPTIONS,
+    EAGLE_OWNED,
+    MEDUSA_OPTIONS,
+    MEDUSA_OWNED,
+    MODE_OF_METHOD,
+    check_mode_options,
+)
 from specops.draft.spec import TrainSpec
 
 

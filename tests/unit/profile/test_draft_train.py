@@ -59,7 +59,7 @@ def test_bad_conversation_file_stops_plan_before_any_download(tmp_path, content,
     data.write_text(content)
     cache = tmp_path / "cache"
     proc = subprocess.run(
-        [sys.executable, "-m", "specops.cli", "plan", "eagle3-local", "--set", f"draft.train.data.conversations={data}"],
+        [sys.executable, "-m", "cli", "plan", "eagle3-local", "--set", f"draft.train.data.conversations={data}"],
         capture_output=True, text=True, cwd=ROOT, timeout=120, env={**os.environ, "SPECOPS_CACHE": str(cache)})
     assert proc.returncode == 2, proc.stderr
     assert "draft.train.data.conversations" in proc.stderr and str(data) in proc.stderr and message in proc.stderr

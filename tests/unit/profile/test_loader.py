@@ -162,7 +162,7 @@ def test_plan_cli_fails_before_any_download(override, expected, tmp_path):
     """`specops plan` refuses bad profiles with exit 2; no cache directory is even created."""
     cache = tmp_path / "cache"
     env = {**__import__("os").environ, "SPECOPS_CACHE": str(cache)}
-    proc = subprocess.run([sys.executable, "-m", "specops.cli", "plan", "ngram-local", "--set", override],
+    proc = subprocess.run([sys.executable, "-m", "cli", "plan", "ngram-local", "--set", override],
                           capture_output=True, text=True, env=env, cwd=ROOT, timeout=120)
     assert proc.returncode == 2, proc.stderr
     assert "profiles/ngram-local.yaml" in proc.stderr and expected in proc.stderr

@@ -1,81 +1,65 @@
-"""Report files from variant results (figures here are inputs, not measurements)."""
+"""Report files rendered from a RunResult alone (the figures here are inputs, not measurements)."""
 from __future__ import annotations
 
 import json
 
 import pandas as pd
 
-from specops.lossless import compare_outputs
-from specops.profile.loader import load_profile
-from specops.report.results import Acceptance, VariantResult
-from specops.report.tables import speedup, verdict
-from specops.report.writer import write_report
-from specops.rundir import RunDir
-from specops.sources.base import ModelArtifact
+from specops.acceptance.model import Acceptance
+from specops.report.writer import summary, write_report
+from specops.results.model import RunResult, Status
+from tests.results_factory import run_result
 
 
-def results():
-    base = VariantResult("base", "none", "base", {"output_token_throughput_tok_s": 10.0, "request_latency_ms_p50": 900.0})
-    spec = VariantResult("speculative", "ngram", "speculative",
-                         {"output_token_throughput_tok_s": 15.0, "request_latency_ms_p50": 600.0},
-                         Acceptance("test", num_drafts=10, num_draft_tokens=40, num_accepted_tokens=20))
-    return [spec, base]
-
-
-def test_speedup_and_acceptance_definitions():
-    spec, _ = results()
-    assert speedup(results()) == 1.5
-    assert spec.acceptance.acceptance_rate == 0.5
-    assert spec.acceptance.mean_accepted_per_step == 3.0  # 1 + 20 accepted / 10 steps
-    later = Acceptance("test", 15, 60, 26)
-    assert later.since(spec.acceptance).num_accepted_tokens == 6
-    # per-response metrics only specops' own requests ask for: kept whole, not differenced to zero
-    own = Acceptance("check requests only", 15, 60, 26, covers_benchmark=False)
-    assert own.since(Acceptance("check requests only", 15, 60, 26, covers_benchmark=False)) is own
-
-
-def test_verdict_reports_divergence():
-    status, reasons = verdict(compare_outputs(["abc"], ["abd"]))
-    assert status == "INVALID" and "first at prompt 0, character 2" in reasons[0]
-    assert verdict(None)[0] == "UNCHECKED"
-
-
-def test_write_report_files(tmp_path, monkeypatch):
-    monkeypatch.setenv("SPECOPS_ARTIFACTS", str(tmp_path))
-    run = RunDir.create("ngram-local", "r1")
-    run.mark_started()
-    run.add_timing("benchmark", "base", 2.0)
-    run.write_json("servers/base.json", {"pid": 1, "tool": "tritonserver", "version": "2.51.0"})
-    loaded = load_profile("ngram-local")
-    target = ModelArtifact(tmp_path, "embedded:smollm2-135m", "ab" * 32, "wheelsha")
-    rep = write_report(run, loaded, results(), compare_outputs(["x"], ["x"]), {"target": target})
-    assert rep.status == "VALID" and rep.speedup == 1.5
-    frame = pd.read_csv(rep.comparison_csv)
+def test_report_files_come_from_the_run_result(tmp_path):
+    result = run_result()
+    files = write_report(result, tmp_path)
+    md = files.report_md.read_text()
+    assert "**VALID**" in md and "speedup vs base: **1.36x (1.31-1.41, 4 prompts x 2 rounds)**" in md
+    assert "interval over rounds within prompts" in md
+    assert "| speculative | ngram | 21.80 |" in md and "| base | none | 16.00 |" in md
+    # CPU-seconds per 1,000 output tokens: 50 s / 1024 tokens and 64 s / 1024 tokens
+    assert "48.8 CPU-seconds per 1,000 output tokens speculative vs 62.5 base (0.78x)" in md
+    assert "GPU energy: not measured (no NVIDIA GPU)." in md
+    assert "cached: download hit, render miss" in md
+    frame = pd.read_csv(files.comparison_csv)
     assert list(frame["variant"]) == ["speculative", "base"]
-    assert frame.loc[0, "speedup_vs_base"] == 1.5 and frame.loc[0, "mean_accepted_per_step"] == 3.0
-    md = rep.report_md.read_text()
-    assert "**VALID**" in md and "1.50x" in md and "| speculative | ngram | 15.00 |" in md
-    manifest = json.loads(rep.manifest_json.read_text())
-    assert manifest["models"]["target"]["sha256"] == "ab" * 32
-    assert manifest["packages"]["prefect"] and manifest["profile_sha256"] == loaded.sha256
-    assert manifest["tools"] == {"tritonserver": "2.51.0"}
-    assert rep.plot_png.stat().st_size > 1000
+    spec = frame.iloc[0]
+    assert spec["speedup_vs_base"] == 1.36 and spec["speedup_low"] == 1.31 and spec["speedup_high"] == 1.41
+    assert spec["mean_accepted_per_step"] == 3.5  # 1 + 1000 accepted / 400 verification steps
+    assert round(spec["cpu_s_per_1k_tokens"], 3) == 48.828 and frame.iloc[1]["speedup_vs_base"] == 1.0
+    assert set(frame["valid"]) == {"VALID"} and set(frame["status"]) == {"ok"}
+    assert RunResult.model_validate(json.loads(files.manifest_json.read_text())) == result
+    assert files.plot_png.stat().st_size > 1000
 
 
-def test_report_says_why_acceptance_is_unavailable_and_carries_backend_notes(tmp_path, monkeypatch):
-    monkeypatch.setenv("SPECOPS_ARTIFACTS", str(tmp_path))
-    run = RunDir.create("ngram-local", "r2")
-    run.mark_started()
-    spec, base = results()
+def test_failed_run_report_names_the_step_the_error_and_the_logs(tmp_path):
+    result = run_result(status=Status.FAILED)
+    files = write_report(result, tmp_path)
+    md = files.report_md.read_text()
+    assert "**FAILED**" in md and "The run FAILED at **serve (speculative)**:" in md
+    assert "```text\nTimeoutError: server not ready in 120 s\n```" in md and "/logs/serve.log" in md
+    frame = pd.read_csv(files.comparison_csv)
+    assert list(frame["status"]) == ["failed"] and list(frame["valid"]) == ["FAILED"]
+    assert summary(result).startswith("FAILED at serve;")
+
+
+def test_invalid_run_says_where_outputs_differ(tmp_path):
+    md = write_report(run_result(status=Status.INVALID), tmp_path).report_md.read_text()
+    assert "**INVALID**" in md and "2 of 8 outputs differ" in md
+
+
+def test_report_says_why_acceptance_is_unavailable_and_carries_backend_notes(tmp_path):
+    result = run_result()
     why = Acceptance.unavailable("nvcr.io/nvidia/tritonserver:26.02-vllm-python-py3", "V1 engine logs nothing here")
-    spec.acceptance = why
-    assert why.since(Acceptance("x", 1, 2, 3)) is why and why.acceptance_rate is None
-    target = ModelArtifact(tmp_path, "embedded:smollm2-135m", "ab" * 32, "wheelsha")
-    rep = write_report(run, load_profile("ngram-local"), [spec, base], compare_outputs(["x"], ["x"]),
-                       {"target": target}, ["output length not pinned on X: because"])
-    md = rep.report_md.read_text()
+    spec = result.variants[0].model_copy(update={"acceptance": why})
+    bench = result.benchmark.model_copy(update={"notes": ["output length not pinned on X: because"]})
+    result = result.model_copy(update={"variants": [spec, result.variants[1]], "benchmark": bench})
+    files = write_report(result, tmp_path)
+    md = files.report_md.read_text()
     assert ("acceptance unavailable on nvcr.io/nvidia/tritonserver:26.02-vllm-python-py3: V1 engine logs nothing "
             "here") in md
     assert "- output length not pinned on X: because" in md
-    frame = pd.read_csv(rep.comparison_csv)
+    frame = pd.read_csv(files.comparison_csv)
     assert frame.loc[0, "acceptance_source"].startswith("acceptance unavailable on ")
+    assert pd.isna(frame.loc[0, "acceptance_rate"])

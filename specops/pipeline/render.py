@@ -7,33 +7,33 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from specops.backends.base import Variant, load_backend
-from specops.profile.schema import Profile
+from specops.backends.base import Backend
 from specops.sources.base import ModelArtifact
+from specops.variant import Variant
 from specops.versions import facts_digest
 
-RECIPE = "repository-3"  # bump when a rendered repository or engine layout changes
+RECIPE = "repository-4"  # bump when a rendered repository or engine layout changes
 
 
-def build_engines(profile: Profile, variant: Variant, target: ModelArtifact, draft: ModelArtifact | None,
+def build_engines(backend: Backend, variant: Variant, target: ModelArtifact, draft: ModelArtifact | None,
                   cache_dir: Path) -> Path | None:
     """Build the variant's engines into a content-addressed cache directory (if the backend builds)."""
-    out = Path(cache_dir) / "engines" / repository_key(profile, variant, target, draft)
+    out = Path(cache_dir) / "engines" / repository_key(backend, variant, target, draft)
     if (out / ".complete").exists():
         return out
-    built = load_backend(profile).build(variant, target, draft, out)
+    built = backend.build(variant, target, draft, out)
     if built is not None:
         (out / ".complete").write_text("")
     return built
 
 
-def repository_key(profile: Profile, variant: Variant, target: ModelArtifact, draft: ModelArtifact | None,
+def repository_key(backend: Backend, variant: Variant, target: ModelArtifact, draft: ModelArtifact | None,
                    engines: Path | None = None) -> str:
     payload = {
         "engines": str(engines) if engines else None,
         "recipe": RECIPE,
         "facts": facts_digest(),  # what each image's framework accepts decides what is rendered
-        "backend": profile.backend.model_dump(mode="json"),
+        "backend": backend.cache_identity(),
         "method": variant.method.model_dump(mode="json"),
         "variant": variant.name,
         "parallel": variant.parallel,
@@ -44,15 +44,14 @@ def repository_key(profile: Profile, variant: Variant, target: ModelArtifact, dr
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:24]
 
 
-def render_repository(profile: Profile, variant: Variant, target: ModelArtifact, draft: ModelArtifact | None,
+def render_repository(backend: Backend, variant: Variant, target: ModelArtifact, draft: ModelArtifact | None,
                       cache_dir: Path, engines: Path | None = None) -> Path:
-    out = Path(cache_dir) / "repos" / repository_key(profile, variant, target, draft, engines)
+    out = Path(cache_dir) / "repos" / repository_key(backend, variant, target, draft, engines)
     if (out / ".complete").exists():
         return out
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=".render-", dir=out.parent))
     try:
-        backend = load_backend(profile)
         if engines is not None:
             backend.use_engines(variant, engines)
         backend.render(variant, target, draft, tmp)

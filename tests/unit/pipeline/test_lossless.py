@@ -1,4 +1,4 @@
-from specops.lossless import compare_outputs
+from specops.pipeline.lossless import compare_outputs
 
 
 def test_identical_outputs_are_valid():

@@ -1,4 +1,4 @@
-"""specops command line: run, plan, profiles, schema, janitor."""
+"""specops command line: run, plan, profiles, history, compare, schema, janitor."""
 from __future__ import annotations
 
 import argparse
@@ -11,6 +11,8 @@ from pathlib import Path
 
 from specops.backends.base import PrerequisiteError
 from specops.profile.errors import ProfileError
+
+EXIT_PROFILE, EXIT_FAILED, EXIT_INVALID, EXIT_PREREQUISITES, EXIT_INTERRUPTED = 2, 1, 3, 4, 130
 
 
 def _profile_args(p: argparse.ArgumentParser) -> None:
@@ -28,6 +30,11 @@ def _parser() -> argparse.ArgumentParser:
     plan = sub.add_parser("plan", help="print the steps, commands and rendered files; start nothing")
     _profile_args(plan)
     sub.add_parser("profiles", help="list profiles and the method x backend matrix")
+    history = sub.add_parser("history", help="runs in the results database, newest first")
+    history.add_argument("profile", nargs="?", help="only this profile's runs")
+    history.add_argument("-n", "--limit", type=int, default=30)
+    compare = sub.add_parser("compare", help="two runs side by side (run id, uid or uid prefix)")
+    compare.add_argument("runs", nargs=2, metavar="RUN")
     schema = sub.add_parser("schema", help="print the profile JSON schema")
     schema.add_argument("-o", "--output", type=Path)
     sub.add_parser("janitor", help="stop servers that killed runs left behind")
@@ -47,30 +54,34 @@ def _terminate_as_interrupt(signum, frame):  # so `finally` teardown runs on SIG
 
 
 def cmd_run(args) -> int:
+    from specops.pipeline.backend import backend_for, preflight, tool_for
     from specops.profile.loader import load_profile
 
-    from specops.backends.base import load_backend
-
     loaded = load_profile(args.profile, args.overrides)  # fail fast, before Prefect starts
-    problems = load_backend(loaded.profile).preflight()
+    problems = preflight(backend_for(loaded.profile), tool_for(loaded.profile))
     if problems:
         raise PrerequisiteError(loaded.profile.name, problems)
     prefect_defaults()
     signal.signal(signal.SIGTERM, _terminate_as_interrupt)
-    from flows.specdec import specdec
+    from flows.specdec import RunFailed, specdec
+    from specops.report.writer import summary
 
     start = time.monotonic()
-    report = specdec(args.profile, args.overrides, args.run_id)
+    try:
+        result = specdec(args.profile, args.overrides, args.run_id)
+    except RunFailed as failed:
+        print(f"\nspecops: {failed}", file=sys.stderr)
+        return EXIT_FAILED
     total = time.monotonic() - start
-    measured = sum(report.phase_s.values())
-    print(f"\nreport: {report.report_md}\n{report.summary()}")
+    measured = sum(result.phases.phase_s.values())
+    print(f"\nreport: {Path(result.run_dir) / 'report.md'}\n{summary(result)}")
     print(f"orchestration overhead: {total - measured:.1f}s of specops run's {total:.1f}s "
           f"(Prefect start-up, validation, download, render, report; serve+check+benchmark took {measured:.1f}s)")
-    return 0 if report.status != "INVALID" else 3
+    return EXIT_INVALID if result.status.value == "invalid" else 0
 
 
 def cmd_plan(args) -> int:
-    from specops.plan import format_plan
+    from specops.pipeline.plan import format_plan
     from specops.profile.loader import load_profile
 
     print(format_plan(load_profile(args.profile, args.overrides)))
@@ -81,6 +92,35 @@ def cmd_profiles(args) -> int:
     from specops.catalog import format_catalog
 
     print(format_catalog())
+    return 0
+
+
+def cmd_history(args) -> int:
+    from specops.results.history import format_history
+    from specops.results.store import ResultsStore
+
+    store = ResultsStore.open()
+    try:
+        runs = store.history(args.profile, limit=args.limit)
+    finally:
+        store.close()
+    if not runs:
+        print(f"no runs{' of ' + args.profile if args.profile else ''} in the results database")
+        return 0
+    print(format_history(runs))
+    return 0
+
+
+def cmd_compare(args) -> int:
+    from specops.results.history import format_compare
+    from specops.results.store import ResultsStore
+
+    store = ResultsStore.open()
+    try:
+        a, b = (store.get(ref) for ref in args.runs)
+    finally:
+        store.close()
+    print(format_compare(a, b))
     return 0
 
 
@@ -102,23 +142,28 @@ def cmd_janitor(args) -> int:
     return 0
 
 
-COMMANDS = {"run": cmd_run, "plan": cmd_plan, "profiles": cmd_profiles, "schema": cmd_schema,
-            "janitor": cmd_janitor}
+COMMANDS = {"run": cmd_run, "plan": cmd_plan, "profiles": cmd_profiles, "history": cmd_history,
+            "compare": cmd_compare, "schema": cmd_schema, "janitor": cmd_janitor}
 
 
 def main(argv: list[str] | None = None) -> int:
+    from specops.results.store import ResultsError
+
     args = _parser().parse_args(argv)
     try:
         return COMMANDS[args.command](args)
     except ProfileError as err:
         print(f"specops: {err}", file=sys.stderr)
-        return 2
+        return EXIT_PROFILE
     except PrerequisiteError as err:
         print(f"specops: {err}", file=sys.stderr)
-        return 4
+        return EXIT_PREREQUISITES
+    except ResultsError as err:
+        print(f"specops: {err}", file=sys.stderr)
+        return EXIT_FAILED
     except KeyboardInterrupt:
         print("specops: interrupted; servers were stopped", file=sys.stderr)
-        return 130
+        return EXIT_INTERRUPTED
 
 
 if __name__ == "__main__":

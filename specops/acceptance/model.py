@@ -1,17 +1,20 @@
-"""What one run measured: a row per variant, and the verdict."""
+"""Acceptance: speculation counters over a benchmark window, under one definition for every backend."""
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from pydantic import BaseModel, ConfigDict
 
 
-@dataclass
-class Acceptance:
-    """Speculation counters over the benchmark window, under one definition for every backend."""
+class Acceptance(BaseModel):
+    """Counters of one served variant, from the backend's own source (named in `source`)."""
 
-    source: str  # where the counters came from, e.g. "triton metrics (spec_decode_*)"
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    source: str  # where the counters came from, e.g. "Triton metrics port (spec_decode_* ...)"
     num_drafts: float = 0.0  # verification steps that carried draft tokens
     num_draft_tokens: float = 0.0
     num_accepted_tokens: float = 0.0
+    # Accepted draft tokens at each draft position (0 = first drafted token), where the source has them.
+    accepted_per_position: list[float] | None = None
     # Whether the counters see the benchmark's own requests (server-side counters do); per-response
     # metrics that only specops' check requests ask for cover those requests alone.
     covers_benchmark: bool = True
@@ -24,12 +27,18 @@ class Acceptance:
     # False when the served framework has no acceptance source; `source` then says why.
     available: bool = True
 
+    def __init__(self, source: str, num_drafts: float = 0.0, num_draft_tokens: float = 0.0,
+                 num_accepted_tokens: float = 0.0, **fields) -> None:
+        # Positional counters, as every parser reads them: (source, drafts, drafted, accepted).
+        super().__init__(source=source, num_drafts=num_drafts, num_draft_tokens=num_draft_tokens,
+                         num_accepted_tokens=num_accepted_tokens, **fields)
+
     @classmethod
-    def unavailable(cls, where: str, why: str) -> "Acceptance":
+    def unavailable(cls, where: str, why: str) -> Acceptance:
         """No counters exist for this server; the report says so instead of leaving a blank."""
         return cls(f"acceptance unavailable on {where}: {why}", available=False, covers_benchmark=False)
 
-    def since(self, earlier: "Acceptance | None") -> "Acceptance":
+    def since(self, earlier: Acceptance | None) -> Acceptance:
         """Counters accumulated after `earlier` (the benchmark window, without checks/smoke);
         counters that never see the benchmark stay as they are (over the check requests)."""
         if earlier is None or not self.covers_benchmark or not self.available or not earlier.available:
@@ -39,11 +48,17 @@ class Acceptance:
             now, before = getattr(self, name), getattr(earlier, name)
             return None if now is None or before is None else now - before
 
+        per_position = None
+        if self.accepted_per_position is not None and earlier.accepted_per_position is not None:
+            before = list(earlier.accepted_per_position)
+            before += [0.0] * (len(self.accepted_per_position) - len(before))
+            per_position = [now - then for now, then in zip(self.accepted_per_position, before)]
         return Acceptance(
             self.source,
             self.num_drafts - earlier.num_drafts,
             self.num_draft_tokens - earlier.num_draft_tokens,
             self.num_accepted_tokens - earlier.num_accepted_tokens,
+            accepted_per_position=per_position,
             num_steps=minus("num_steps"),
             num_emitted_tokens=minus("num_emitted_tokens"),
             draft_seconds=minus("draft_seconds"),
@@ -65,6 +80,12 @@ class Acceptance:
         return ((self.draft_seconds or 0.0) + self.verify_seconds) / self.num_steps
 
     @property
+    def draft_seconds_per_step(self) -> float | None:
+        if not self.num_steps or self.draft_seconds is None:
+            return None
+        return self.draft_seconds / self.num_steps
+
+    @property
     def acceptance_rate(self) -> float | None:
         return self.num_accepted_tokens / self.num_draft_tokens if self.num_draft_tokens else None
 
@@ -73,46 +94,20 @@ class Acceptance:
         """Tokens emitted per verification step: accepted drafts plus the target's own token."""
         return 1.0 + self.num_accepted_tokens / self.num_drafts if self.num_drafts else None
 
-
-@dataclass
-class VariantResult:
-    variant: str  # "speculative" | "base"
-    method: str
-    model: str
-    metrics: dict[str, float]  # genai-perf figures, see specops.bench.genai_perf.parse_exports
-    acceptance: Acceptance | None = None
-    timings: dict[str, float] = field(default_factory=dict)  # seconds per phase
-
-    def row(self) -> dict:
-        out = {"variant": self.variant, "method": self.method, "model": self.model, **self.metrics}
-        if self.acceptance is not None and not self.acceptance.available:
-            out["acceptance_source"] = self.acceptance.source
-        elif self.acceptance is not None:
-            out |= {
-                "acceptance_source": self.acceptance.source,
-                "num_drafts": self.acceptance.num_drafts,
-                "num_draft_tokens": self.acceptance.num_draft_tokens,
-                "num_accepted_tokens": self.acceptance.num_accepted_tokens,
-                "acceptance_rate": self.acceptance.acceptance_rate,
-                "mean_accepted_per_step": self.acceptance.mean_accepted_per_step,
-                "tokens_per_step": self.acceptance.tokens_per_step,
-                "engine_step_s": self.acceptance.step_seconds,
-                "draft_s_per_step": (self.acceptance.draft_seconds / self.acceptance.num_steps
-                                     if self.acceptance.num_steps and self.acceptance.draft_seconds is not None
-                                     else None),
-            }
-        return out | {f"{k}_s": v for k, v in self.timings.items()}
-
-    def to_dict(self) -> dict:
-        return asdict(self)
+    @property
+    def position_rates(self) -> list[float] | None:
+        """Share of verification steps that accepted the draft at each position."""
+        if not self.accepted_per_position or not self.num_drafts:
+            return None
+        return [count / self.num_drafts for count in self.accepted_per_position]
 
 
 def analytical_bound(spec: Acceptance | None, base: Acceptance | None) -> float | None:
     """Speedup the measured acceptance allows at the measured costs, with zero serving overhead.
 
     tokens per step x (base step time) / (draft time + verification time per step): what the
-    decode loop alone would give. genai-perf's measured speedup falls short of it by
-    everything outside the loop (Triton, streaming, detokenization, prefill).
+    decode loop alone would give. The measured speedup falls short of it by everything outside
+    the loop (Triton, streaming, detokenization, prefill).
     """
     if spec is None or base is None:
         return None

@@ -9,7 +9,7 @@ import time
 import psutil
 import pytest
 
-from specops.plan import format_plan
+from specops.pipeline.plan import format_plan
 from specops.profile.loader import list_profile_names, load_profile
 
 
@@ -44,7 +44,7 @@ def test_gpu_profile_run_stops_at_once_naming_what_is_missing(tmp_path):
     env = dict(os.environ, SPECOPS_CACHE=str(tmp_path / "cache"), SPECOPS_ARTIFACTS=str(tmp_path / "artifacts"),
                DOCKER_HOST=f"unix://{tmp_path}/no-docker.sock")
     start = time.monotonic()
-    proc = subprocess.run([sys.executable, "-m", "specops.cli", "run", "eagle3-trtllm"], env=env,
+    proc = subprocess.run([sys.executable, "-m", "cli", "run", "eagle3-trtllm"], env=env,
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 4, proc.stderr
     assert "eagle3-trtllm cannot run on this machine" in proc.stderr and "Docker" in proc.stderr

@@ -4,20 +4,27 @@ from __future__ import annotations
 import shlex
 from pathlib import Path
 
-from specops.backends.base import Backend, PlanStep, Variant, load_backend, variants_of
-from specops.bench import genai_perf
-from specops.benchmark import genai_perf_request
+from specops.backends.base import Backend
+from specops.bench.tool import BenchTool
 from specops.draft.modes import MODE_SUMMARY
+from specops.pipeline.backend import backend_for, tool_for
+from specops.pipeline.benchmark import bench_job
+from specops.plan_step import PlanStep
 from specops.profile.loader import LoadedProfile
 from specops.profile.schema import Profile
 from specops.rundir import cache_root
+from specops.variant import Variant, variants_of
 
 
-def _genai_perf_step(loaded: LoadedProfile, backend: Backend, variant: Variant) -> PlanStep:
-    run = Path(f"artifacts/{loaded.profile.name}/<run-id>")
-    req = genai_perf_request(loaded.profile, backend.bench_target(None, variant), Path("<target checkpoint>"),
-                             run / "inputs" / "genai_perf_input.jsonl", run / "genai-perf" / variant.name)
-    return PlanStep("benchmark", commands=[shlex.join(genai_perf.build_command(req)), *backend.benchmark_notes()])
+def _benchmark_step(p: Profile, backend: Backend, tool: BenchTool, variant: Variant) -> PlanStep:
+    run = Path(f"artifacts/{p.name}/<run-id>")
+    b = p.benchmark
+    prompts = [f"<{b.prompts} prompt {i}>" for i in range(b.prompt_offset, b.prompt_offset + b.num_requests)]
+    job = bench_job(tool, backend, None, variant, Path("<target checkpoint>"), b, prompts, run, 0)
+    order = ("alternating with the other variant, both servers up" if b.interleave
+             else "back to back on this variant's server")
+    rounds = [f"x {b.rounds} rounds, {order} (warm-up requests in the first only)"] if b.rounds > 1 else []
+    return PlanStep("benchmark", commands=[shlex.join(tool.command(job)), *rounds, *backend.benchmark_notes(variant)])
 
 
 def training_plan(p: Profile) -> list[PlanStep]:
@@ -37,7 +44,7 @@ def training_plan(p: Profile) -> list[PlanStep]:
 
 def build_plan(loaded: LoadedProfile) -> list[tuple[str, list[PlanStep]]]:
     p = loaded.profile
-    backend = load_backend(p)
+    backend, tool = backend_for(p), tool_for(p)
     sources = [f"target: {p.target.source}"] + ([f"draft: {p.draft.source}"] if p.draft and p.draft.source else [])
     head = [
         PlanStep("validate", commands=[f"profile {loaded.path} (sha256 {loaded.sha256[:12]})"]),
@@ -46,17 +53,18 @@ def build_plan(loaded: LoadedProfile) -> list[tuple[str, list[PlanStep]]]:
     if p.draft is not None and p.draft.train is not None:
         head.extend(training_plan(p))
     sections = [("run", head)]
-    for variant in variants_of(p):
+    for variant in variants_of(p.method, p.comparison.baseline):
         steps = backend.plan(variant, None, None)
         steps.append(PlanStep("check", commands=[
             f"smoke request, then {p.comparison.lossless_prompts} prompts x {p.comparison.lossless_max_tokens} "
             "tokens at temperature 0 (compared with the other variant)"]))
-        steps.append(_genai_perf_step(loaded, backend, variant))
+        steps.append(_benchmark_step(p, backend, tool, variant))
         steps.append(PlanStep("acceptance", commands=[backend.acceptance_source(variant)]))
         steps.append(PlanStep("teardown", commands=[f"SIGTERM, SIGKILL after {p.serving.stop_timeout_s:g}s"]))
         sections.append((f"variant {variant.name} (method {variant.method.kind})", steps))
     sections.append(("report", [PlanStep("report", commands=[
-        f"artifacts/{p.name}/<run-id>/: comparison.csv, report.md, comparison.png, manifest.json"])]))
+        f"artifacts/{p.name}/<run-id>/: report.md, comparison.csv, comparison.png, result.json; "
+        "the RunResult appended to the results database"])]))
     return sections
 
 

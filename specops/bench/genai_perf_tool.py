@@ -1,0 +1,77 @@
+"""genai-perf 0.0.16 as a benchmark tool: the served API -> its endpoint type, backend and inputs."""
+from __future__ import annotations
+
+from collections.abc import Callable
+from importlib import metadata
+from typing import Any
+
+from specops.bench import genai_perf
+from specops.bench.exports import find_export
+from specops.bench.genai_perf_records import RAW_EXPORT, request_samples
+from specops.bench.metrics import BenchMetrics, BenchRun
+from specops.bench.prompts import write_genai_perf_input
+from specops.bench.target import Api
+from specops.bench.tool import BenchJob, BenchTool, BenchToolError, prompt_index
+
+# API -> (genai-perf --endpoint-type, --backend for kserve)
+ENDPOINTS: dict[Api, tuple[str, str | None]] = {
+    Api.KSERVE_VLLM: ("kserve", "vllm"),
+    Api.KSERVE_TRTLLM: ("kserve", "tensorrtllm"),
+    # The LLM-API model reads sampling_param_* inputs; genai-perf's tensorrtllm payload carries
+    # text_input plus inputs it ignores (declared optional by the backend's config addendum).
+    Api.KSERVE_LLMAPI: ("kserve", "tensorrtllm"),
+    Api.OPENAI_COMPLETIONS: ("completions", None),
+    Api.OPENAI_CHAT: ("chat", None),
+}
+
+
+def length_inputs(api: Api, output_tokens: int) -> dict[str, Any]:
+    """Inputs that carry the output length where genai-perf's own flags do not reach the model."""
+    return {"sampling_param_max_tokens": output_tokens} if api is Api.KSERVE_LLMAPI else {}
+
+
+class GenaiPerf(BenchTool):
+    name = "genai-perf"
+    apis = tuple(ENDPOINTS)
+
+    def preflight(self) -> list[str]:
+        return genai_perf.preflight()
+
+    def version(self) -> str | None:
+        try:
+            return metadata.version("genai-perf")
+        except metadata.PackageNotFoundError:
+            return None
+
+    def request(self, job: BenchJob) -> genai_perf.GenaiPerfRequest:
+        endpoint_type, backend = ENDPOINTS[job.api]
+        return genai_perf.GenaiPerfRequest(
+            model=job.target.model,
+            url=job.address,
+            input_file=job.artifact_dir.parent / f"{job.artifact_dir.name}-input.jsonl",
+            tokenizer=job.tokenizer,
+            artifact_dir=job.artifact_dir,
+            endpoint_type=endpoint_type,
+            backend=backend,
+            streaming=job.target.streaming,
+            extra_inputs=dict(job.target.inputs) | length_inputs(job.api, job.output_tokens),
+            concurrency=job.concurrency,
+            request_count=job.requests,
+            warmup_request_count=job.warmup,
+            output_tokens=job.output_tokens,
+        )
+
+    def command(self, job: BenchJob) -> list[str]:
+        return genai_perf.build_command(self.request(job))
+
+    def run(self, job: BenchJob, on_line: Callable[[str], None] | None = None) -> BenchRun:
+        req = self.request(job)
+        write_genai_perf_input(job.prompts, req.input_file)
+        try:
+            artifact_dir = genai_perf.run(req, job.log_path, job.timeout_s, on_line=on_line)
+        except genai_perf.GenaiPerfError as err:
+            raise BenchToolError(str(err)) from err
+        metrics = BenchMetrics(**genai_perf.parse_exports(artifact_dir))
+        raw = find_export(artifact_dir).parent / RAW_EXPORT
+        samples = request_samples(raw, job.tokenizer, prompt_index(job.prompts), job.round)
+        return BenchRun(metrics=metrics, samples=samples)

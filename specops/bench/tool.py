@@ -1,0 +1,77 @@
+"""The seam for benchmark tools: one job in the served API's terms -> one bounded run -> typed figures.
+
+A tool says which APIs it can drive; the pipeline hands it a `BenchJob` (the served model as a
+`BenchTarget`, the prompts, the load) and gets back a `BenchRun`: aggregate `BenchMetrics` and
+one `RequestSample` per measured request, so variants can be paired prompt by prompt.
+"""
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import ClassVar
+
+from specops.bench.metrics import BenchRun
+from specops.bench.target import Api, BenchTarget
+
+
+class BenchToolError(RuntimeError):
+    """The tool failed, or its output could not be read; the message names its log."""
+
+
+@dataclass(frozen=True)
+class BenchJob:
+    """One run of a tool against one served variant."""
+
+    target: BenchTarget
+    api: Api  # which of the target's APIs the tool drives
+    tokenizer: Path | str  # local HF tokenizer dir (tools run offline)
+    prompts: list[str]  # every request's prompt comes from this list, in order
+    requests: int  # measured requests
+    warmup: int  # unmeasured requests sent first
+    output_tokens: int  # pinned where the target allows it
+    concurrency: int
+    artifact_dir: Path  # the tool's own files
+    log_path: Path
+    timeout_s: float
+    round: int = 0
+
+    @property
+    def address(self) -> str:
+        return self.target.endpoints[self.api]
+
+
+class BenchTool(ABC):
+    """A load generator specops can run; registered in specops.bench.tools.BENCH_TOOLS."""
+
+    name: ClassVar[str]
+    apis: ClassVar[tuple[Api, ...]]  # the APIs it can drive, preferred first
+
+    def pick_api(self, offered: tuple[Api, ...]) -> Api | None:
+        """The API to drive on a server that answers `offered` (None: none this tool speaks)."""
+        return next((api for api in self.apis if api in offered), None)
+
+    @abstractmethod
+    def preflight(self) -> list[str]:
+        """What this machine lacks to run the tool, each with its fix."""
+
+    @abstractmethod
+    def version(self) -> str | None:
+        """The tool's version, as installed."""
+
+    @abstractmethod
+    def command(self, job: BenchJob) -> list[str]:
+        """The command line the job runs (also what `specops plan` shows)."""
+
+    @abstractmethod
+    def run(self, job: BenchJob, on_line: Callable[[str], None] | None = None) -> BenchRun:
+        """Run the job within job.timeout_s (its processes killed on timeout, error or interrupt)
+        and return its figures and per-request samples."""
+
+
+def prompt_index(prompts: list[str]) -> Callable[[str], int | None]:
+    """Map a request's prompt text back to its index in the job's prompt list."""
+    index = {text: i for i, text in reversed(list(enumerate(prompts)))}
+    stripped = {text.strip(): i for text, i in index.items()}
+    return lambda text: index.get(text, stripped.get(text.strip()))

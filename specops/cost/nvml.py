@@ -1,0 +1,141 @@
+"""GPU energy and GPU inventory through NVML (`import pynvml`, from the nvidia-ml-py package).
+
+Energy is `nvmlDeviceGetTotalEnergyConsumption`: millijoules a device consumed since the driver
+was last loaded (Volta and newer). It is the whole device's energy, idle power and other
+tenants' work included, not a per-process figure: give the server its GPUs to itself.
+Every NVML call here sits between nvmlInit and nvmlShutdown (NVML counts nested inits).
+"""
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from typing import Any
+
+from specops.launch.gpus import parse_gpus
+
+NO_DRIVER = "no NVIDIA driver (libnvidia-ml.so.1 not found)"
+
+
+class EnergyCounterError(RuntimeError):
+    """An energy reading failed (NVML error), or two cannot be compared (other devices, a driver reload)."""
+
+
+@contextmanager
+def _session() -> Iterator[Any]:
+    import pynvml
+
+    pynvml.nvmlInit()
+    try:
+        yield pynvml
+    finally:
+        pynvml.nvmlShutdown()
+
+
+def nvml_available() -> str | None:
+    """None when NVML answers and sees at least one GPU, else why not (never raises)."""
+    try:
+        import pynvml
+    except ImportError:
+        return "nvidia-ml-py is not installed (import pynvml failed)"
+    try:
+        with _session() as nvml:
+            count = nvml.nvmlDeviceGetCount()
+    except pynvml.NVMLError_LibraryNotFound:
+        return NO_DRIVER
+    except pynvml.NVMLError_DriverNotLoaded:
+        return "NVIDIA driver not loaded (NVML: Driver Not Loaded)"
+    except pynvml.NVMLError as exc:
+        return f"NVML unusable: {exc}"
+    return None if count else "NVML sees no NVIDIA GPU"
+
+
+def energy_mj(indices: list[int] | None = None) -> dict[int, int]:
+    """Total-energy counters (mJ since driver load) of the given device indices (None: all)."""
+    import pynvml
+
+    try:
+        with _session() as nvml:
+            wanted = range(nvml.nvmlDeviceGetCount()) if indices is None else indices
+            return {i: int(nvml.nvmlDeviceGetTotalEnergyConsumption(nvml.nvmlDeviceGetHandleByIndex(i)))
+                    for i in wanted}
+    except pynvml.NVMLError as exc:  # NotSupported before Volta, InvalidArgument for an index out of range, ...
+        raise EnergyCounterError(f"NVML total energy of GPU {indices or 'all'}: {type(exc).__name__}: {exc}") from exc
+
+
+def energy_delta_j(before: Mapping[int, int], after: Mapping[int, int]) -> float:
+    """Joules spent between two `energy_mj` readings, summed over the devices."""
+    if set(before) != set(after):
+        raise EnergyCounterError(f"energy readings of different GPUs: {sorted(before)} then {sorted(after)}")
+    backwards = [i for i in sorted(before) if after[i] < before[i]]
+    if backwards:
+        raise EnergyCounterError(f"the energy counter of GPU {', '.join(map(str, backwards))} went backwards "
+                                 "(the NVIDIA driver was reloaded during the window): no energy for it")
+    return sum(after[i] - before[i] for i in before) / 1000.0
+
+
+def per_1k_tokens(quantity: float, tokens: float) -> float | None:
+    """`quantity` per 1,000 tokens; None when there were no tokens to divide by."""
+    return 1000.0 * quantity / tokens if tokens else None
+
+
+def gpu_indices(gpus: str | None) -> list[int] | None:
+    """Device indices a profile's `gpus` string gives the server: None = all, [] = none.
+
+    Accepts what the container backends pass to the Docker launcher ("all", a count, ids "0,2")
+    and docker's own "device=0,2". A count N means devices 0..N-1 (what dockerd's NVIDIA
+    integration picks). Unset (None) means all: a server process sees every GPU by default.
+    """
+    if gpus is None:
+        return None
+    value = gpus.strip().strip('"')
+    if value.startswith("device="):  # docker's form: ids only, even a single one ("device=3" is GPU 3)
+        request: Any = [d.strip() for d in value[len("device="):].split(",") if d.strip()]
+    else:
+        request = parse_gpus(value)
+    if request is None or request == []:
+        return []
+    if request == "all":
+        return None
+    if isinstance(request, int):
+        return list(range(request))
+    bad = [d for d in request if not d.isdigit()]
+    if bad:
+        raise ValueError(f"gpus {gpus!r}: energy is read per device index; cannot map {bad} (UUIDs?) to indices")
+    return sorted({int(d) for d in request})
+
+
+def _cuda_version(raw: int) -> str:
+    """NVML's CUDA driver version integer as text: 12040 -> "12.4"."""
+    return f"{raw // 1000}.{raw % 1000 // 10}"
+
+
+def _text(value: str | bytes) -> str:
+    return value.decode() if isinstance(value, bytes) else value  # older bindings return bytes
+
+
+def gpu_host_info() -> tuple[list[dict[str, Any]], str, str]:
+    """GpuRecord fields of every device, the driver version and the CUDA version it supports."""
+    with _session() as nvml:
+        gpus = []
+        for i in range(nvml.nvmlDeviceGetCount()):
+            handle = nvml.nvmlDeviceGetHandleByIndex(i)
+            memory = nvml.nvmlDeviceGetMemoryInfo(handle).total
+            gpus.append({"index": i, "name": _text(nvml.nvmlDeviceGetName(handle)),
+                         "memory_gb": round(memory / 2**30, 1)})
+        driver = _text(nvml.nvmlSystemGetDriverVersion())
+        cuda = _cuda_version(nvml.nvmlSystemGetCudaDriverVersion_v2())
+    return gpus, driver, cuda
+
+
+def energy_source(indices: list[int] | None) -> tuple[bool, str]:
+    """Whether energy can be read for these devices, and a source text (or the reason it cannot)."""
+    if indices == []:
+        return False, "the server has no GPU"
+    reason = nvml_available()
+    if reason is not None:
+        return False, reason
+    try:
+        devices = sorted(energy_mj(indices))
+    except EnergyCounterError as exc:
+        return False, f"NVML total energy unreadable: {exc}"
+    return True, f"NVML total energy, GPU {','.join(map(str, devices))}"

@@ -1,0 +1,1 @@
+"""Drafts trained here: data synthesis with the served target, ModelOpt training, export."""

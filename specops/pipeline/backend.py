@@ -1,0 +1,27 @@
+"""The backend and the benchmark tool of a run, built once from the validated profile."""
+from __future__ import annotations
+
+from specops.backends.base import Backend, Deployment, make_backend
+from specops.bench.tool import BenchTool
+from specops.bench.tools import bench_tool
+from specops.profile.schema import Profile
+
+
+def backend_for(profile: Profile) -> Backend:
+    draft = profile.draft
+    return make_backend(profile.backend, Deployment(
+        profile=profile.name,
+        serving=profile.serving,
+        target_source=profile.target.source,
+        draft_source=draft.source if draft is not None else None,
+        has_draft=draft is not None,
+    ))
+
+
+def tool_for(profile: Profile) -> BenchTool:
+    return bench_tool(profile.benchmark.tool)
+
+
+def preflight(backend: Backend, tool: BenchTool) -> list[str]:
+    """What stops this run here: the backend's needs, then the benchmark tool's."""
+    return backend.preflight() + tool.preflight()

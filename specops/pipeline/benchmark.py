@@ -1,0 +1,80 @@
+"""Benchmark one served variant for one round, and what its server spent doing it."""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from specops.acceptance.model import Acceptance
+from specops.backends.base import Backend, Server
+from specops.bench.metrics import BenchMetrics, BenchRun
+from specops.bench.prompts import load_prompts
+from specops.bench.tool import BenchJob, BenchTool
+from specops.cost.meter import CostMeter
+from specops.profile.schema import Benchmark
+from specops.results.model import Cost, VariantRecord
+from specops.variant import Variant
+
+
+def bench_prompts(bench: Benchmark) -> list[str]:
+    return load_prompts(bench.prompts, limit=bench.num_requests + bench.warmup_requests, offset=bench.prompt_offset)
+
+
+def bench_job(tool: BenchTool, backend: Backend, server: Server | None, variant: Variant, tokenizer: Path | str,
+              bench: Benchmark, prompts: list[str], run_path: Path, round_: int) -> BenchJob:
+    """The tool's job for one round (server None: for a plan). Warm-up requests only in a
+    variant's first round: its server stays up (and warm) between rounds."""
+    target = backend.bench_target(server, variant)
+    api = tool.pick_api(target.apis)
+    if api is None:  # validated at load; a backend whose servers changed APIs would land here
+        raise ValueError(f"{tool.name} cannot drive any of {[a.value for a in target.apis]}")
+    where = run_path / "bench" / variant.name / f"round-{round_}"
+    return BenchJob(target=target, api=api, tokenizer=tokenizer, prompts=prompts, requests=bench.num_requests,
+                    warmup=bench.warmup_requests if round_ == 0 else 0, output_tokens=bench.output_tokens,
+                    concurrency=bench.concurrency, artifact_dir=where / tool.name.replace(" ", "-"),
+                    log_path=run_path / "logs" / f"bench-{variant.name}-round{round_}.log",
+                    timeout_s=bench.timeout_s, round=round_)
+
+
+@dataclass(frozen=True)
+class Measured:
+    """One round of one variant: the tool's figures and the server's spending over the same window."""
+
+    run: BenchRun
+    cost: Cost  # output tokens of every request in the window (warm-up included) and what they cost
+
+
+def measure_round(tool: BenchTool, job: BenchJob, server: Server, gpus: str,
+                  on_line: Callable[[str], None] | None = None) -> Measured:
+    """Run the tool with the server's CPU time (and, on a GPU host, its GPUs' energy) read around it."""
+    what = server.version()[0]
+    meter = CostMeter.with_gpus(server.cpu_seconds, f"CPU time of the {what} server's process tree or container",
+                                gpus)
+    with meter.window() as window:
+        run = tool.run(job, on_line=on_line)
+    measured = sum(s.output_tokens for s in run.samples)
+    # Warm-up requests ran inside the same window at the pinned length: count them at the measured mean.
+    tokens = measured * (job.requests + job.warmup) / job.requests if run.samples else 0.0
+    return Measured(run, window.cost(tokens))
+
+
+def total_cost(costs: list[Cost]) -> Cost | None:
+    """Spending summed over rounds; a quantity missing in any round is missing in the total."""
+    if not costs:
+        return None
+
+    def total(name: str) -> float | None:
+        values = [getattr(c, name) for c in costs]
+        return None if any(v is None for v in values) else sum(values)
+
+    return Cost(output_tokens=sum(c.output_tokens for c in costs), cpu_seconds=total("cpu_seconds"),
+                gpu_energy_j=total("gpu_energy_j"), cpu_source=costs[0].cpu_source, gpu_source=costs[0].gpu_source)
+
+
+def variant_record(variant: Variant, rounds: list[Measured], acceptance: Acceptance | None) -> VariantRecord:
+    """A variant's rounds folded into its record: figures averaged, samples and spending summed."""
+    metrics = [m.run.metrics for m in rounds]
+    return VariantRecord(name=variant.name, method=variant.method.kind, model=variant.model_name,
+                         metrics=BenchMetrics.mean(metrics) if metrics else None, rounds=metrics,
+                         samples=[s for m in rounds for s in m.run.samples], acceptance=acceptance,
+                         cost=total_cost([m.cost for m in rounds]))

@@ -1,0 +1,151 @@
+"""Fold what a run measured (or how it failed) into its RunResult."""
+from __future__ import annotations
+
+import subprocess
+import time
+import uuid
+from dataclasses import dataclass, field
+from importlib import metadata
+from pathlib import Path
+
+from specops.backends.base import Backend
+from specops.bench.tool import BenchTool
+from specops.cost.host import host_record
+from specops.profile.loader import LoadedProfile
+from specops.results.model import (
+    BenchmarkRecord,
+    Failure,
+    Lossless,
+    ModelRecord,
+    Phases,
+    RunResult,
+    ServedRecord,
+    SoftwareRecord,
+    Status,
+    VariantRecord,
+    Verdict,
+)
+from specops.results.speedup import paired_speedup
+from specops.rundir import RunDir
+from specops.sources.base import ModelArtifact
+from specops.variant import BASE, SPECULATIVE, Variant
+
+MEASURED_PHASES = ("serve", "check", "benchmark", "draft")  # draft: synthesis + training, when not cached
+PACKAGES = ("specops", "prefect", "torch", "transformers", "tritonclient", "nvidia-pytriton", "genai-perf",
+            "numpy", "pandas", "pydantic", "huggingface_hub", "gguf", "nvidia-modelopt")
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+@dataclass
+class RunFacts:
+    """What the flow learns as it goes; a failed run has only part of it."""
+
+    models: dict[str, ModelArtifact] = field(default_factory=dict)
+    variants: list[VariantRecord] = field(default_factory=list)
+    lossless: Lossless | None = None
+    cached_steps: dict[str, bool] = field(default_factory=dict)
+    servers: dict[str, str] = field(default_factory=dict)  # server tool -> the version it reported
+
+
+def package_versions() -> dict[str, str | None]:
+    out: dict[str, str | None] = {}
+    for name in PACKAGES:
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            out[name] = None
+    return out
+
+
+def git_state(root: Path = REPO_ROOT) -> tuple[str | None, bool | None]:
+    """(commit, dirty) of the specops checkout that ran, or (None, None) for an installed copy."""
+    if not (root / ".git").exists():
+        return None, None
+    try:
+        commit = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True,
+                                timeout=10, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True, timeout=10, check=True).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return None, None
+    return commit or None, bool(dirty)
+
+
+def software_record() -> SoftwareRecord:
+    commit, dirty = git_state()
+    packages = package_versions()
+    return SoftwareRecord(specops=packages.get("specops") or "unknown", git_commit=commit, git_dirty=dirty,
+                          packages=packages)
+
+
+def benchmark_record(loaded: LoadedProfile, backend: Backend, tool: BenchTool, variant: Variant) -> BenchmarkRecord:
+    b = loaded.profile.benchmark
+    api = tool.pick_api(backend.registration.apis)
+    return BenchmarkRecord(tool=tool.name, tool_version=tool.version(), api=api.value if api else "none",
+                           prompts=b.prompts, num_requests=b.num_requests, warmup_requests=b.warmup_requests,
+                           output_tokens=b.output_tokens, concurrency=b.concurrency, rounds=b.rounds,
+                           interleave=b.interleave, notes=backend.benchmark_notes(variant))
+
+
+def phases(run: RunDir, now: float) -> Phases:
+    detail = {p: dict(v) for p, v in run.progress.phases.items()}
+    return Phases(wall_s=now - run.progress.started_at,
+                  phase_s={p: sum(detail.get(p, {}).values()) for p in MEASURED_PHASES}, detail=detail)
+
+
+def failure_of(run: RunDir, error: BaseException) -> Failure:
+    step, variant = run.progress.failed_at or ("flow", None)
+    logs = sorted(str(p) for p in (run.path / "logs").glob("*")) if (run.path / "logs").is_dir() else []
+    message = f"{type(error).__name__}: {error}".strip()
+    return Failure(step=step, variant=variant or None, error=message, logs=logs)
+
+
+def verdict_of(lossless: Lossless | None, failure: Failure | None) -> tuple[Verdict, list[str]]:
+    if failure is not None:
+        where = failure.step + (f" ({failure.variant})" if failure.variant else "")
+        return Verdict.FAILED, [f"failed at {where}: {failure.error}"]
+    if lossless is None:
+        return Verdict.UNCHECKED, ["the lossless check did not run (comparison.baseline is false or no prompts)"]
+    if lossless.valid:
+        return Verdict.VALID, [f"{lossless.compared} prompts identical at temperature 0"]
+    reasons = list(lossless.reasons)
+    if lossless.first is not None:
+        d = lossless.first
+        reasons.append(f"{lossless.mismatches}/{lossless.compared} prompts differ; first at prompt {d.prompt_index}, "
+                       f"character {d.position}: base {d.base!r} vs speculative {d.speculative!r}")
+    return Verdict.INVALID, reasons
+
+
+def run_result(loaded: LoadedProfile, run: RunDir, backend: Backend, tool: BenchTool, facts: RunFacts,
+               error: BaseException | None = None, notes: list[str] | None = None) -> RunResult:
+    """The run's record: status failed when `error` is given, invalid when outputs differ."""
+    p = loaded.profile
+    now = time.time()
+    failure = failure_of(run, error) if error is not None else None
+    verdict, reasons = verdict_of(facts.lossless, failure)
+    if failure is not None:
+        status = Status.FAILED
+    elif verdict is Verdict.INVALID and p.comparison.require_lossless:
+        status = Status.INVALID
+    else:
+        status = Status.OK
+    by_name = {v.name: v for v in facts.variants}
+    spec, base = by_name.get(SPECULATIVE), by_name.get(BASE)
+    speedup = None
+    if spec is not None and base is not None and spec.samples and base.samples:
+        throughput = (spec.metrics.output_token_throughput_tok_s / base.metrics.output_token_throughput_tok_s
+                      if spec.metrics and base.metrics and base.metrics.output_token_throughput_tok_s else None)
+        speedup = paired_speedup(spec.samples, base.samples, throughput_ratio=throughput)
+    return RunResult(
+        uid=uuid.uuid4().hex, run_id=run.run_id, run_dir=str(run.path), profile=p.name,
+        profile_sha256=loaded.sha256, profile_source=str(loaded.path), overrides=list(loaded.overrides),
+        method=p.method.kind, backend=p.backend.kind, started_at=run.progress.started_at, finished_at=now,
+        status=status, verdict=verdict, reasons=reasons,
+        models=[ModelRecord(role=role, source=a.source, revision=a.revision, sha256=a.sha256, path=str(a.path))
+                for role, a in facts.models.items()],
+        host=host_record(), software=software_record(),
+        served=ServedRecord(backend=p.backend.kind, servers=dict(facts.servers), **backend.served()),
+        benchmark=benchmark_record(loaded, backend, tool, Variant(SPECULATIVE, p.method)),
+        variants=list(facts.variants), speedup=speedup, lossless=facts.lossless, phases=phases(run, now),
+        cached_steps=dict(facts.cached_steps), failure=failure, notes=list(notes or []),
+    )

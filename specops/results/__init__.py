@@ -1,0 +1,1 @@
+"""Runs as data: the RunResult record and the results database it is appended to."""

@@ -1,0 +1,195 @@
+"""Runs as text for a terminal: `specops history` (a table of runs) and `specops compare` (two side by side).
+
+Everything here reads RunResults only, and every field may be missing: a failed run has no
+variants, no speedup and no lossless check, and older records may lack what newer ones carry.
+"""
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Callable
+from datetime import UTC, datetime
+
+from specops.results.model import RunResult, VariantRecord
+
+WIDTH = 100  # the terminal format_compare fits
+NONE = "-"
+
+
+def when(timestamp: float | None) -> str:
+    """UTC to the minute: runs are compared across hosts in different time zones."""
+    if timestamp is None:
+        return NONE
+    return datetime.fromtimestamp(timestamp, UTC).strftime("%Y-%m-%d %H:%M")
+
+
+def _num(value: float | None, spec: str = ".1f", unit: str = "") -> str:
+    return NONE if value is None else f"{value:{spec}}{unit}"
+
+
+def _status(result: RunResult) -> str:
+    text = result.status.value.upper()
+    return f"{text} ({result.failure.step})" if result.failure else text
+
+
+def _tok_s(variant: VariantRecord | None) -> float | None:
+    return variant.metrics.output_token_throughput_tok_s if variant and variant.metrics else None
+
+
+def _acceptance_rate(result: RunResult) -> str:
+    spec = result.variant("speculative")
+    rate = spec.acceptance.acceptance_rate if spec and spec.acceptance and spec.acceptance.available else None
+    return _num(None if rate is None else 100 * rate, ".0f", "%")
+
+
+def _table(headers: list[str], rows: list[list[str]]) -> str:
+    widths = [max(len(cell) for cell in column) for column in zip(headers, *rows)]
+    lines = [headers, ["-" * width for width in widths], *rows]
+    return "\n".join("  ".join(cell.ljust(width) for cell, width in zip(line, widths)).rstrip() for line in lines)
+
+
+def format_history(results: list[RunResult]) -> str:
+    """One line per run, in the order given (the store gives newest first)."""
+    if not results:
+        return "no runs recorded"
+    headers = ["when (UTC)", "run id", "profile", "status", "speedup", "tok/s spec/base", "accept", "framework"]
+    rows = []
+    for result in results:
+        spec, base = _tok_s(result.variant("speculative")), _tok_s(result.variant("base"))
+        tokens = NONE if spec is None and base is None else f"{_num(spec)}/{_num(base)}"
+        rows.append([
+            when(result.started_at), result.run_id, result.profile, _status(result),
+            result.speedup.text() if result.speedup else NONE, tokens, _acceptance_rate(result),
+            result.served.framework or result.served.image or NONE,
+        ])
+    return _table(headers, rows)
+
+
+def _gpus(result: RunResult) -> str:
+    host = result.host
+    if not host.gpus:
+        return "none"
+    names: dict[str, int] = {}
+    for gpu in host.gpus:
+        label = gpu.name + (f" ({gpu.memory_gb:g} GB)" if gpu.memory_gb else "")
+        names[label] = names.get(label, 0) + 1
+    parts = [f"{count}x {name}" for name, count in names.items()]
+    parts += [f"driver {host.driver}"] if host.driver else []
+    parts += [f"CUDA {host.cuda}"] if host.cuda else []
+    return ", ".join(parts)
+
+
+def _software(result: RunResult) -> str:
+    software = result.software
+    commit = f" @ {software.git_commit[:10]}" if software.git_commit else ""
+    return f"{software.specops}{commit}{' (dirty)' if software.git_dirty else ''}"
+
+
+def _benchmark(result: RunResult) -> str:
+    bench = result.benchmark
+    tool = f"{bench.tool} {bench.tool_version}" if bench.tool_version else bench.tool
+    return (f"{tool}, {bench.api}, {bench.prompts}: {bench.num_requests} requests (+{bench.warmup_requests} warmup)"
+            f" x {bench.rounds} rounds{', interleaved' if bench.interleave else ''}, {bench.output_tokens} tokens,"
+            f" concurrency {bench.concurrency}")
+
+
+def _lossless(result: RunResult) -> str:
+    check = result.lossless
+    if check is None:
+        return NONE
+    if check.valid:
+        return f"{check.compared}/{check.compared} equal"
+    text = f"{check.mismatches} of {check.compared} differ"
+    if check.first:
+        text += f" (prompt {check.first.prompt_index}, char {check.first.position})"
+    return "; ".join([text, *check.reasons]) if check.reasons else text
+
+
+def _failure(result: RunResult) -> str:
+    failure = result.failure
+    if failure is None:
+        return NONE
+    return f"{failure.step}{f' ({failure.variant})' if failure.variant else ''}: {failure.error}"
+
+
+Field = Callable[[RunResult], str]
+RUN_FIELDS: list[tuple[str, Field]] = [
+    ("profile", lambda r: r.profile),
+    ("profile sha256", lambda r: r.profile_sha256[:12]),
+    ("overrides", lambda r: ", ".join(r.overrides) or NONE),
+    ("status / verdict", lambda r: f"{r.status.value} / {r.verdict.value}"),
+    ("failure", _failure),
+    ("method / backend", lambda r: f"{r.method} / {r.backend}"),
+    ("served image", lambda r: r.served.image or NONE),
+    ("framework", lambda r: r.served.framework or NONE),
+    ("servers", lambda r: ", ".join(f"{k} {v}" for k, v in r.served.servers.items()) or NONE),
+    ("host cpu", lambda r: f"{r.host.cpu_model}, {r.host.cores} cores, {r.host.memory_gb:g} GB"),
+    ("host gpu", _gpus),
+    ("specops", _software),
+    ("benchmark", _benchmark),
+    ("wall time", lambda r: _num(r.phases.wall_s, ".0f", " s")),
+    ("speedup", lambda r: r.speedup.text() if r.speedup else NONE),
+]
+
+
+def _metric(name: str) -> Callable[[VariantRecord | None], float | None]:
+    return lambda v: getattr(v.metrics, name) if v and v.metrics else None
+
+
+def _acceptance(name: str) -> Callable[[VariantRecord | None], float | None]:
+    return lambda v: getattr(v.acceptance, name) if v and v.acceptance and v.acceptance.available else None
+
+
+def _cost(name: str) -> Callable[[VariantRecord | None], float | None]:
+    return lambda v: getattr(v.cost, name) if v and v.cost else None
+
+
+VARIANT_FIELDS: list[tuple[str, Callable[[VariantRecord | None], float | None], str, str]] = [
+    ("tokens/s", _metric("output_token_throughput_tok_s"), ".1f", ""),
+    ("TTFT p50", _metric("time_to_first_token_ms_p50"), ".0f", " ms"),
+    ("ITL p50", _metric("inter_token_latency_ms_p50"), ".1f", " ms"),
+    ("acceptance rate", lambda v: None if (rate := _acceptance("acceptance_rate")(v)) is None else 100 * rate,
+     ".1f", "%"),
+    ("accepted/step", _acceptance("mean_accepted_per_step"), ".2f", ""),
+    ("CPU s/1k tokens", _cost("cpu_s_per_1k_tokens"), ".1f", " s"),
+    ("GPU J/1k tokens", _cost("gpu_j_per_1k_tokens"), ".0f", " J"),
+]
+
+
+def _variant_names(a: RunResult, b: RunResult) -> list[str]:
+    names = [v.name for v in (*a.variants, *b.variants)]
+    ordered = [n for n in ("speculative", "base") if n in names] + names
+    return list(dict.fromkeys(ordered))
+
+
+def _pairs(a: RunResult, b: RunResult) -> list[tuple[str, str, str]]:
+    """(label, value in a, value in b) for every line of the comparison."""
+    pairs = [(label, field(a), field(b)) for label, field in RUN_FIELDS]
+    for metric, read, spec, unit in VARIANT_FIELDS:
+        for name in _variant_names(a, b):
+            left, right = (_num(read(r.variant(name)), spec, unit) for r in (a, b))
+            if left != NONE or right != NONE:  # base variants carry no acceptance: no empty lines
+                pairs.append((f"{metric} {name}", left, right))
+    pairs.append(("lossless", _lossless(a), _lossless(b)))
+    return pairs
+
+
+def format_compare(a: RunResult, b: RunResult) -> str:
+    """Two runs side by side, one line per field; `*` marks the fields whose values differ."""
+    pairs = _pairs(a, b)
+    label_w = max(len(label) for label, _, _ in pairs)
+    value_w = (WIDTH - 2 - label_w - 6) // 2
+
+    def line(mark: str, label: str, left: str, right: str) -> str:
+        return f"{mark} {label.ljust(label_w)} | {left.ljust(value_w)} | {right}".rstrip()
+
+    out = [line(" ", "run", f"A {a.run_id}", f"B {b.run_id}"),
+           line(" ", "started (UTC)", when(a.started_at), when(b.started_at)),
+           line(" ", "uid", a.uid, b.uid),
+           "-" * min(WIDTH, 2 + label_w + 6 + 2 * value_w)]
+    for label, left, right in pairs:
+        lefts = textwrap.wrap(left, value_w) or [""]
+        rights = textwrap.wrap(right, value_w) or [""]
+        for i in range(max(len(lefts), len(rights))):
+            out.append(line("*" if i == 0 and left != right else " ", label if i == 0 else "",
+                            lefts[i] if i < len(lefts) else "", rights[i] if i < len(rights) else ""))
+    return "\n".join(out)

@@ -1,0 +1,222 @@
+"""RunResult: everything one run measured and what produced it, as one typed record.
+
+report.md, comparison.csv, the plot, manifest.json, the Prefect artifacts and the results
+database are all rendered from this record; nothing re-reads a file the run already held.
+"""
+from __future__ import annotations
+
+from enum import StrEnum
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from specops.acceptance.model import Acceptance, analytical_bound
+from specops.bench.metrics import BenchMetrics, RequestSample
+
+SCHEMA_VERSION = 1  # of the RunResult JSON; bump with a migration of stored records
+
+
+class Record(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Status(StrEnum):
+    OK = "ok"
+    INVALID = "invalid"  # measured, but the speculative outputs differ from the base's
+    FAILED = "failed"  # a step raised; `failure` says which
+
+
+class Verdict(StrEnum):
+    VALID = "VALID"
+    INVALID = "INVALID"
+    UNCHECKED = "UNCHECKED"
+    FAILED = "FAILED"
+
+
+class ModelRecord(Record):
+    role: str  # target | draft
+    source: str
+    revision: str | None = None
+    sha256: str
+    path: str
+
+
+class GpuRecord(Record):
+    index: int
+    name: str
+    memory_gb: float | None = None
+
+
+class HostRecord(Record):
+    hostname: str
+    platform: str
+    python: str
+    cpu_model: str
+    cores: int
+    memory_gb: float
+    gpus: list[GpuRecord] = []
+    driver: str | None = None  # NVIDIA driver, when a GPU is present
+    cuda: str | None = None  # CUDA version the driver supports
+
+
+class SoftwareRecord(Record):
+    specops: str
+    git_commit: str | None = None
+    git_dirty: bool | None = None
+    packages: dict[str, str | None] = {}
+
+
+class ServedRecord(Record):
+    """What served the variants: the backend's image and framework, and the server's own version."""
+
+    backend: str
+    image: str | None = None
+    framework: str | None = None  # e.g. "vLLM 0.15.1", "TensorRT-LLM 1.2.1", "specops runtime"
+    version_source: str | None = None
+    servers: dict[str, str] = {}  # server tool -> version it reported (e.g. tritonserver 2.59.0)
+
+
+class BenchmarkRecord(Record):
+    """How the variants were measured."""
+
+    tool: str
+    tool_version: str | None = None
+    api: str
+    prompts: str
+    num_requests: int
+    warmup_requests: int
+    output_tokens: int
+    concurrency: int
+    rounds: int
+    interleave: bool
+    notes: list[str] = []
+
+
+class Cost(Record):
+    """What the variant's server spent to produce its tokens over the benchmark windows."""
+
+    output_tokens: float
+    cpu_seconds: float | None = None  # the server's whole process tree (or its container)
+    gpu_energy_j: float | None = None  # NVML total-energy counter over the server's GPUs
+    cpu_source: str | None = None
+    gpu_source: str | None = None  # where the energy came from, or why there is none
+
+    @property
+    def cpu_s_per_1k_tokens(self) -> float | None:
+        if self.cpu_seconds is None or not self.output_tokens:
+            return None
+        return 1000 * self.cpu_seconds / self.output_tokens
+
+    @property
+    def gpu_j_per_1k_tokens(self) -> float | None:
+        if self.gpu_energy_j is None or not self.output_tokens:
+            return None
+        return 1000 * self.gpu_energy_j / self.output_tokens
+
+
+class VariantRecord(Record):
+    name: str  # speculative | base
+    method: str
+    model: str
+    metrics: BenchMetrics | None = None  # averaged over rounds
+    rounds: list[BenchMetrics] = []
+    samples: list[RequestSample] = []
+    acceptance: Acceptance | None = None
+    cost: Cost | None = None
+
+
+class Speedup(Record):
+    """Speculative over base output tokens/s, paired prompt by prompt, with a bootstrap interval."""
+
+    point: float
+    low: float | None = None
+    high: float | None = None
+    level: float = 0.95
+    prompts: int
+    rounds: int
+    resampled: str  # what the bootstrap resamples: "rounds within prompts" | "prompts"
+    throughput_ratio: float | None = None  # ratio of the tools' aggregate tokens/s, for reference
+
+    def text(self) -> str:
+        """E.g. `1.36x (1.31-1.41, 8 prompts x 3 rounds)`."""
+        spread = f"{self.low:.2f}-{self.high:.2f}, " if self.low is not None and self.high is not None else ""
+        return f"{self.point:.2f}x ({spread}{self.prompts} prompts x {self.rounds} round{'s' * (self.rounds != 1)})"
+
+    @property
+    def half_width(self) -> float | None:
+        """Half the interval, relative to the point estimate."""
+        if self.low is None or self.high is None or not self.point:
+            return None
+        return (self.high - self.low) / 2 / self.point
+
+
+class Divergence(Record):
+    prompt_index: int
+    position: int  # first differing character of the output
+    base: str  # a window of each output around the divergence
+    speculative: str
+
+
+class Lossless(Record):
+    compared: int
+    mismatches: int
+    first: Divergence | None = None
+    reasons: list[str] = []
+
+    @property
+    def valid(self) -> bool:
+        return self.mismatches == 0 and not self.reasons
+
+
+class Failure(Record):
+    step: str  # e.g. "serve", "benchmark"
+    variant: str | None = None
+    error: str  # exception type and message
+    logs: list[str] = []  # log files of the run, for the next person to read
+
+
+class Phases(Record):
+    wall_s: float
+    phase_s: dict[str, float] = {}  # serve, check, benchmark, draft: summed over variants
+    detail: dict[str, dict[str, float]] = {}  # phase -> variant -> seconds
+
+    @property
+    def overhead_s(self) -> float:
+        return self.wall_s - sum(self.phase_s.values())
+
+
+class RunResult(Record):
+    schema_version: int = SCHEMA_VERSION
+    uid: str  # globally unique (the database key)
+    run_id: str  # the run directory's name
+    run_dir: str
+    profile: str
+    profile_sha256: str
+    profile_source: str
+    overrides: list[str] = []
+    method: str
+    backend: str
+    started_at: float
+    finished_at: float
+    status: Status
+    verdict: Verdict
+    reasons: list[str] = []
+    models: list[ModelRecord] = []
+    host: HostRecord
+    software: SoftwareRecord
+    served: ServedRecord
+    benchmark: BenchmarkRecord
+    variants: list[VariantRecord] = []
+    speedup: Speedup | None = None
+    lossless: Lossless | None = None
+    phases: Phases
+    cached_steps: dict[str, bool] = {}  # step -> served from the cache
+    failure: Failure | None = None
+    notes: list[str] = Field(default_factory=list)
+
+    def variant(self, name: str) -> VariantRecord | None:
+        return next((v for v in self.variants if v.name == name), None)
+
+    @property
+    def bound(self) -> float | None:
+        spec, base = self.variant("speculative"), self.variant("base")
+        return analytical_bound(spec.acceptance if spec else None, base.acceptance if base else None)

@@ -1,0 +1,288 @@
+"""The results database: every run's RunResult, appended, queryable across runs and hosts.
+
+An SQLite file under the artifacts root by default, so a laptop needs nothing; PostgreSQL when
+$SPECOPS_RESULTS_URL names one, so GPU workers on several hosts share one history. The schema
+is versioned with alembic and upgraded on open: a database written by an older specops is
+migrated in place, never dropped. The full record is kept as JSON next to a few indexed
+columns, so the columns serve queries and the JSON stays the truth.
+"""
+from __future__ import annotations
+
+import math
+import os
+from pathlib import Path
+from typing import Any, Self
+
+import sqlalchemy as sa
+from alembic import command
+from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from alembic.util.exc import CommandError
+from pydantic import ValidationError
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.engine import URL, Connection, Engine
+
+from specops.results.model import SCHEMA_VERSION, RunResult
+from specops.rundir import artifacts_root
+
+MIGRATIONS = Path(__file__).with_name("migrations")
+MIN_PREFIX = 6  # shortest uid prefix `get` accepts: shorter ones match too many runs to be useful
+_PG_MIGRATION_LOCK = 0x5EC0_95  # advisory lock key: concurrent opens migrate one at a time
+
+metadata = sa.MetaData()
+# The shape the queries use; migrations/versions/ holds how each version of it was built.
+runs = sa.Table(
+    "runs",
+    metadata,
+    sa.Column("uid", sa.String(64), primary_key=True),
+    sa.Column("run_id", sa.String(128), nullable=False, index=True),
+    sa.Column("profile", sa.String(128), nullable=False),
+    sa.Column("status", sa.String(16), nullable=False),
+    sa.Column("verdict", sa.String(16), nullable=False),
+    sa.Column("method", sa.String(64), nullable=False),
+    sa.Column("backend", sa.String(64), nullable=False),
+    sa.Column("started_at", sa.Double, nullable=False),
+    sa.Column("finished_at", sa.Double, nullable=False),
+    sa.Column("speedup", sa.Double),
+    sa.Column("speedup_low", sa.Double),
+    sa.Column("speedup_high", sa.Double),
+    sa.Column("schema_version", sa.Integer, nullable=False),
+    sa.Column("result", sa.JSON().with_variant(postgresql.JSONB(), "postgresql"), nullable=False),
+    sa.Index("ix_runs_profile_started_at", "profile", "started_at"),
+)
+
+
+class ResultsError(RuntimeError):
+    """The results database cannot be used as asked; the message says what to do."""
+
+
+class RunNotFound(ResultsError, LookupError):
+    pass
+
+
+class AmbiguousRun(ResultsError, LookupError):
+    pass
+
+
+def results_url() -> str:
+    """$SPECOPS_RESULTS_URL, else the SQLite file `results.db` under the artifacts root."""
+    return os.environ.get("SPECOPS_RESULTS_URL") or f"sqlite:///{artifacts_root() / 'results.db'}"
+
+
+def engine_url(url: str | URL) -> URL:
+    """The URL SQLAlchemy gets: a bare `postgresql://` (or `postgres://`) means psycopg 3."""
+    parsed = sa.make_url(url)
+    if parsed.drivername in ("postgresql", "postgres"):
+        parsed = parsed.set(drivername="postgresql+psycopg")
+    return parsed
+
+
+def masked(url: str | URL) -> str:
+    """The URL as it may be shown to anyone: the password replaced by ***."""
+    try:
+        return sa.make_url(url).render_as_string(hide_password=True)
+    except sa.exc.ArgumentError:
+        return "<unparseable URL>"  # it might be a password-bearing string: never echo it
+
+
+def _scrub(text: str, url: URL) -> str:
+    """Drivers may quote connection parameters in errors; keep the password out of them."""
+    return text.replace(url.password, "***") if url.password else text
+
+
+def create_engine(url: str | URL) -> Engine:
+    """A sync engine with the settings each dialect needs for safe concurrent writers."""
+    target = engine_url(url)
+    if target.get_backend_name() == "sqlite":
+        if target.database and target.database != ":memory:" and not target.database.startswith("file:"):
+            Path(target.database).parent.mkdir(parents=True, exist_ok=True)
+        engine = sa.create_engine(target, connect_args={"timeout": 30})
+        _sqlite_real_transactions(engine)
+        return engine
+    if target.get_backend_name() == "postgresql" and "connect_timeout" not in target.query:
+        return sa.create_engine(target, connect_args={"connect_timeout": 10}, pool_pre_ping=True)
+    return sa.create_engine(target, pool_pre_ping=True)
+
+
+def _sqlite_real_transactions(engine: Engine) -> None:
+    """pysqlite defers BEGIN and commits around DDL by itself, so a migration or an upsert could
+    interleave with another process's. SQLAlchemy's documented recipe: let SQLAlchemy emit BEGIN,
+    IMMEDIATE for writers (they take the write lock up front and wait out the busy timeout)."""
+
+    @sa.event.listens_for(engine, "connect")
+    def _no_pysqlite_transactions(dbapi_connection, _record) -> None:
+        dbapi_connection.isolation_level = None
+
+    @sa.event.listens_for(engine, "begin")
+    def _begin(conn: Connection) -> None:
+        conn.exec_driver_sql("BEGIN IMMEDIATE" if conn.get_execution_options().get("writer") else "BEGIN")
+
+
+def alembic_config() -> Config:
+    """Alembic's configuration, built in code: the scripts ship inside the package, no alembic.ini."""
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS).replace("%", "%%"))
+    return config
+
+
+def head_revision() -> str:
+    return ScriptDirectory.from_config(alembic_config()).get_current_head()
+
+
+def current_revision(engine: Engine) -> str | None:
+    with engine.connect() as conn:
+        return MigrationContext.configure(conn).get_current_revision()
+
+
+def migrate(engine: Engine, revision: str = "head") -> None:
+    """Upgrade the schema to `revision` in one transaction, one migrator at a time."""
+    with engine.connect() as conn:
+        conn.execution_options(writer=True)
+        with conn.begin():
+            if conn.dialect.name == "postgresql":
+                conn.execute(sa.select(sa.func.pg_advisory_xact_lock(_PG_MIGRATION_LOCK)))
+            config = alembic_config()
+            config.attributes["connection"] = conn
+            command.upgrade(config, revision)
+
+
+def _finite(value: Any) -> Any:
+    """JSON has no NaN/Infinity (PostgreSQL's JSONB refuses them): store them as the strings
+    pydantic reads back into floats."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+    if isinstance(value, dict):
+        return {key: _finite(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_finite(item) for item in value]
+    return value
+
+
+def _row(result: RunResult) -> dict[str, Any]:
+    speedup = result.speedup
+    return {
+        "uid": result.uid,
+        "run_id": result.run_id,
+        "profile": result.profile,
+        "status": result.status.value,
+        "verdict": result.verdict.value,
+        "method": result.method,
+        "backend": result.backend,
+        "started_at": result.started_at,
+        "finished_at": result.finished_at,
+        "speedup": speedup.point if speedup else None,
+        "speedup_low": speedup.low if speedup else None,
+        "speedup_high": speedup.high if speedup else None,
+        "schema_version": result.schema_version,
+        "result": _finite(result.model_dump(mode="json")),
+    }
+
+
+class ResultsStore:
+    """Appends RunResults and reads them back; `ResultsStore.open()` is the way in."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self.url = masked(engine.url)
+
+    @classmethod
+    def open(cls, url: str | None = None) -> ResultsStore:
+        """Connect to `url` (default: `results_url()`) and migrate its schema to head."""
+        raw = url or results_url()
+        try:
+            target = engine_url(raw)
+        except sa.exc.ArgumentError:
+            raise ResultsError(
+                f"the results database URL {masked(raw)} is not a database URL; set SPECOPS_RESULTS_URL "
+                "to e.g. postgresql://user:password@host:5432/specops, or unset it for the SQLite file"
+            ) from None
+        shown = masked(raw)
+        try:
+            engine = create_engine(target)
+            migrate(engine)
+        except CommandError as exc:
+            raise ResultsError(
+                f"the results database at {shown} has a schema this specops does not know ({exc}); "
+                "it was probably written by a newer specops: upgrade specops"
+            ) from None
+        except (sa.exc.SQLAlchemyError, OSError, ImportError) as exc:
+            reason = _scrub(str(exc).split("\n(Background on this error")[0], target)
+            raise ResultsError(
+                f"cannot open the results database at {shown}: {reason}\nCheck that the server is running "
+                "and that SPECOPS_RESULTS_URL is right, or unset SPECOPS_RESULTS_URL to use the SQLite file "
+                "under the artifacts root."
+            ) from None
+        return cls(engine)
+
+    def append(self, result: RunResult) -> None:
+        """Store the run; storing a uid again replaces its row (a retried task must not duplicate)."""
+        row = _row(result)
+        updates = {key: value for key, value in row.items() if key != "uid"}
+        with self.engine.connect() as conn:
+            conn.execution_options(writer=True)
+            with conn.begin():
+                dialect = conn.dialect.name
+                if dialect in ("postgresql", "sqlite"):
+                    insert = (postgresql if dialect == "postgresql" else sqlite).insert(runs).values(row)
+                    conn.execute(insert.on_conflict_do_update(index_elements=[runs.c.uid], set_=updates))
+                elif not conn.execute(runs.update().where(runs.c.uid == result.uid).values(updates)).rowcount:
+                    conn.execute(runs.insert().values(row))
+
+    def get(self, ref: str) -> RunResult:
+        """The run whose uid, uid prefix (>= 6 characters) or run id is `ref`."""
+        with self.engine.connect() as conn:
+            exact = conn.execute(sa.select(runs.c.result).where(runs.c.uid == ref)).scalar_one_or_none()
+            if exact is not None:
+                return _load(exact)
+            matches = conn.execute(self._candidates().where(runs.c.run_id == ref)).all()
+            if not matches and len(ref) >= MIN_PREFIX:
+                matches = conn.execute(self._candidates().where(runs.c.uid.startswith(ref, autoescape=True))).all()
+            if len(matches) == 1:
+                return self._fetch(conn, matches[0].uid)
+        if len(matches) > 1:
+            listing = "\n".join(f"  {m.uid}  {m.run_id}  {m.profile}  {m.status}" for m in matches[:20])
+            more = f"\n  ... and {len(matches) - 20} more" if len(matches) > 20 else ""
+            raise AmbiguousRun(f"{ref!r} matches {len(matches)} runs; use a longer uid:\n{listing}{more}")
+        hint = f" (a uid prefix needs at least {MIN_PREFIX} characters)" if len(ref) < MIN_PREFIX else ""
+        raise RunNotFound(f"no run with uid or run id {ref!r} in {self.url}{hint}; `specops history` lists runs")
+
+    def history(self, profile: str | None = None, limit: int = 50) -> list[RunResult]:
+        """Runs newest first (by start time), of one profile or of all."""
+        query = sa.select(runs.c.result).order_by(runs.c.started_at.desc(), runs.c.uid.desc()).limit(limit)
+        if profile is not None:
+            query = query.where(runs.c.profile == profile)
+        with self.engine.connect() as conn:
+            return [_load(data) for data in conn.execute(query).scalars()]
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"ResultsStore({self.url})"
+
+    @staticmethod
+    def _candidates() -> sa.Select:
+        return sa.select(runs.c.uid, runs.c.run_id, runs.c.profile, runs.c.status).order_by(runs.c.started_at.desc())
+
+    @staticmethod
+    def _fetch(conn: Connection, uid: str) -> RunResult:
+        return _load(conn.execute(sa.select(runs.c.result).where(runs.c.uid == uid)).scalar_one())
+
+
+def _load(data: dict[str, Any]) -> RunResult:
+    try:
+        return RunResult.model_validate(data)
+    except ValidationError as exc:
+        version = data.get("schema_version") if isinstance(data, dict) else None
+        raise ResultsError(
+            f"stored run {data.get('uid') if isinstance(data, dict) else '?'} (record schema {version}) does not "
+            f"load as this specops' RunResult (schema {SCHEMA_VERSION}): {exc.error_count()} errors, first: "
+            f"{exc.errors()[0]['loc']}: {exc.errors()[0]['msg']}"
+        ) from None

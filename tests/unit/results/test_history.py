@@ -1,0 +1,104 @@
+"""`specops history` and `specops compare` as text: what each line says, for ok, invalid and failed runs."""
+from __future__ import annotations
+
+import re
+
+from specops.results.history import WIDTH, format_compare, format_history
+from specops.results.model import GpuRecord, Status
+from tests.results_factory import T0, run_result
+
+
+def _line(text: str, label: str) -> str:
+    return next(line for line in text.splitlines() if line[2:].startswith(label + " "))
+
+
+def _field(text: str, label: str) -> tuple[str, str]:
+    """A field's two values, with the lines a long value wraps onto joined back."""
+    lines = text.splitlines()
+    start = lines.index(_line(text, label))
+    rows = lines[start:]
+    values: list[list[str]] = [[], []]
+    for i, line in enumerate(rows):
+        name, left, *right = re.split(r" \|(?: |$)", line[2:])
+        if i and name.strip():
+            break
+        values[0].append(left.strip())
+        values[1].append(right[0].strip() if right else "")
+    return " ".join(filter(None, values[0])), " ".join(filter(None, values[1]))
+
+
+def test_history_lists_every_run_with_its_interval_and_status():
+    ok = run_result(started_at=T0 + 3600, speedup=1.36)
+    failed = run_result(status=Status.FAILED, started_at=T0 + 60, profile="eagle3-vllm", framework="vLLM 0.15.1")
+    invalid = run_result(status=Status.INVALID, started_at=T0, speedup=0.91, spec_tok_s=14.6)
+    lines = format_history([ok, failed, invalid]).splitlines()
+    assert lines[0].split()[:3] == ["when", "(UTC)", "run"]
+    assert len(lines) == 5  # header, rule, three runs in the order given
+    ok_line, failed_line, invalid_line = lines[2:]
+    assert ok_line.startswith("2026-01-01 13:00  " + ok.run_id)
+    assert "1.36x (1.31-1.41, 4 prompts x 2 rounds)" in ok_line and "21.8/16.0" in ok_line and "62%" in ok_line
+    assert "OK" in ok_line and "specops runtime" in ok_line
+    assert failed.run_id in failed_line and "FAILED (serve)" in failed_line and "vLLM 0.15.1" in failed_line
+    assert "x (" not in failed_line  # no speedup for a failed run
+    assert "INVALID" in invalid_line and "0.91x (0.86-0.96" in invalid_line and "14.6/16.0" in invalid_line
+
+
+def test_history_columns_line_up():
+    lines = format_history([run_result(profile="p"), run_result(profile="a-much-longer-profile")]).splitlines()
+    status_at = lines[0].index("status")
+    assert all(line[status_at:status_at + 2] == "OK" for line in lines[2:])
+
+
+def test_empty_history_says_so():
+    assert format_history([]) == "no runs recorded"
+
+
+def test_compare_marks_only_the_fields_that_differ():
+    a = run_result(speedup=1.36, spec_tok_s=21.8)
+    b = run_result(speedup=1.10, spec_tok_s=17.6, started_at=T0 + 86400, commit="fedcba9876543210")
+    text = format_compare(a, b)
+    assert a.run_id in text.splitlines()[0] and b.run_id in text.splitlines()[0]
+    assert _line(text, "speedup").startswith("* ") and "1.36x (1.31-1.41" in text and "1.10x (1.05-1.15" in text
+    assert _line(text, "tokens/s speculative").startswith("*")
+    assert "21.8" in _line(text, "tokens/s speculative") and "17.6" in _line(text, "tokens/s speculative")
+    assert _line(text, "specops").startswith("* ") and "fedcba9876" in _line(text, "specops")
+    for same in ("profile", "tokens/s base", "acceptance rate speculative", "CPU s/1k tokens base", "lossless",
+                 "method / backend", "framework", "host cpu"):
+        assert _line(text, same).startswith("  "), same
+    assert "62.5%" in _line(text, "acceptance rate speculative")
+    assert "3.50" in _line(text, "accepted/step speculative")
+    assert "8/8 equal" in _line(text, "lossless")
+
+
+def test_compare_a_failed_run_with_an_ok_one():
+    ok, failed = run_result(), run_result(status=Status.FAILED)
+    text = format_compare(ok, failed)
+    assert "failed / FAILED" in _line(text, "status / verdict") and _line(text, "status / verdict").startswith("*")
+    assert _field(text, "failure") == ("-", "serve (speculative): TimeoutError: server not ready in 120 s")
+    assert _line(text, "speedup").startswith("*")
+    assert _field(text, "speedup") == ("1.36x (1.31-1.41, 4 prompts x 2 rounds)", "-")
+    assert _field(text, "tokens/s base") == ("16.0", "-")
+    assert "acceptance rate base" not in text  # neither run has base acceptance: no empty line for it
+
+
+def test_compare_two_failed_runs_and_invalid_lossless():
+    failed = run_result(status=Status.FAILED)
+    assert "tokens/s" not in format_compare(failed, run_result(status=Status.FAILED))
+    text = format_compare(run_result(), run_result(status=Status.INVALID))
+    assert _field(text, "lossless") == ("8/8 equal", "2 of 8 differ (prompt 3, char 17)")
+    assert _line(text, "lossless").startswith("* ")
+
+
+def test_compare_fits_a_100_column_terminal_even_with_long_values():
+    image = "nvcr.io/nvidia/tritonserver:25.02-trtllm-python-py3-with-a-very-long-custom-suffix"
+    a = run_result(framework="TensorRT-LLM 1.2.1")
+    a = a.model_copy(update={
+        "served": a.served.model_copy(update={"image": image}),
+        "host": a.host.model_copy(update={"gpus": [GpuRecord(index=0, name="NVIDIA H100 80GB HBM3", memory_gb=80.0),
+                                                   GpuRecord(index=1, name="NVIDIA H100 80GB HBM3", memory_gb=80.0)],
+                                          "driver": "550.54", "cuda": "12.4"})})
+    text = format_compare(a, run_result())
+    assert max(len(line) for line in text.splitlines()) <= WIDTH
+    assert _field(text, "host gpu") == ("2x NVIDIA H100 80GB HBM3 (80 GB), driver 550.54, CUDA 12.4", "none")
+    left, right = _field(text, "served image")
+    assert left.replace(" ", "") == image and right == "-"  # wrapped over lines, nothing cut
