@@ -117,3 +117,27 @@ def test_timeout_raises_and_leaves_nothing_behind(standin_server, tokenizer_dir,
     while _survivors(str(req.artifact_dir)) and time.monotonic() < deadline:
         time.sleep(0.2)
     assert _survivors(str(req.artifact_dir)) == []
+
+
+def test_tool_run_pairs_every_measured_request_with_its_prompt(standin_server, tokenizer_dir, tmp_path):
+    """The GenaiPerf tool end to end: per-request samples agree with genai-perf's own aggregates."""
+    from specops.bench.genai_perf_tool import GenaiPerf
+    from specops.bench.target import Api, BenchTarget
+    from specops.bench.tool import BenchJob
+
+    prompts = load_prompts("humaneval", limit=NUM_REQUESTS + WARMUP)
+    target = BenchTarget(model=standin_server.model, endpoints={Api.KSERVE_VLLM: standin_server.endpoint.grpc_url})
+    job = BenchJob(target=target, api=Api.KSERVE_VLLM, tokenizer=tokenizer_dir, prompts=prompts,
+                   requests=NUM_REQUESTS, warmup=WARMUP, output_tokens=OUTPUT_TOKENS, concurrency=1,
+                   artifact_dir=tmp_path / "round-0" / "genai-perf", log_path=tmp_path / "bench.log", timeout_s=300,
+                   round=2)
+    run = GenaiPerf().run(job)
+    samples, metrics = run.samples, run.metrics
+    assert len(samples) == metrics.request_count == NUM_REQUESTS  # warm-up requests are not samples
+    assert all(0 <= s.prompt < len(prompts) and s.round == 2 for s in samples)
+    print("prompts sent:", [s.prompt for s in samples])  # [0..5] here: each variant gets the same ones
+    mean_tokens = sum(s.output_tokens for s in samples) / len(samples)
+    assert mean_tokens == pytest.approx(metrics.output_sequence_length_avg)
+    mean_latency_ms = 1000 * sum(s.latency_s for s in samples) / len(samples)
+    assert mean_latency_ms == pytest.approx(metrics.request_latency_ms_avg, rel=1e-3)
+    assert all(0 < s.ttft_s <= s.latency_s for s in samples)

@@ -80,6 +80,8 @@ def test_report_has_measured_rows_and_the_speedup_with_its_interval(runs):
     s = result["speedup"]
     assert (s["prompts"], s["rounds"], s["resampled"]) == (3, 2, "rounds within prompts")
     assert len(result["variants"][0]["samples"]) == 6 and result["status"] == "ok"
+    for variant in result["variants"]:  # the benchmark window only: smoke and check requests subtracted
+        assert variant["acceptance"]["num_emitted_tokens"] == 3 * 24 * 2, variant["name"]
     report = (run / "report.md").read_text()
     assert f"**{s['point']:.2f}x ({s['low']:.2f}-{s['high']:.2f}, 3 prompts x 2 rounds)**" in report
     assert "CPU-seconds per 1,000 output tokens speculative vs" in report
