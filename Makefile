@@ -10,8 +10,11 @@ PROFILE ?= ngram-local
 POOL ?= specops-cpu
 PREFECT_PORT ?= 4200
 DEBIAN_PACKAGES := libb64-0d docker.io busybox-static postgresql
+# AIPerf (the second benchmark tool) pins packages that clash with specops': its own venv.
+AIPERF_VENV := .venv-aiperf
+AIPERF_VERSION := $(shell sed -n 's/^VERSION = "\(.*\)".*/\1/p' specops/bench/aiperf_tool.py)
 
-.PHONY: install demo test test-fast bench bench-intervals bench-drafts up down deploy schema clean
+.PHONY: install demo test test-fast bench bench-intervals bench-tools bench-drafts up down deploy schema clean
 
 $(VENV)/.installed: pyproject.toml
 	@command -v $(PYTHON) >/dev/null || { echo "need $(PYTHON)"; exit 1; }
@@ -27,7 +30,12 @@ $(VENV)/.installed: pyproject.toml
 	$(BIN)/pip install -q -e ".[test]"
 	@touch $@
 
-install: $(VENV)/.installed
+$(AIPERF_VENV)/.installed: specops/bench/aiperf_tool.py
+	@test -x $(AIPERF_VENV)/bin/python || $(PYTHON) -m venv $(AIPERF_VENV)
+	$(AIPERF_VENV)/bin/pip install -q aiperf==$(AIPERF_VERSION)
+	@touch $@
+
+install: $(VENV)/.installed $(AIPERF_VENV)/.installed
 
 ## demo: install everything and run the ngram-local profile end to end; prints the report path
 demo:
@@ -55,6 +63,10 @@ bench: install
 ## speedup with its 95% interval, and whether the intervals overlap
 bench-intervals: install
 	$(BIN)/python benchmarks/interval_bench.py
+
+## bench-tools: AIPerf vs genai-perf on one base server, in turns; each run's tokens/s and the ratio of means
+bench-tools: install
+	$(BIN)/python benchmarks/tool_agreement_bench.py
 
 ## bench-drafts: every method on the embedded target (drafts trained first, then cached) vs base, its
 ## analytical bound, and the runtime vs HF transformers' speculative generate

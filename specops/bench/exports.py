@@ -60,22 +60,24 @@ def parse_exports(artifact_dir: Path) -> dict[str, Any]:
     except json.JSONDecodeError as exc:
         raise ExportError(f"{path}: not valid JSON ({exc})") from None
     metrics: dict[str, Any] = {
-        "output_token_throughput_tok_s": _stat(data, path, "output_token_throughput", "tokens/sec", "avg"),
-        "request_throughput_req_s": _stat(data, path, "request_throughput", "requests/sec", "avg"),
+        "output_token_throughput_tok_s": metric_stat(data, path, "output_token_throughput", "tokens/sec", "avg"),
+        "request_throughput_req_s": metric_stat(data, path, "request_throughput", "requests/sec", "avg"),
     }
     for key, (unit, stem) in _DISTRIBUTIONS.items():
         optional = key in _STREAMING_ONLY
         for stat in _STATS:
-            metrics[f"{stem}_{stat}"] = _stat(data, path, key, unit, stat, optional)
-    metrics["output_sequence_length_avg"] = _stat(data, path, "output_sequence_length", "tokens", "avg")
-    metrics["input_sequence_length_avg"] = _stat(data, path, "input_sequence_length", "tokens", "avg", True)
-    metrics["request_count"] = int(_stat(data, path, "request_count", "count", "avg"))
+            metrics[f"{stem}_{stat}"] = metric_stat(data, path, key, unit, stat, optional)
+    metrics["output_sequence_length_avg"] = metric_stat(data, path, "output_sequence_length", "tokens", "avg")
+    metrics["input_sequence_length_avg"] = metric_stat(data, path, "input_sequence_length", "tokens", "avg", True)
+    metrics["request_count"] = int(metric_stat(data, path, "request_count", "count", "avg"))
     return metrics
 
 
-def _stat(
+def metric_stat(
     data: dict, path: Path, key: str, unit: str, stat: str, optional: bool = False
 ) -> float | None:
+    """One statistic of one metric ({"unit": ..., "avg": ..., "p50": ...}, the shape genai-perf's
+    and AIPerf's exports share), its unit checked."""
     entry = data.get(key)
     if entry is None:
         if optional:

@@ -9,16 +9,14 @@ runs are comparable: `--output-tokens-mean N --output-tokens-stddev 0
 from __future__ import annotations
 
 import json
-import subprocess
-import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from specops.bench.exports import find_export, parse_exports
+from specops.bench.tool_process import ToolExitError, ToolTimeoutError, run_logged
 from specops.bench.toolchain import genai_perf_executable, preflight, tool_env
-from specops.processes import kill_process_tree
 
 __all__ = [
     "GenaiPerfError",
@@ -33,16 +31,15 @@ __all__ = [
     "tool_env",
 ]
 
-KILL_GRACE_S = 5.0
 ENDPOINT_TYPES = ("kserve", "completions", "chat")  # the request formats request_inputs knows
 KSERVE_BACKENDS = ("vllm", "tensorrtllm")
 
 
-class GenaiPerfError(RuntimeError):
+class GenaiPerfError(ToolExitError):
     """genai-perf exited non-zero."""
 
 
-class GenaiPerfTimeout(GenaiPerfError, TimeoutError):
+class GenaiPerfTimeout(GenaiPerfError, ToolTimeoutError):
     """genai-perf outlived its time budget and was killed."""
 
 
@@ -52,7 +49,7 @@ class GenaiPerfRequest:
 
     model: str
     url: str  # host:port; the gRPC port for kserve
-    input_file: Path  # JSONL of {"text": ...}, see prompts.write_genai_perf_input
+    input_file: Path  # JSONL of {"text": ...}, see prompts.write_prompts_jsonl
     tokenizer: Path | str  # local HF tokenizer dir (runs offline)
     artifact_dir: Path
     endpoint_type: str = "kserve"  # kserve | completions | chat
@@ -148,56 +145,13 @@ def run(
     on_line: Callable[[str], None] | None = None,
     base_env: Mapping[str, str] | None = None,
 ) -> Path:
-    """Run genai-perf in its own process group; output goes to log_path (and on_line).
-
-    On timeout, error or KeyboardInterrupt the whole group gets SIGTERM, then SIGKILL after
-    KILL_GRACE_S, and the exception propagates. Returns req.artifact_dir (the exports sit
-    in a subdirectory: see find_export).
+    """Run genai-perf in its own process group (see tool_process.run_logged); output goes to
+    log_path (and on_line). Returns req.artifact_dir (the exports sit in a subdirectory: see
+    find_export).
     """
-    log_path = Path(log_path)
-    log_path.parent.mkdir(parents=True, exist_ok=True)
     Path(req.artifact_dir).mkdir(parents=True, exist_ok=True)
-    cmd = build_command(req)
     env = tool_env(base_env)
     env.setdefault("COLUMNS", "160")  # genai-perf's result table wraps badly at rich's default 80
-    with log_path.open("w", encoding="utf-8") as log:
-        log.write("$ " + " ".join(cmd) + "\n")
-        log.flush()
-        proc = subprocess.Popen(
-            cmd,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            env=env,
-            start_new_session=True,
-            text=True,
-            errors="replace",
-        )
-        pump = threading.Thread(target=_pump, args=(proc, log, on_line), daemon=True)
-        pump.start()
-        try:
-            code = proc.wait(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            kill_process_tree(proc, KILL_GRACE_S)
-            raise GenaiPerfTimeout(f"genai-perf exceeded {timeout_s:g}s; killed (log: {log_path})") from None
-        except BaseException:
-            kill_process_tree(proc, KILL_GRACE_S)
-            raise
-        finally:
-            pump.join(timeout=KILL_GRACE_S)
-    if code != 0:
-        tail = "".join(log_path.read_text(encoding="utf-8", errors="replace").splitlines(True)[-20:])
-        raise GenaiPerfError(f"genai-perf exited {code} (log: {log_path}):\n{tail}")
+    run_logged("genai-perf", build_command(req), env, log_path, timeout_s, on_line,
+               errors=(GenaiPerfError, GenaiPerfTimeout))
     return Path(req.artifact_dir)
-
-
-def _pump(proc: subprocess.Popen, log, on_line: Callable[[str], None] | None) -> None:
-    assert proc.stdout is not None
-    for line in proc.stdout:
-        log.write(line)
-        log.flush()
-        if on_line is not None:
-            try:
-                on_line(line.rstrip("\n"))
-            except Exception:  # a broken progress callback must not stall the pipe
-                on_line = None

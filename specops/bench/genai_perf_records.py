@@ -6,32 +6,14 @@ its aggregate figures), so a request's count here is the one its averages were b
 """
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from specops.bench.exports import ExportError
 from specops.bench.metrics import RequestSample
+from specops.bench.tool import payload_prompt
 
 RAW_EXPORT = "profile_export.json"
-
-
-def request_prompt(inputs: dict[str, Any]) -> str | None:
-    """The prompt text of one exported request: kserve's text_input, or an OpenAI payload's prompt."""
-    if "text_input" in inputs:
-        value = inputs["text_input"]
-        return value[0] if isinstance(value, list) else str(value)
-    payload = inputs.get("payload")
-    if payload is None:
-        return None
-    body = json.loads(payload) if isinstance(payload, str) else payload
-    if "prompt" in body:
-        prompt = body["prompt"]
-        return " ".join(prompt) if isinstance(prompt, list) else str(prompt)
-    if "messages" in body:
-        return " ".join(m.get("content", "") for m in body["messages"])
-    return None
 
 
 def request_samples(export: Path, tokenizer: Path | str, prompt_of: Callable[[str], int | None],
@@ -51,7 +33,7 @@ def request_samples(export: Path, tokenizer: Path | str, prompt_of: Callable[[st
         parser._preprocess_response(timestamps, outputs)  # genai-perf merges SSE fragments first
         if not timestamps:
             continue  # genai-perf skips requests without a response the same way
-        text = request_prompt(request["request_inputs"])
+        text = payload_prompt(request["request_inputs"])
         prompt = prompt_of(text) if text is not None else None
         if prompt is None:
             raise ExportError(f"{export}: a request's prompt is not one the job sent: {str(text)[:80]!r}")

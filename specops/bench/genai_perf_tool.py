@@ -9,7 +9,7 @@ from specops.bench import genai_perf
 from specops.bench.exports import find_export
 from specops.bench.genai_perf_records import RAW_EXPORT, request_samples
 from specops.bench.metrics import BenchMetrics, BenchRun
-from specops.bench.prompts import write_genai_perf_input
+from specops.bench.prompts import write_prompts_jsonl
 from specops.bench.target import Api
 from specops.bench.tool import BenchJob, BenchTool, BenchToolError, prompt_index
 
@@ -66,7 +66,7 @@ class GenaiPerf(BenchTool):
 
     def run(self, job: BenchJob, on_line: Callable[[str], None] | None = None) -> BenchRun:
         req = self.request(job)
-        write_genai_perf_input(job.prompts, req.input_file)
+        write_prompts_jsonl(job.prompts, req.input_file)
         try:
             artifact_dir = genai_perf.run(req, job.log_path, job.timeout_s, on_line=on_line)
         except genai_perf.GenaiPerfError as err:

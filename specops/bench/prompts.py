@@ -1,7 +1,7 @@
 """Benchmark prompts: HumanEval (bundled, offline), EAGLE question.jsonl, plain JSONL.
 
 Every source yields a list of prompt strings; the same list feeds the lossless check and
-(through `write_genai_perf_input`) genai-perf, so both see the same prompts.
+(through `write_prompts_jsonl`) genai-perf, so both see the same prompts.
 """
 from __future__ import annotations
 
@@ -58,8 +58,9 @@ def load_prompts(source: str, limit: int | None = None, offset: int = 0) -> list
     return selected
 
 
-def write_genai_perf_input(prompts: Iterable[str], path: Path) -> Path:
-    """Write genai-perf 0.0.16's `--input-file` format: JSONL, one {"text": prompt} a line.
+def write_prompts_jsonl(prompts: Iterable[str], path: Path) -> Path:
+    """Write the `--input-file` format of genai-perf 0.0.16 and of AIPerf 0.13's `single_turn`
+    datasets: JSONL, one {"text": prompt} a line.
 
     genai-perf strips each prompt and silently drops empty ones, which would shift the
     request count: an empty or whitespace-only prompt is an error here instead.

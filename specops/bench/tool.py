@@ -6,11 +6,12 @@ one `RequestSample` per measured request, so variants can be paired prompt by pr
 """
 from __future__ import annotations
 
+import json
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from specops.bench.metrics import BenchRun
 from specops.bench.target import Api, BenchTarget
@@ -75,3 +76,21 @@ def prompt_index(prompts: list[str]) -> Callable[[str], int | None]:
     index = {text: i for i, text in reversed(list(enumerate(prompts)))}
     stripped = {text.strip(): i for text, i in index.items()}
     return lambda text: index.get(text, stripped.get(text.strip()))
+
+
+def payload_prompt(inputs: dict[str, Any]) -> str | None:
+    """The prompt text of one sent request: a text_input (KServe tensor or Triton generate field),
+    or an OpenAI payload's prompt or messages (genai-perf nests those under "payload")."""
+    if "text_input" in inputs:
+        value = inputs["text_input"]
+        return value[0] if isinstance(value, list) else str(value)
+    payload = inputs.get("payload")
+    if payload is None:
+        return None
+    body = json.loads(payload) if isinstance(payload, str) else payload
+    if "prompt" in body:
+        prompt = body["prompt"]
+        return " ".join(prompt) if isinstance(prompt, list) else str(prompt)
+    if "messages" in body:
+        return " ".join(m.get("content", "") for m in body["messages"])
+    return None

@@ -6,6 +6,7 @@ from specops.registry import Registry
 
 BENCH_TOOLS: Registry[type[BenchTool]] = Registry("benchmark tool")
 BENCH_TOOLS.register("genai-perf", "specops.bench.genai_perf_tool:GenaiPerf")
+BENCH_TOOLS.register("aiperf", "specops.bench.aiperf_tool:AIPerf")
 DEFAULT_TOOL = "genai-perf"
 
 

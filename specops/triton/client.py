@@ -40,6 +40,9 @@ class GenerateError(RuntimeError):
     """The server answered a generate request with an error."""
 
 
+_LOOPBACK = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # our servers: never via a proxy
+
+
 def is_ready(endpoint: Endpoint, models: Iterable[str] = (), timeout_s: float = 2.0) -> bool:
     """Server live and ready, and every named model ready (False while it cannot be reached)."""
     import tritonclient.grpc as grpcclient  # noqa: PLC0415
@@ -172,8 +175,16 @@ def accepted_per_position(metrics: dict[str, float]) -> list[float]:
     return [found.get(i, 0.0) for i in range(max(found) + 1)] if found else []
 
 
+def metrics_answer(endpoint: Endpoint, timeout_s: float = 2.0) -> bool:
+    """The metrics port answers (tritonserver starts it after the HTTP and gRPC services)."""
+    try:
+        with _LOOPBACK.open(endpoint.metrics_url, timeout=timeout_s) as resp:
+            return resp.status == 200
+    except OSError:
+        return False
+
+
 def read_metrics(endpoint: Endpoint, model: str | None = None, timeout_s: float = 5.0) -> dict[str, float]:
     """Fetch the metrics port and parse our spec_decode_* series (see `parse_metrics`)."""
-    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # loopback: never a proxy
-    with opener.open(endpoint.metrics_url, timeout=timeout_s) as resp:
+    with _LOOPBACK.open(endpoint.metrics_url, timeout=timeout_s) as resp:
         return parse_metrics(resp.read().decode("utf-8", "replace"), model)

@@ -116,7 +116,8 @@ class TritonServer:
                     f"tritonserver {why} (exit code {rc}) before it was ready; "
                     f"log {self.log_file} ends with:\n{self.log_tail()}"
                 )
-            if client.is_ready(self.endpoint, self.models):
+            # specops reads its acceptance counters from the metrics port: ready means that too.
+            if client.is_ready(self.endpoint, self.models) and client.metrics_answer(self.endpoint):
                 log.info("tritonserver ready in %.1fs: %s", time.monotonic() - self._started_at, self.endpoint)
                 return self.endpoint
             if time.monotonic() >= deadline:

@@ -18,7 +18,7 @@ import pytest
 
 from specops.bench import genai_perf
 from specops.bench.genai_perf import GenaiPerfRequest
-from specops.bench.prompts import load_prompts, write_genai_perf_input
+from specops.bench.prompts import load_prompts, write_prompts_jsonl
 
 pytestmark = pytest.mark.integration
 
@@ -38,7 +38,7 @@ def _request(server, tokenizer_dir: Path, tmp_path: Path, prompts: list[str], **
     fields = dict(
         model=server.model,
         url=server.endpoint.grpc_url,
-        input_file=write_genai_perf_input(prompts, tmp_path / "input.jsonl"),
+        input_file=write_prompts_jsonl(prompts, tmp_path / "input.jsonl"),
         tokenizer=tokenizer_dir,
         artifact_dir=tmp_path / "genai-perf",
         request_count=NUM_REQUESTS,

@@ -4,6 +4,7 @@ PostgreSQL), shrunk by overrides. Five runs share one artifacts root and model c
 - first: 2 interleaved rounds, recorded into a real PostgreSQL ($SPECOPS_RESULTS_URL);
 - second: the same profile again, recorded into the default SQLite file; download and render cached;
 - retuned: one speculative setting changed, so only the speculative repository is rendered again;
+  measured by the second benchmark tool, AIPerf, through the same pipeline;
 - lossy: relaxed acceptance on the embedded engine, whose outputs really diverge: INVALID, exit 3;
 - broken: a real fault (a readiness deadline no server meets): FAILED at serve, exit 1, still reported.
 """
@@ -27,7 +28,8 @@ SHRINK = ["benchmark.num_requests=3", "benchmark.warmup_requests=0", "benchmark.
 RUNS = {
     "first": ["benchmark.rounds=2", "benchmark.interleave=true"],
     "second": ["benchmark.rounds=2", "benchmark.interleave=true"],
-    "retuned": ["benchmark.rounds=2", "benchmark.interleave=true", "method.prompt_lookup_max=2"],
+    "retuned": ["benchmark.rounds=2", "benchmark.interleave=true", "method.prompt_lookup_max=2",
+                "benchmark.tool=aiperf"],
     # A draft among the target's top-4 is kept: the speculative text departs from greedy decoding.
     "lossy": ["backend.relaxed_topk=4", "comparison.lossless_max_tokens=64"],
     # The embedded model takes seconds to load; nothing is ready within a tenth of one.
@@ -124,6 +126,21 @@ def test_a_changed_speculative_setting_renders_again_while_the_download_stays_ca
     assert all(second.values()), second
     assert retuned == {"download target": True, "build speculative": False, "render speculative": False,
                        "build base": True, "render base": True}
+
+
+def test_a_second_benchmark_tool_runs_through_the_same_pipeline(runs):
+    artifacts, _, _, done = runs
+    assert done["retuned"].returncode == 0, output(done["retuned"])
+    result = manifest(artifacts, "retuned")
+    assert (result["benchmark"]["tool"], result["benchmark"]["tool_version"]) == ("aiperf", "0.13.0")
+    assert result["benchmark"]["api"] == "triton/generate"
+    s = result["speedup"]
+    assert (s["prompts"], s["rounds"]) == (3, 2) and s["low"] <= s["point"] <= s["high"]
+    for variant in result["variants"]:
+        assert len(variant["samples"]) == 6 and variant["metrics"]["request_count"] == 6
+        assert variant["acceptance"]["num_emitted_tokens"] == 3 * 24 * 2, variant["name"]
+    exports = sorted((artifacts / "ngram-local" / "retuned" / "bench").glob("*/round-*/aiperf/profile_export.jsonl"))
+    assert len(exports) == 4  # 2 variants x 2 rounds
 
 
 def test_a_diverging_speculative_engine_makes_the_run_invalid(runs):

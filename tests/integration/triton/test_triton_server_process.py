@@ -76,10 +76,16 @@ def served(tmp_path_factory):
         t0 = time.monotonic()
         endpoint = server.wait_ready(120)
         print(f"tritonserver ready in {time.monotonic() - t0:.1f}s: {endpoint}")
+        # At once: tritonserver starts its metrics port after HTTP and gRPC, and ready includes it.
+        served_metrics_at_ready.append(client.metrics_answer(endpoint))
         yield server, endpoint
 
 
+served_metrics_at_ready: list[bool] = []
+
+
 def test_ready_endpoint(served):
+    assert served_metrics_at_ready == [True]
     server, endpoint = served
     assert endpoint.pid == server.pid and endpoint.host == "127.0.0.1"
     assert client.is_ready(endpoint, ["echo"])

@@ -13,7 +13,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from specops.bench import genai_perf, toolchain
+from specops.bench import genai_perf, tool_process, toolchain
 from specops.bench.genai_perf import GenaiPerfError, GenaiPerfRequest, GenaiPerfTimeout, build_command
 
 VENV_BIN = Path(sys.executable).parent
@@ -191,7 +191,7 @@ def test_run_timeout_kills_the_whole_group(tmp_path, monkeypatch):
     marker = f"sleep 41.{os.getpid()}"  # unique, and over by itself if a kill fails
     # A child that ignores SIGTERM: only the SIGKILL escalation ends it.
     _fake(monkeypatch, f"trap '' TERM; {marker} & {marker}; wait")
-    monkeypatch.setattr(genai_perf, "KILL_GRACE_S", 1.0)
+    monkeypatch.setattr(tool_process, "KILL_GRACE_S", 1.0)
     t0 = time.monotonic()
     with pytest.raises(GenaiPerfTimeout, match="exceeded 1s"):
         genai_perf.run(_req(tmp_path), tmp_path / "gp.log", timeout_s=1)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from specops.bench.prompts import PromptFileError, load_prompts, write_genai_perf_input
+from specops.bench.prompts import PromptFileError, load_prompts, write_prompts_jsonl
 
 # EAGLE's question.jsonl files as shipped upstream (see ../shared/reference/SOURCES.txt).
 EAGLE_DATA = Path(__file__).resolve().parents[4] / "shared" / "reference" / "eagle_data"
@@ -95,7 +95,7 @@ def test_source_errors(tmp_path):
 
 def test_genai_perf_input_is_jsonl_of_text_records(tmp_path):
     prompts = ['def f(x):\n    """Doc with "quotes" and ünïcode."""\n', "second"]
-    path = write_genai_perf_input(prompts, tmp_path / "sub" / "input.jsonl")
+    path = write_prompts_jsonl(prompts, tmp_path / "sub" / "input.jsonl")
     lines = path.read_text(encoding="utf-8").splitlines()
     assert [json.loads(line) for line in lines] == [{"text": p} for p in prompts]
     # Round trip through our own loader: the same prompts come back.
@@ -104,6 +104,6 @@ def test_genai_perf_input_is_jsonl_of_text_records(tmp_path):
 
 def test_genai_perf_input_refuses_prompts_genai_perf_would_drop(tmp_path):
     with pytest.raises(ValueError, match="prompt 1 is empty"):
-        write_genai_perf_input(["fine", "  \n"], tmp_path / "x.jsonl")
+        write_prompts_jsonl(["fine", "  \n"], tmp_path / "x.jsonl")
     with pytest.raises(ValueError, match="no prompts"):
-        write_genai_perf_input([], tmp_path / "x.jsonl")
+        write_prompts_jsonl([], tmp_path / "x.jsonl")

@@ -1,0 +1,124 @@
+"""Reading AIPerf 0.13.0's exports (schema_version 1.4) under its --artifact-dir.
+
+`profile_export_aiperf.json` holds the aggregates (each metric {unit, avg, p50, p99, ...}) and
+the run's completeness; `profile_export.jsonl` one record per request (metadata with its phase
+and conversation id, metrics with their units, error); `inputs.json` the payload each
+conversation sent, which names the prompt.
+"""
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from specops.bench.exports import ExportError, metric_stat
+from specops.bench.metrics import BenchMetrics, RequestSample
+from specops.bench.tool import payload_prompt
+
+AGGREGATES = "profile_export_aiperf.json"
+RECORDS = "profile_export.jsonl"
+INPUTS = "inputs.json"
+PROFILING = "profiling"  # metadata.benchmark_phase of measured requests (warm-up ones say "warmup")
+
+# metric -> (unit AIPerf reports, our name's stem); the streaming-only ones are absent otherwise
+_DISTRIBUTIONS = {
+    "request_latency": ("ms", "request_latency_ms", False),
+    "time_to_first_token": ("ms", "time_to_first_token_ms", True),
+    "inter_token_latency": ("ms", "inter_token_latency_ms", True),
+}
+
+
+def _load_json(path: Path) -> Any:
+    if not path.is_file():
+        raise ExportError(f"AIPerf wrote no {path.name} in {path.parent} (did it finish? check its log)")
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise ExportError(f"{path}: not valid JSON ({exc})") from None
+
+
+def parse_metrics(artifact_dir: Path) -> BenchMetrics:
+    """The run's aggregates; a cancelled or incomplete run, or one with failed requests, is an error."""
+    path = Path(artifact_dir) / AGGREGATES
+    data = _load_json(path)
+    if data.get("was_cancelled") or not data.get("is_complete", False):
+        raise ExportError(f"{path}: the run did not complete (was_cancelled={data.get('was_cancelled')}, "
+                          f"is_complete={data.get('is_complete')})")
+    if data.get("error_summary"):
+        raise ExportError(f"{path}: requests failed: {json.dumps(data['error_summary'])[:800]}")
+
+    def stat(key: str, unit: str, name: str = "avg", optional: bool = False) -> float | None:
+        return metric_stat(data, path, key, unit, name, optional)
+
+    figures: dict[str, Any] = {
+        "output_token_throughput_tok_s": stat("output_token_throughput", "tokens/sec"),
+        "request_throughput_req_s": stat("request_throughput", "requests/sec"),
+        "output_sequence_length_avg": stat("output_sequence_length", "tokens"),
+        "input_sequence_length_avg": stat("input_sequence_length", "tokens", optional=True),
+        "request_count": int(stat("request_count", "requests") or 0),
+    }
+    for key, (unit, stem, optional) in _DISTRIBUTIONS.items():
+        for name in ("avg", "p50", "p99"):
+            figures[f"{stem}_{name}"] = stat(key, unit, name, optional)
+    return BenchMetrics(**figures)
+
+
+def conversation_prompts(artifact_dir: Path) -> dict[str, str]:
+    """Conversation id -> the prompt text its (single-turn) payload carried."""
+    path = Path(artifact_dir) / INPUTS
+    prompts = {}
+    for session in _load_json(path).get("data", []):
+        payloads = session.get("payloads") or [{}]
+        text = payload_prompt(payloads[0])
+        if text is None:
+            raise ExportError(f"{path}: session {session.get('session_id')!r} carries no prompt")
+        prompts[session["session_id"]] = text
+    return prompts
+
+
+def request_samples(artifact_dir: Path, prompt_of: Callable[[str], int | None], round_: int) -> list[RequestSample]:
+    """One sample per measured request, each naming the prompt (index) it sent."""
+    path = Path(artifact_dir) / RECORDS
+    if not path.is_file():
+        raise ExportError(f"AIPerf wrote no {RECORDS} in {artifact_dir} (run it with --export-level records)")
+    texts = conversation_prompts(artifact_dir)
+    samples = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        record = json.loads(line)
+        meta = record["metadata"]
+        if meta.get("benchmark_phase") != PROFILING:
+            continue
+        if record.get("error") or meta.get("was_cancelled"):
+            raise ExportError(f"{path}: request {meta.get('x_request_id')} failed: {record.get('error')}")
+        text = texts.get(meta["conversation_id"])
+        prompt = prompt_of(text) if text is not None else None
+        if prompt is None:
+            raise ExportError(f"{path}: conversation {meta['conversation_id']!r} sent no prompt the job asked for")
+        metrics = record["metrics"]
+        ttft = metrics.get("time_to_first_token")
+        samples.append(RequestSample(prompt=prompt, round=round_,
+                                     latency_s=_ms(metrics["request_latency"]) / 1000,
+                                     output_tokens=int(metrics["output_sequence_length"]["value"]),
+                                     ttft_s=_ms(ttft) / 1000 if ttft else None))
+    return samples
+
+
+def request_errors(artifact_dir: Path) -> list[str]:
+    """The distinct errors of the requests that failed ("HTTP 404 Not Found: ..." with a count)."""
+    path = Path(artifact_dir) / RECORDS
+    if not path.is_file():
+        return []
+    counts: dict[str, int] = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        error = json.loads(line).get("error")
+        if error:
+            text = f"HTTP {error.get('code')} {error.get('type')}: {error.get('message')}"
+            counts[text] = counts.get(text, 0) + 1
+    return [f"{n}x {text}" for text, n in counts.items()]
+
+
+def _ms(metric: dict[str, Any]) -> float:
+    if metric.get("unit") != "ms":
+        raise ExportError(f"expected a value in ms, got {metric}")
+    return float(metric["value"])

@@ -1,0 +1,144 @@
+"""AIPerf 0.13.0 as a benchmark tool, run from its own environment.
+
+AIPerf's pins clash with this environment (transformers, among others), so it lives in a venv
+of its own (`make install` creates `.venv-aiperf`) and is called through its CLI. It drives
+Triton's HTTP generate endpoint with its `template` endpoint type: a Jinja body gives the
+prompt and the stream flag, `--extra-inputs` adds the model's other inputs (the vLLM I/O's
+`sampling_parameters` JSON pinning the output length), and `response_field` names the output
+field. Every flag below is in `aiperf profile --help` of 0.13.0; the template variables are
+those of aiperf/endpoints/template_endpoint.py there.
+"""
+from __future__ import annotations
+
+import functools
+import json
+import os
+import shutil
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from specops.bench.aiperf_exports import parse_metrics, request_errors, request_samples
+from specops.bench.exports import ExportError
+from specops.bench.metrics import BenchRun
+from specops.bench.prompts import write_prompts_jsonl
+from specops.bench.target import Api
+from specops.bench.tool import BenchJob, BenchTool, BenchToolError, prompt_index
+from specops.bench.tool_process import ToolExitError, run_logged
+from specops.bench.toolchain import OFFLINE_VARS
+from specops.secrets import scrubbed_env
+
+VERSION = "0.13.0"  # the release whose CLI and exports this adapter was written against
+EXECUTABLE_VAR = "SPECOPS_AIPERF"
+CHECKOUT_VENV = Path(__file__).resolve().parents[2] / ".venv-aiperf"  # where `make install` puts it
+INSTALL_HINT = (f"`make install` creates .venv-aiperf with aiperf=={VERSION} (its pins clash with specops' "
+                f"environment), or point {EXECUTABLE_VAR} at an aiperf {VERSION} executable")
+# The prompt and the stream flag; every other field comes from --extra-inputs.
+TEMPLATE = '{"text_input": {{ text|tojson }}, "stream": {{ stream|tojson }}}'
+# An interpreter's own settings would leak into AIPerf's venv.
+_FOREIGN_VARS = ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV")
+
+
+def executable() -> Path | None:
+    """$SPECOPS_AIPERF, else the checkout's .venv-aiperf, else `aiperf` on PATH."""
+    if os.environ.get(EXECUTABLE_VAR):
+        return Path(os.environ[EXECUTABLE_VAR])
+    candidate = CHECKOUT_VENV / "bin" / "aiperf"
+    if candidate.is_file():
+        return candidate
+    found = shutil.which("aiperf")
+    return Path(found) if found else None
+
+
+@functools.lru_cache(maxsize=8)
+def _version_of(path: Path) -> str | None:
+    try:
+        done = subprocess.run([str(path), "--version"], capture_output=True, text=True, timeout=60,
+                              env=tool_env())
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    lines = done.stdout.strip().splitlines()
+    return lines[-1].strip() if done.returncode == 0 and lines else None
+
+
+def tool_env() -> dict[str, str]:
+    """AIPerf's environment: no secrets, and not HF's offline mode.
+
+    The tokenizer is a local directory, which loads without the network; but with
+    HF_HUB_OFFLINE set, AIPerf 0.13.0 takes the name for a hub repo id
+    (aiperf/common/tokenizer.py, Tokenizer._load_from_hub's offline branch) and fails with
+    HFValidationError.
+    """
+    return {k: v for k, v in scrubbed_env(os.environ).items() if k not in _FOREIGN_VARS and k not in OFFLINE_VARS}
+
+
+def sampling_parameters(output_tokens: int, pin_length: bool) -> str:
+    """The vLLM I/O's sampling_parameters for a greedy request of output_tokens tokens."""
+    sampling: dict[str, Any] = {"max_tokens": output_tokens, "temperature": 0.0}
+    if pin_length:
+        sampling |= {"min_tokens": output_tokens, "ignore_eos": True}
+    return json.dumps(sampling, sort_keys=True)
+
+
+class AIPerf(BenchTool):
+    name = "aiperf"
+    apis = (Api.TRITON_GENERATE,)
+
+    def preflight(self) -> list[str]:
+        path = executable()
+        if path is None or not path.is_file():
+            return [f"AIPerf not found{f' at {path}' if path else ''}: {INSTALL_HINT}"]
+        found = _version_of(path)
+        if found != VERSION:
+            return [f"{path} is AIPerf {found or '(version unknown: `aiperf --version` failed)'}; specops reads "
+                    f"the CLI and exports of {VERSION}: {INSTALL_HINT}"]
+        return []
+
+    def version(self) -> str | None:
+        path = executable()
+        return _version_of(path) if path and path.is_file() else None
+
+    def input_file(self, job: BenchJob) -> Path:
+        return job.artifact_dir.parent / f"{job.artifact_dir.name}-input.jsonl"
+
+    def command(self, job: BenchJob) -> list[str]:
+        target = job.target
+        route = "generate_stream" if target.streaming else "generate"
+        extra = {"payload_template": TEMPLATE, "response_field": "text_output", **target.inputs,
+                 "exclude_input_in_output": True,
+                 "sampling_parameters": sampling_parameters(job.output_tokens, target.pins_output_length)}
+        cmd = [str(executable() or "aiperf"), "profile", "-m", target.model,
+               "--endpoint-type", "template", "--custom-endpoint", f"/v2/models/{target.model}/{route}",
+               "--url", job.address, "--tokenizer", str(job.tokenizer),
+               "--input-file", str(self.input_file(job)), "--custom-dataset-type", "single_turn",
+               "--dataset-sampling-strategy", "sequential",
+               "--extra-inputs", json.dumps(extra, sort_keys=True),
+               "--osl", str(job.output_tokens), "--osl-stddev", "0",
+               "--request-count", str(job.requests), "--concurrency", str(job.concurrency),
+               "--random-seed", "0", "--artifact-dir", str(job.artifact_dir), "--export-level", "records",
+               "--ui-type", "none", "--no-gpu-telemetry", "--no-server-metrics"]  # fmt: skip
+        if target.streaming:
+            cmd.append("--streaming")
+        if job.warmup:
+            cmd += ["--warmup-request-count", str(job.warmup)]
+        return cmd
+
+    def run(self, job: BenchJob, on_line: Callable[[str], None] | None = None) -> BenchRun:
+        problems = self.preflight()
+        if problems:
+            raise BenchToolError("; ".join(problems))
+        write_prompts_jsonl(job.prompts, self.input_file(job))
+        job.artifact_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            run_logged("aiperf", self.command(job), tool_env(), job.log_path, job.timeout_s, on_line)
+            metrics = parse_metrics(job.artifact_dir)
+            samples = request_samples(job.artifact_dir, prompt_index(job.prompts), job.round)
+        except (ToolExitError, ExportError) as err:
+            failed = request_errors(job.artifact_dir)  # the server's answer says more than AIPerf's exit
+            cause = f"requests failed at {job.address}: {'; '.join(failed)[:1000]}\n" if failed else ""
+            raise BenchToolError(f"{cause}{err} (log: {job.log_path})") from err
+        if len(samples) != metrics.request_count:
+            raise BenchToolError(f"AIPerf exported {len(samples)} measured requests but counted "
+                                 f"{metrics.request_count} (artifacts: {job.artifact_dir})")
+        return BenchRun(metrics=metrics, samples=samples)

@@ -1,0 +1,133 @@
+"""The AIPerf adapter: its command line, its request body, where it looks for AIPerf, and its exports
+(tests/unit/bench/fixtures/aiperf/: a real AIPerf 0.13.0 run against tritonserver, captured by
+tests/integration/bench/test_bench_aiperf_live.py)."""
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import jinja2
+import pytest
+
+from specops.bench import aiperf_tool
+from specops.bench.aiperf_exports import AGGREGATES, INPUTS, RECORDS, parse_metrics, request_samples
+from specops.bench.aiperf_tool import TEMPLATE, AIPerf
+from specops.bench.exports import ExportError
+from specops.bench.target import Api, BenchTarget
+from specops.bench.tool import BenchJob, prompt_index
+from specops.bench.tools import BENCH_TOOLS
+from specops.profile.errors import ProfileError
+from specops.profile.loader import load_profile
+
+FIXTURE = Path(__file__).parent / "fixtures" / "aiperf"
+FIXTURE_PROMPTS = json.loads((FIXTURE / "prompts.json").read_text())  # the job's prompt list, in order
+
+
+def _job(tmp_path: Path, streaming: bool = True, warmup: int = 1, inputs: dict | None = None) -> BenchJob:
+    target = BenchTarget(model="base", endpoints={Api.TRITON_GENERATE: "http://127.0.0.1:8000"},
+                         streaming=streaming, inputs=inputs or {})
+    return BenchJob(target=target, api=Api.TRITON_GENERATE, tokenizer="/models/tok", prompts=["a", "b", "c"],
+                    requests=2, warmup=warmup, output_tokens=32, concurrency=2, artifact_dir=tmp_path / "aiperf",
+                    log_path=tmp_path / "aiperf.log", timeout_s=60)
+
+
+def _flag(cmd: list[str], name: str) -> str:
+    return cmd[cmd.index(name) + 1]
+
+
+def test_registered_and_picks_tritons_generate_endpoint():
+    tool = BENCH_TOOLS.get("aiperf")()
+    assert tool.pick_api((Api.KSERVE_VLLM, Api.TRITON_GENERATE)) is Api.TRITON_GENERATE
+    assert tool.pick_api((Api.KSERVE_LLMAPI,)) is None
+
+
+def test_command_streams_from_generate_stream_with_the_length_pinned(tmp_path):
+    cmd = AIPerf().command(_job(tmp_path))
+    assert cmd[1:3] == ["profile", "-m"] and _flag(cmd, "-m") == "base"
+    assert _flag(cmd, "--endpoint-type") == "template" and "--streaming" in cmd
+    assert _flag(cmd, "--custom-endpoint") == "/v2/models/base/generate_stream"
+    assert (_flag(cmd, "--request-count"), _flag(cmd, "--warmup-request-count"), _flag(cmd, "--concurrency")) \
+        == ("2", "1", "2")
+    assert _flag(cmd, "--dataset-sampling-strategy") == "sequential"  # warm-up takes prompt 0, then 1, 2, ...
+    extra = json.loads(_flag(cmd, "--extra-inputs"))
+    assert extra["response_field"] == "text_output" and extra["exclude_input_in_output"] is True
+    assert json.loads(extra["sampling_parameters"]) == {"max_tokens": 32, "min_tokens": 32, "ignore_eos": True,
+                                                        "temperature": 0.0}
+
+
+def test_non_streaming_targets_use_generate_and_the_models_own_inputs_travel(tmp_path):
+    cmd = AIPerf().command(_job(tmp_path, streaming=False, warmup=0, inputs={"lora_name": "x"}))
+    assert _flag(cmd, "--custom-endpoint") == "/v2/models/base/generate" and "--streaming" not in cmd
+    assert "--warmup-request-count" not in cmd
+    assert json.loads(_flag(cmd, "--extra-inputs"))["lora_name"] == "x"
+
+
+@pytest.mark.parametrize("prompt", ['def f(x):\n    """Say "hi" & <go>"""\n', "naïve \\ ünïcode\t"])
+def test_template_renders_the_prompt_as_json_under_aiperfs_autoescaping(prompt):
+    # aiperf/endpoints/template_endpoint.py (0.13.0): Environment(autoescape=True).from_string(...)
+    body = jinja2.Environment(autoescape=True).from_string(TEMPLATE).render(text=prompt, stream=True)
+    assert json.loads(body) == {"text_input": prompt, "stream": True}
+
+
+def test_preflight_names_the_fix_when_aiperf_is_missing(monkeypatch, tmp_path):
+    monkeypatch.setenv(aiperf_tool.EXECUTABLE_VAR, str(tmp_path / "nowhere" / "aiperf"))
+    [problem] = AIPerf().preflight()
+    assert "AIPerf not found" in problem and "make install" in problem and aiperf_tool.EXECUTABLE_VAR in problem
+
+
+def test_preflight_refuses_another_aiperf_version(monkeypatch, tmp_path):
+    stand_in = tmp_path / "aiperf"  # STAND-IN executable: an AIPerf that says it is 0.12.0
+    stand_in.write_text("#!/bin/sh\necho 0.12.0\n")
+    stand_in.chmod(0o755)
+    monkeypatch.setenv(aiperf_tool.EXECUTABLE_VAR, str(stand_in))
+    [problem] = AIPerf().preflight()
+    assert "AIPerf 0.12.0" in problem and aiperf_tool.VERSION in problem
+
+
+def test_a_profile_whose_backend_aiperf_cannot_drive_is_refused_at_load():
+    with pytest.raises(ProfileError) as caught:
+        load_profile("eagle3-trtllm", overrides=["benchmark.tool=aiperf"])
+    assert "benchmark.tool" in str(caught.value) and "triton/generate" in str(caught.value)
+
+
+def test_exports_give_aggregates_and_one_sample_per_measured_request():
+    metrics = parse_metrics(FIXTURE)
+    samples = request_samples(FIXTURE, prompt_index(FIXTURE_PROMPTS), round_=3)
+    assert metrics.request_count == len(samples) > 0
+    assert sorted(s.prompt for s in samples) == list(range(1, len(samples) + 1))  # prompt 0 was the warm-up
+    assert {s.round for s in samples} == {3}
+    mean_ms = 1000 * sum(s.latency_s for s in samples) / len(samples)
+    assert mean_ms == pytest.approx(metrics.request_latency_ms_avg, rel=1e-9)
+    assert sum(s.output_tokens for s in samples) / len(samples) == pytest.approx(metrics.output_sequence_length_avg)
+    assert metrics.time_to_first_token_ms_p50 <= metrics.request_latency_ms_p99
+
+
+def _copy(tmp_path: Path) -> Path:
+    out = tmp_path / "export"
+    out.mkdir()
+    for name in (AGGREGATES, RECORDS, INPUTS):
+        shutil.copy(FIXTURE / name, out / name)
+    return out
+
+
+def test_failed_requests_or_an_incomplete_run_are_errors(tmp_path):
+    export = _copy(tmp_path)
+    data = json.loads((export / AGGREGATES).read_text())
+    (export / AGGREGATES).write_text(json.dumps(data | {"error_summary": [{"error": "HTTP 400", "count": 2}]}))
+    with pytest.raises(ExportError, match="requests failed.*HTTP 400"):
+        parse_metrics(export)
+    (export / AGGREGATES).write_text(json.dumps(data | {"is_complete": False}))
+    with pytest.raises(ExportError, match="did not complete"):
+        parse_metrics(export)
+
+
+def test_a_request_whose_prompt_the_job_did_not_send_is_an_error(tmp_path):
+    export = _copy(tmp_path)
+    with pytest.raises(ExportError, match="no prompt the job asked for"):
+        request_samples(export, prompt_index(FIXTURE_PROMPTS[:1]), round_=0)
+
+
+def test_missing_exports_name_the_file(tmp_path):
+    with pytest.raises(ExportError, match=AGGREGATES):
+        parse_metrics(tmp_path)
