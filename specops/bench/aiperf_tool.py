@@ -17,7 +17,6 @@ import shutil
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from specops.bench.aiperf_exports import parse_metrics, request_errors, request_samples
 from specops.bench.exports import ExportError
@@ -28,6 +27,7 @@ from specops.bench.tool import BenchJob, BenchTool, BenchToolError, prompt_index
 from specops.bench.tool_process import ToolExitError, run_logged
 from specops.bench.toolchain import OFFLINE_VARS
 from specops.secrets import scrubbed_env
+from specops.triton.client import generate_inputs
 
 VERSION = "0.13.0"  # the release whose CLI and exports this adapter was written against
 EXECUTABLE_VAR = "SPECOPS_AIPERF"
@@ -73,14 +73,6 @@ def tool_env() -> dict[str, str]:
     return {k: v for k, v in scrubbed_env(os.environ).items() if k not in _FOREIGN_VARS and k not in OFFLINE_VARS}
 
 
-def sampling_parameters(output_tokens: int, pin_length: bool) -> str:
-    """The vLLM I/O's sampling_parameters for a greedy request of output_tokens tokens."""
-    sampling: dict[str, Any] = {"max_tokens": output_tokens, "temperature": 0.0}
-    if pin_length:
-        sampling |= {"min_tokens": output_tokens, "ignore_eos": True}
-    return json.dumps(sampling, sort_keys=True)
-
-
 class AIPerf(BenchTool):
     name = "aiperf"
     apis = (Api.TRITON_GENERATE,)
@@ -105,9 +97,11 @@ class AIPerf(BenchTool):
     def command(self, job: BenchJob) -> list[str]:
         target = job.target
         route = "generate_stream" if target.streaming else "generate"
+        pin = {"min_tokens": job.output_tokens, "ignore_eos": True} if target.pins_output_length else {}
+        # The vLLM I/O body specops' own requests send; the template supplies text_input and stream.
+        body = generate_inputs("", job.output_tokens, 0.0, **pin)
         extra = {"payload_template": TEMPLATE, "response_field": "text_output", **target.inputs,
-                 "exclude_input_in_output": True,
-                 "sampling_parameters": sampling_parameters(job.output_tokens, target.pins_output_length)}
+                 **{k: v for k, v in body.items() if k not in ("text_input", "stream")}}
         cmd = [str(executable() or "aiperf"), "profile", "-m", target.model,
                "--endpoint-type", "template", "--custom-endpoint", f"/v2/models/{target.model}/{route}",
                "--url", job.address, "--tokenizer", str(job.tokenizer),
