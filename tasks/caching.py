@@ -21,10 +21,12 @@ from prefect.cache_policies import TASK_SOURCE, CachePolicy
 from pydantic import BaseModel
 
 from specops.sources.base import ModelArtifact
+from specops.sources.integrity import GENERATION
 
 
 def cache_generation(cache_dir: Path) -> str:
-    marker = Path(cache_dir) / ".generation"
+    # Quarantining a corrupt entry removes it too (specops/sources/integrity.py).
+    marker = Path(cache_dir) / GENERATION
     if not marker.exists():
         marker.parent.mkdir(parents=True, exist_ok=True)
         marker.write_text(secrets.token_hex(8))

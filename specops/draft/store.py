@@ -3,10 +3,13 @@
 Both are content-addressed: data by the data spec and the target's content; a draft by the
 training spec, draft length, the target and the data's content. A `.complete` marker is
 written last, so an interrupted step is redone (synthesis resumes its JSONL) rather than
-reused half-made.
+reused half-made. A trained draft's export also records a file manifest and is verified
+against it on every use (specops/sources/integrity.py); the data set is small enough to be
+hashed whole each time it is used.
 """
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 from collections.abc import Callable
@@ -15,11 +18,14 @@ from pathlib import Path
 from specops.draft.prompt_sources import PromptItem, conversation_prompts, humaneval_prompts, stdlib_prompts
 from specops.draft.spec import DataSpec, TrainSpec
 from specops.sources.base import ModelArtifact, hash_file
+from specops.sources.integrity import CacheCorruptError, Entry, forget_cached_results, publish, verify
 
 DATA_RECIPE = "train-data-1"  # bump when the synthesized record format changes
 DRAFT_RECIPE = "draft-2"  # bump when training or the export layout changes
 DATA_FILE = "data.jsonl"
 COMPLETE = ".complete"
+MANIFEST = "files.json"
+_RETRAIN = "trains the draft again"
 
 
 def _key(payload: dict) -> str:
@@ -49,6 +55,30 @@ def finished_data(directory: Path, source: str) -> ModelArtifact | None:
 
 def mark_complete(directory: Path) -> None:
     (directory / COMPLETE).write_text("")
+
+
+def _draft_entry(out: Path, export_dir: Path) -> Entry:
+    """<cache>/drafts/<key>: moved aside as a whole; its export is what is served and verified."""
+    return Entry(root=out, content=export_dir, manifest=out / MANIFEST, cache_dir=out.parents[1], rebuild=_RETRAIN)
+
+
+def publish_draft(out: Path, export_dir: Path) -> str:
+    """Record the freshly trained export's files; call before mark_complete."""
+    return publish(_draft_entry(out, export_dir))
+
+
+def verified_export(out: Path, export_dir: Path, expected: str | None = None) -> str:
+    """The export's hash as it is now, or CacheCorruptError with the draft's entry moved aside."""
+    return verify(_draft_entry(out, export_dir), expected=expected)
+
+
+def verified_draft(draft: ModelArtifact) -> ModelArtifact:
+    """A (possibly cached) training step's draft, checked against what training published."""
+    out = Path(draft.extra["train_result"]).parent
+    if not (out / COMPLETE).is_file():  # deleted, or moved aside by an earlier run
+        forget_cached_results(out.parents[1])
+        raise CacheCorruptError(out, ["the entry is missing or unfinished"], None, _RETRAIN)
+    return dataclasses.replace(draft, sha256=verified_export(out, draft.path, expected=draft.sha256))
 
 
 def prompt_items(data: DataSpec, chat_template: Callable[[str], str] | None = None) -> list[PromptItem]:

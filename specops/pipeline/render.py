@@ -1,4 +1,8 @@
-"""Render a variant's model repository into a content-addressed directory of the cache."""
+"""Render a variant's model repository into a content-addressed directory of the cache.
+
+Each repository and engine directory records its files in its `.complete` marker when it is
+published and is verified against it when used (specops/sources/integrity.py).
+"""
 from __future__ import annotations
 
 import hashlib
@@ -9,21 +13,38 @@ from pathlib import Path
 
 from specops.backends.base import Backend
 from specops.sources.base import ModelArtifact
+from specops.sources.integrity import Entry, publish, verify
 from specops.variant import Variant
 from specops.versions import facts_digest
 
 RECIPE = "repository-4"  # bump when a rendered repository or engine layout changes
+COMPLETE = ".complete"  # written last; holds the entry's file manifest
+
+
+def _entry(directory: Path, rebuild: str) -> Entry:
+    """<cache>/repos/<key> or <cache>/engines/<key>, whose `.complete` is its manifest."""
+    return Entry(root=directory, content=directory, manifest=directory / COMPLETE, cache_dir=directory.parents[1],
+                 rebuild=rebuild, exclude=frozenset({COMPLETE}))
+
+
+def _repo_entry(directory: Path) -> Entry:
+    return _entry(directory, "renders the repository again")
+
+
+def _engines_entry(directory: Path) -> Entry:
+    return _entry(directory, "builds the engines again")
 
 
 def build_engines(backend: Backend, variant: Variant, target: ModelArtifact, draft: ModelArtifact | None,
                   cache_dir: Path) -> Path | None:
     """Build the variant's engines into a content-addressed cache directory (if the backend builds)."""
     out = Path(cache_dir) / "engines" / repository_key(backend, variant, target, draft)
-    if (out / ".complete").exists():
+    if (out / COMPLETE).exists():
+        verify(_engines_entry(out))
         return out
     built = backend.build(variant, target, draft, out)
     if built is not None:
-        (out / ".complete").write_text("")
+        publish(_engines_entry(out))
     return built
 
 
@@ -47,15 +68,15 @@ def repository_key(backend: Backend, variant: Variant, target: ModelArtifact, dr
 def render_repository(backend: Backend, variant: Variant, target: ModelArtifact, draft: ModelArtifact | None,
                       cache_dir: Path, engines: Path | None = None) -> Path:
     out = Path(cache_dir) / "repos" / repository_key(backend, variant, target, draft, engines)
-    if (out / ".complete").exists():
-        return out
+    if (out / COMPLETE).exists():
+        return out  # verified where it is used (stage_repository): this step's result is cached across runs
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=".render-", dir=out.parent))
     try:
         if engines is not None:
             backend.use_engines(variant, engines)
         backend.render(variant, target, draft, tmp)
-        (tmp / ".complete").write_text("")
+        publish(_repo_entry(tmp))
         shutil.rmtree(out, ignore_errors=True)
         tmp.rename(out)
     finally:
@@ -65,6 +86,8 @@ def render_repository(backend: Backend, variant: Variant, target: ModelArtifact,
 
 def stage_repository(repo: Path, dest: Path) -> Path:
     """Copy a rendered repository into the run directory, which is what the server loads."""
+    if (repo / COMPLETE).is_file():  # a cache entry: serve only what was rendered (a hand-made repo has no record)
+        verify(_repo_entry(repo))
     shutil.rmtree(dest, ignore_errors=True)
-    shutil.copytree(repo, dest, ignore=shutil.ignore_patterns(".complete"))
+    shutil.copytree(repo, dest, ignore=shutil.ignore_patterns(COMPLETE))
     return dest

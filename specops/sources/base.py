@@ -20,15 +20,22 @@ class ModelArtifact:
     extra: dict[str, str] = field(default_factory=dict)
 
 
+def content_files(path: Path) -> list[tuple[str, Path]]:
+    """The files hash_dir hashes, as (relative path, path), in the order it hashes them."""
+    root = Path(path)
+    files = []
+    for file in sorted(p for p in root.rglob("*") if p.is_file()):
+        rel = file.relative_to(root)
+        if not _IGNORED_PARTS.intersection(rel.parts):
+            files.append((str(rel), file))
+    return files
+
+
 def hash_dir(path: Path) -> str:
     """sha256 over relative paths and file contents, in sorted order."""
     digest = hashlib.sha256()
-    root = Path(path)
-    for file in sorted(p for p in root.rglob("*") if p.is_file()):
-        rel = file.relative_to(root)
-        if _IGNORED_PARTS.intersection(rel.parts):
-            continue
-        digest.update(str(rel).encode() + b"\0")
+    for rel, file in content_files(path):
+        digest.update(rel.encode() + b"\0")
         with file.open("rb") as fh:
             for chunk in iter(lambda: fh.read(1 << 20), b""):
                 digest.update(chunk)

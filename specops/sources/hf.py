@@ -6,11 +6,14 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
-from specops.sources.base import ModelArtifact, hash_dir
+from specops.sources.base import ModelArtifact
+from specops.sources.integrity import Entry, quarantine, verify
 
 SCHEME = "hf://"
 _COMMIT = re.compile(r"^[0-9a-f]{40}$")
 _NAME_PART = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+MANIFESTS = "specops-manifests"  # <cache>/hf/specops-manifests/<org--name>/<commit>.json
+_MEMOS = "specops-sha256"  # the bare hash kept before manifests: still what a commit must hash to
 
 
 def parse_hf_uri(uri: str) -> tuple[str, str | None]:
@@ -46,10 +49,18 @@ def fetch_hf(
     commit = _resolved_commit(path, repo_id, revision, token)
     log(f"cached: {path} (commit {commit})")
     source = f"{SCHEME}{repo_id}" + (f"@{revision}" if revision else "")
-    return ModelArtifact(
-        path=path, source=source, sha256=_content_hash(hub_cache, repo_id, commit, path),
-        revision=commit,
-    )
+    return ModelArtifact(path=path, source=source, sha256=verified_hash(Path(cache_dir), repo_id, commit, path),
+                         revision=commit)
+
+
+def verify_hf(artifact: ModelArtifact, cache_dir: Path, log: Callable[[str], None] = print) -> ModelArtifact:
+    """A cached step's snapshot, checked without the network; downloaded again if it is gone."""
+    repo_id, revision = parse_hf_uri(artifact.source)
+    if not artifact.path.is_dir():
+        log(f"{artifact.path} is gone from the cache; fetching {artifact.source} again")
+        return fetch_hf(repo_id, revision, cache_dir, log=log)
+    sha256 = verified_hash(Path(cache_dir), repo_id, artifact.revision, artifact.path)
+    return ModelArtifact(path=artifact.path, source=artifact.source, sha256=sha256, revision=artifact.revision)
 
 
 def _resolved_commit(path: Path, repo_id: str, revision: str | None, token: str | None) -> str:
@@ -62,12 +73,34 @@ def _resolved_commit(path: Path, repo_id: str, revision: str | None, token: str 
     return HfApi().model_info(repo_id, revision=revision, token=token).sha
 
 
-def _content_hash(hub_cache: Path, repo_id: str, commit: str, path: Path) -> str:
-    """hash_dir of the snapshot, remembered per commit: multi-GB checkpoints hash slowly."""
-    memo = hub_cache / "specops-sha256" / repo_id.replace("/", "--") / commit
-    if memo.is_file():
-        return memo.read_text().strip()
-    digest = hash_dir(path)
-    memo.parent.mkdir(parents=True, exist_ok=True)
-    memo.write_text(digest + "\n")
-    return digest
+def verified_hash(cache_dir: Path, repo_id: str, commit: str, path: Path) -> str:
+    """hash_dir of the snapshot, checked against its manifest on every use.
+
+    A commit's bytes never change, so the manifest (and a memo kept before manifests) stays
+    when a damaged snapshot is moved aside: the re-download must hash to the same.
+    """
+    hub_cache = cache_dir / "hf"
+    name = repo_id.replace("/", "--")
+    memo = hub_cache / _MEMOS / name / commit
+    entry = Entry(root=path, content=path, manifest=hub_cache / MANIFESTS / name / f"{commit}.json",
+                  cache_dir=cache_dir, rebuild=f"downloads what hf://{repo_id}@{commit} lacks again from the hub")
+    return verify(entry, expected=memo.read_text().strip() if memo.is_file() else None,
+                  move_aside=_quarantine_snapshot)
+
+
+def _quarantine_snapshot(entry: Entry, damaged: list[str] | None) -> Path:
+    """Move the snapshot aside, and the blobs of its damaged files with it.
+
+    The hub client links a new snapshot to blobs it already holds, so a damaged blob left in
+    blobs/ would be served again; in the quarantined copy it takes its link's place.
+    """
+    moved = quarantine(entry, damaged)
+    rels = damaged if damaged is not None else [str(p.relative_to(moved)) for p in moved.rglob("*")
+                                                if p.is_symlink()]
+    for rel in rels:
+        link = moved / rel
+        if link.is_symlink():
+            blob = link.resolve()
+            if blob.is_file():
+                os.replace(blob, link)
+    return moved

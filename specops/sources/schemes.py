@@ -63,3 +63,17 @@ FETCHERS.register("local", "specops.sources.fetchers:fetch_local_ref")
 def fetch(source: str, cache_dir: Path, log: Callable[[str], None] = print) -> ModelArtifact:
     ref = parse_source(source)
     return FETCHERS.get(ref.scheme)(ref, cache_dir, log)
+
+
+Verifier = Callable[[ModelArtifact, Path, Callable[[str], None]], ModelArtifact]
+VERIFIERS: Registry[Verifier] = Registry("model source scheme")
+VERIFIERS.register("embedded", "specops.sources.fetchers:verify_embedded_artifact")
+VERIFIERS.register("hf", "specops.sources.fetchers:verify_hf_artifact")
+VERIFIERS.register("local", "specops.sources.fetchers:verify_local_artifact")
+
+
+def verify(artifact: ModelArtifact, cache_dir: Path, log: Callable[[str], None] = print) -> ModelArtifact:
+    """What a fetch returned, as it is on disk now: a cached step's result can outlive its cache
+    entry's bytes. Raises CacheCorruptError (specops.sources.integrity) for a damaged entry."""
+    scheme, _, _ = artifact.source.partition(":")  # what fetchers name their artifacts: embedded:, hf://, local:
+    return VERIFIERS.get(scheme)(artifact, Path(cache_dir), log)

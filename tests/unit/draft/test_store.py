@@ -1,11 +1,15 @@
 """Where data and drafts are cached, and which prompts the data step asks for."""
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
+
+import pytest
 
 from specops.draft import store
 from specops.draft.spec import DataSpec, TrainSpec
 from specops.sources.base import ModelArtifact
+from specops.sources.integrity import CacheCorruptError
 
 TARGET = ModelArtifact(Path("/t"), "embedded:smollm2-135m", "a" * 64)
 
@@ -55,3 +59,42 @@ def test_unfinished_data_is_not_offered(tmp_path):
     store.mark_complete(tmp_path)
     found = store.finished_data(tmp_path, "x")
     assert found is not None and found.path == tmp_path / store.DATA_FILE and len(found.sha256) == 64
+
+
+def _trained(cache):
+    """A draft entry as the training step leaves it, and the artifact that step returns."""
+    out = cache / "drafts" / "key"
+    (out / "export").mkdir(parents=True)
+    (out / "export" / "config.json").write_text('{"architectures": ["LlamaForCausalLMEagle3"]}')
+    (out / "export" / "model.safetensors").write_bytes(b"\x03" * 2048)
+    (out / "train_result.json").write_text("{}")
+    digest = store.publish_draft(out, out / "export")
+    store.mark_complete(out)
+    return out, ModelArtifact(out / "export", "trained:eagle3", digest, extra={"train_result": str(out / "train_result.json")})
+
+
+def test_a_cached_trained_draft_is_verified_against_what_training_published(tmp_path):
+    out, draft = _trained(tmp_path)
+    assert store.verified_draft(draft) == draft
+
+
+def test_a_damaged_trained_draft_is_moved_aside_so_the_next_run_trains_it_again(tmp_path):
+    out, draft = _trained(tmp_path)
+    (tmp_path / ".generation").write_text("g")
+    (out / "export" / "model.safetensors").write_bytes(b"\x03" * 100)
+    with pytest.raises(CacheCorruptError) as caught:
+        store.verified_draft(draft)
+    message = str(caught.value)
+    assert f"cache entry {out} is corrupt: model.safetensors: size changed (2048 -> 100 bytes)" in message
+    assert "the next run trains the draft again" in message
+    assert not out.exists() and caught.value.moved_to.name.startswith("key.corrupt-")
+    assert not (tmp_path / ".generation").exists()  # the cached training step must run again
+
+
+def test_a_trained_draft_gone_from_the_cache_stops_the_run_and_retires_cached_steps(tmp_path):
+    out, draft = _trained(tmp_path)
+    (tmp_path / ".generation").write_text("g")
+    shutil.rmtree(out)
+    with pytest.raises(CacheCorruptError, match="missing or unfinished.*the next run trains the draft again"):
+        store.verified_draft(draft)
+    assert not (tmp_path / ".generation").exists()

