@@ -9,6 +9,7 @@ export PREFECT_SERVER_ANALYTICS_ENABLED := false
 PROFILE ?= ngram-local
 POOL ?= specops-cpu
 PREFECT_PORT ?= 4200
+STOP_TIMEOUT ?= 10
 DEBIAN_PACKAGES := libb64-0d docker.io busybox-static postgresql
 # AIPerf (the second benchmark tool) pins packages that clash with specops': its own venv.
 AIPERF_VENV := .venv-aiperf
@@ -76,23 +77,30 @@ bench-drafts: install
 schema: install
 	$(BIN)/specops schema -o profiles/profile.schema.json
 
-## up: a local Prefect server and a process worker; then `prefect deployment run specdec/ngram-local`
+## up: a local Prefect server and a process worker, each in a session of its own (pid files in
+## $(PREFECT_HOME)); the project's Prefect profile points at the server until `make down`
 up: install
 	@mkdir -p $(PREFECT_HOME)
+	@$(BIN)/python tools/stop_services.py $(PREFECT_HOME)/worker.pid $(PREFECT_HOME)/server.pid  # a previous `up`
 	@$(BIN)/prefect config set PREFECT_API_URL=http://127.0.0.1:$(PREFECT_PORT)/api >/dev/null
-	@nohup $(BIN)/prefect server start --host 127.0.0.1 --port $(PREFECT_PORT) > $(PREFECT_HOME)/server.log 2>&1 & echo $$! > $(PREFECT_HOME)/server.pid
-	@for i in $$(seq 1 120); do curl -sf http://127.0.0.1:$(PREFECT_PORT)/api/health >/dev/null && break; sleep 1; done
+	@setsid $(BIN)/prefect server start --host 127.0.0.1 --port $(PREFECT_PORT) > $(PREFECT_HOME)/server.log 2>&1 < /dev/null & echo $$! > $(PREFECT_HOME)/server.pid
+	@for i in $$(seq 1 120); do curl -sf http://127.0.0.1:$(PREFECT_PORT)/api/health >/dev/null && exit 0; sleep 1; done; \
+	  echo "Prefect server not healthy after 120s; $(PREFECT_HOME)/server.log ends with:"; tail -20 $(PREFECT_HOME)/server.log; exit 1
 	@for pool in specops-cpu specops-gpu; do $(BIN)/prefect work-pool inspect $$pool >/dev/null 2>&1 || \
 	  $(BIN)/prefect work-pool create $$pool --type process >/dev/null; done
 	@$(BIN)/prefect --no-prompt deploy --all
-	@PATH=$(BIN):$$PATH nohup $(BIN)/prefect worker start --pool $(POOL) --type process > $(PREFECT_HOME)/worker.log 2>&1 & echo $$! > $(PREFECT_HOME)/worker.pid
+	@PATH=$(BIN):$$PATH setsid $(BIN)/prefect worker start --pool $(POOL) --type process > $(PREFECT_HOME)/worker.log 2>&1 < /dev/null & echo $$! > $(PREFECT_HOME)/worker.pid
 	@echo "Prefect UI: http://127.0.0.1:$(PREFECT_PORT)  (PREFECT_HOME=$(PREFECT_HOME))"
 	@echo "run:  PREFECT_HOME=$(PREFECT_HOME) $(BIN)/prefect deployment run specdec/$(PROFILE)"
 
+## down: stop what `up` started, worker first (its flow runs too: SIGTERM, SIGKILL after
+## $(STOP_TIMEOUT)s), stop what dead runs left (janitor), and unset the profile's PREFECT_API_URL so
+## `specops run` and `make demo` start a private Prefect server again
 down:
-	@for p in worker server; do \
-	  [ -f $(PREFECT_HOME)/$$p.pid ] && kill $$(cat $(PREFECT_HOME)/$$p.pid) 2>/dev/null; rm -f $(PREFECT_HOME)/$$p.pid; done; \
-	$(BIN)/specops janitor; true
+	@if [ ! -x $(BIN)/python ]; then echo "no $(VENV): nothing was started"; exit 0; fi; \
+	$(BIN)/python tools/stop_services.py --timeout $(STOP_TIMEOUT) $(PREFECT_HOME)/worker.pid $(PREFECT_HOME)/server.pid; \
+	rc=$$?; $(BIN)/prefect config unset PREFECT_API_URL --yes >/dev/null 2>&1; \
+	$(BIN)/specops janitor || rc=1; exit $$rc
 
 clean: down
 	rm -rf artifacts/*/ .cache .prefect

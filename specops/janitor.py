@@ -1,94 +1,155 @@
-"""Records of live servers, so that a run that dies before its teardown can be cleaned up.
+"""Stop what runs that are gone left behind: processes and containers recorded by specops.tracking.
 
-Every started server is recorded under <cache>/live/ with its process group and the run that
-owns it; a normal teardown removes the record. `reap()` (Prefect on_cancellation/on_crashed
-hooks, `specops janitor`) stops whatever a dead run left behind.
+Every process group and container a run starts is recorded with the run that owns it and the
+specops process that started it. `sweep()` (`specops janitor`) stops what belongs to owners
+whose process is gone, never a live concurrent run's; the Prefect on_cancellation/on_crashed
+hooks stop one flow run's (`owner=`); `everything=True` stops all that is recorded.
 """
 from __future__ import annotations
 
-import json
 import os
 import signal
 import time
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import psutil
 
-from specops.rundir import cache_root
+from specops.rundir import mark_abandoned
+from specops.tracking import (
+    CREATE_TIME_TOLERANCE_S,
+    live_dir,
+    owner_alive,
+    record_key,
+    records,
+    register,
+    same_process,
+    unregister,
+)
+
+_ABANDONED = ("the run's process (pid {}) ended without finishing; specops janitor stopped what it "
+              "left")
+
+__all__ = ["live_dir", "live_records", "reap", "record_key", "register", "summary", "sweep", "unregister"]
 
 
-def live_dir() -> Path:
-    path = cache_root() / "live"
-    path.mkdir(parents=True, exist_ok=True)
-    return path
+def sweep(owner: str | None = None, *, everything: bool = False, timeout_s: float = 10.0,
+          log: Callable[[str], None] = print) -> Counter[str]:
+    """Stop recorded processes and containers: one owner's (e.g. a flow run id), or those of runs
+    whose specops process is gone, or (everything) all. Returns how many were stopped per kind;
+    records of what already ended are dropped."""
+    stopped: Counter[str] = Counter()
+    for path, record in records():
+        if owner is not None:
+            if record.get("owner") != owner:
+                continue
+        elif not everything and owner_alive(record):
+            continue
+        kind = record.get("kind", "server")
+        if record.get("container_id"):
+            stopped[kind] += _reap_container(record, timeout_s, log)
+        elif (proc := same_process(record.get("pid"), record.get("create_time"))) is not None:
+            log(f"janitor: stopping leftover {kind} pid {record['pid']} ({record.get('what', '?')})")
+            _kill_group(proc, timeout_s)
+            stopped[kind] += 1
+        elif survivors := _group_survivors(record):
+            log(f"janitor: stopping what is left of {kind} pid {record['pid']}'s process group "
+                f"({', '.join(str(p.pid) for p in survivors)}; {record.get('what', '?')})")
+            _kill_all(survivors, timeout_s)
+            stopped[kind] += 1
+        path.unlink(missing_ok=True)
+        why = _ABANDONED.format(record.get("owner_pid", "?"))
+        if record.get("run_dir") and mark_abandoned(Path(record["run_dir"]), why):
+            log(f"janitor: {record['run_dir']}: status failed (its run is gone)")
+    return stopped
 
 
-def record_key(record: dict[str, Any]) -> str:
-    """A process is named by its pid, a container by its id."""
-    return f"container-{record['container_id']}" if record.get("container_id") else f"pid-{record['pid']}"
+def reap(owner: str | None = None, timeout_s: float = 10.0, log: Callable[[str], None] = print) -> int:
+    """sweep(), as a count."""
+    return sum(sweep(owner, timeout_s=timeout_s, log=log).values())
 
 
-def register(record: dict[str, Any]) -> Path:
-    """A process record needs 'pid' and 'create_time' (so a recycled pid is never killed), a
-    container record 'container_id'; 'owner' (e.g. a flow run id) is optional."""
-    path = live_dir() / f"{record_key(record)}.json"
-    path.write_text(json.dumps(record, sort_keys=True))
-    return path
+def summary(stopped: Counter[str], kept: int = 0) -> str:
+    """`specops janitor`'s report: what it stopped per kind, and what it left to live runs."""
+    what = ", ".join(f"{n} {kind}" for kind, n in sorted(stopped.items()) if n) or "nothing"
+    left = f"; left {kept} process(es)/container(s) of live runs alone" if kept else ""
+    return f"janitor: stopped {what}{left}"
 
 
-def unregister(record: dict[str, Any]) -> None:
-    (live_dir() / f"{record_key(record)}.json").unlink(missing_ok=True)
+def live_records() -> int:
+    """How many records belong to runs that are still alive."""
+    return sum(1 for _, record in records() if owner_alive(record))
 
 
-def _alive(record: dict[str, Any]) -> psutil.Process | None:
-    try:
-        proc = psutil.Process(record["pid"])
-        if abs(proc.create_time() - record["create_time"]) < 1.0:
-            return proc
-    except (psutil.NoSuchProcess, KeyError):
+def _group_survivors(record: dict[str, Any]) -> list[psutil.Process]:
+    """Members of a recorded process group whose leader is gone (killed alone, e.g. by the OOM
+    killer, or together with specops by a `kill -9` of both): they still carry its pid as their
+    group id. Only when the number is not in use by another process, and only members started
+    after the leader (the pid would have to be reused by another group leader that died too
+    for this to pick up strangers)."""
+    pgid, started = record.get("pid"), record.get("create_time")
+    if not pgid or started is None:
+        return []
+    try:  # the leader may linger as a zombie (this host's init reaps no orphan): that is fine
+        if abs(psutil.Process(pgid).create_time() - started) >= CREATE_TIME_TOLERANCE_S:
+            return []  # the number belongs to another process now
+    except psutil.NoSuchProcess:
         pass
-    return None
+    found = []
+    for proc in psutil.process_iter(["create_time", "status"]):
+        try:
+            if (os.getpgid(proc.pid) == pgid and proc.info["create_time"] >= started - CREATE_TIME_TOLERANCE_S
+                    and proc.info["status"] != psutil.STATUS_ZOMBIE):
+                found.append(proc)
+        except (ProcessLookupError, psutil.Error):
+            pass
+    return found
 
 
 def _kill_group(proc: psutil.Process, timeout_s: float) -> None:
-    procs = [proc, *proc.children(recursive=True)]
+    """SIGTERM the group, SIGKILL what is left after timeout_s (descendants that left the group too)."""
     try:
         os.killpg(os.getpgid(proc.pid), signal.SIGTERM)
     except (ProcessLookupError, PermissionError):
         pass
-    _, alive = psutil.wait_procs(procs, timeout=timeout_s)
+    _kill_all([proc, *proc.children(recursive=True)], timeout_s, signalled=True)
+
+
+def _kill_all(procs: list[psutil.Process], timeout_s: float, signalled: bool = False) -> None:
+    """SIGTERM each (unless already signalled), SIGKILL what is left after timeout_s."""
+    if not signalled:
+        for p in procs:
+            try:
+                p.terminate()
+            except psutil.NoSuchProcess:
+                pass
+    alive = _wait_gone(procs, timeout_s)
     for p in alive:
         try:
             p.kill()
         except psutil.NoSuchProcess:
             pass
-    psutil.wait_procs(alive, timeout=5)
+    _wait_gone(alive, 5.0)
 
 
-def reap(owner: str | None = None, timeout_s: float = 10.0, log: Callable[[str], None] = print) -> int:
-    """Stop recorded servers (all, or those of one owner, e.g. a flow run id). Returns how many."""
-    stopped = 0
-    for path in sorted(live_dir().glob("*.json")):
-        try:
-            record = json.loads(path.read_text())
-        except (OSError, json.JSONDecodeError):
-            path.unlink(missing_ok=True)
-            continue
-        if owner is not None and record.get("owner") != owner:
-            continue
-        if record.get("container_id"):
-            stopped += _reap_container(record, timeout_s, log)
-            path.unlink(missing_ok=True)
-            continue
-        proc = _alive(record)
-        if proc is not None:
-            log(f"janitor: stopping leftover server pid {record['pid']} ({record.get('what', '?')})")
-            _kill_group(proc, timeout_s)
-            stopped += 1
-        path.unlink(missing_ok=True)
-    return stopped
+def _wait_gone(procs: list[psutil.Process], timeout_s: float) -> list[psutil.Process]:
+    """Poll until none runs. A zombie counts as gone: an orphan's parent is init, and this host's
+    init reaps nothing (psutil.wait_procs would wait out every zombie's whole timeout)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        alive = [p for p in procs if _running(p)]
+        if not alive or time.monotonic() >= deadline:
+            return alive
+        time.sleep(0.05)
+
+
+def _running(p: psutil.Process) -> bool:
+    try:
+        return p.is_running() and p.status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
 
 
 def _reap_container(record: dict[str, Any], timeout_s: float, log: Callable[[str], None]) -> int:
@@ -104,12 +165,3 @@ def _reap_container(record: dict[str, Any], timeout_s: float, log: Callable[[str
     except LaunchError as err:  # daemon gone or container already removed: nothing left to stop
         log(f"janitor: container {handle.id[:12]}: {err}")
         return 0
-
-
-def wait_gone(pids: list[int], timeout_s: float) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if not any(psutil.pid_exists(p) for p in pids):
-            return True
-        time.sleep(0.1)
-    return False

@@ -7,13 +7,17 @@ import os
 import signal
 import socket
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import psutil
+
+from specops import guard
 
 log = logging.getLogger(__name__)
 
@@ -77,20 +81,24 @@ def spawn(
     death_signal: int = signal.SIGKILL,
 ) -> subprocess.Popen:
     """Start `cmd` in its own session, output appended to `log_path`, killed if we die."""
+    with open(log_path, "ab") as log_fh:
+        return popen_dying_with_us(cmd, death_signal, env=dict(env), stdin=subprocess.DEVNULL, stdout=log_fh,
+                                   stderr=subprocess.STDOUT, start_new_session=True)
 
+
+def spawn_guarded(cmd: Sequence[str], env: Mapping[str, str], **popen_kwargs: Any) -> subprocess.Popen:
+    """Start `cmd` under specops/guard.py in its own session: the guard, `cmd` and everything
+    `cmd` starts (however it daemonizes) die when this process dies, even by SIGKILL."""
+    guarded = [sys.executable, "-S", guard.__file__, "--parent", str(os.getpid()), "--", *cmd]
+    return popen_dying_with_us(guarded, guard.PARENT_GONE, env=dict(env), start_new_session=True, **popen_kwargs)
+
+
+def popen_dying_with_us(cmd: Sequence[str], death_signal: int, **popen_kwargs: Any) -> subprocess.Popen:
+    """subprocess.Popen(cmd, **popen_kwargs) that receives `death_signal` when this process dies."""
     parent_pid = os.getpid()
 
     def _start() -> subprocess.Popen:
-        with open(log_path, "ab") as log_fh:
-            return subprocess.Popen(
-                list(cmd),
-                env=dict(env),
-                stdin=subprocess.DEVNULL,
-                stdout=log_fh,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-                preexec_fn=lambda: _preexec(death_signal, parent_pid),
-            )
+        return subprocess.Popen(list(cmd), preexec_fn=lambda: _preexec(death_signal, parent_pid), **popen_kwargs)
 
     with _spawners_lock:
         spawner = _spawners.get(os.getpid())
@@ -114,6 +122,9 @@ def kill_process_tree(proc: subprocess.Popen, timeout_s: float) -> list[psutil.P
     """
     tree = descendants(proc.pid)
     _signal_group(proc.pid, signal.SIGTERM)
+    # A stopped process (SIGSTOP: a frozen server the watchdog caught) keeps SIGTERM pending
+    # until it is continued; without this it would always wait out the bound for SIGKILL.
+    _signal_group(proc.pid, signal.SIGCONT)
     try:
         proc.wait(timeout=timeout_s)
     except subprocess.TimeoutExpired:

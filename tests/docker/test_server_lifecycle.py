@@ -137,3 +137,25 @@ def test_flow_janitor_reaps_a_recorded_container(dockerd, launcher, test_image, 
     assert _gone(dockerd, handle.id)
     assert "marker-recorded" in (tmp_path / "server.log").read_text()
     assert list(janitor.live_dir().glob("*.json")) == []
+
+
+def test_janitor_stops_a_dead_runs_container_and_keeps_a_live_runs(dockerd, launcher, test_image, tmp_path,
+                                                                    monkeypatch):
+    """`specops janitor` without an owner: containers whose specops process is gone, not a live run's."""
+    import subprocess
+
+    from specops import janitor
+
+    monkeypatch.setenv("SPECOPS_CACHE", str(tmp_path / "cache"))
+    dead, live = (launcher.start(_spec(test_image, "sleep 1000", run_id=name), tmp_path / f"{name}.log")
+                  for name in ("dead-run", "live-run"))
+    ended = subprocess.Popen(["true"])
+    ended.wait()
+    janitor.register({"pid": 0, **dead.record(), "owner_pid": ended.pid, "owner_create_time": 0.0, "what": "dead"})
+    janitor.register({"pid": 0, **live.record(), "what": "live"})  # owned by this (live) process
+    try:
+        assert janitor.sweep(timeout_s=0) == {"server": 1}
+        assert _gone(dockerd, dead.id) and not _gone(dockerd, live.id) and janitor.live_records() == 1
+    finally:
+        assert janitor.sweep(everything=True, timeout_s=0) == {"server": 1}
+    assert _gone(dockerd, live.id)

@@ -1,0 +1,93 @@
+"""`kill -9` of `specops run` mid-benchmark: nothing it started outlives it.
+
+Real tritonserver, genai-perf, perf_analyzer and Prefect API server. When the run is SIGKILLed
+while perf_analyzer is sending requests, tritonserver (its death signal), its stubs (they exit
+when orphaned), genai-perf and perf_analyzer (their guard's death signal) and the Prefect API
+server (its guard) are gone within seconds, their ports free, and `specops janitor` finds nothing
+of the run. When the guard is SIGKILLed together with the run (nothing then kills the tool),
+`specops janitor` stops what is left of the tool's process group.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+
+import pytest
+
+from tests.integration.faults.support import (
+    SHRINK,
+    busy_ports,
+    label,
+    ports_of,
+    specops,
+    start_run,
+    wait_for_processes,
+    wait_gone,
+)
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+BENCHMARKING = {"tritonserver", "genai-perf", "perf_analyzer", "prefect-api"}
+# AIPerf titles its processes "aiperf <service>"; it is benchmarking once a worker runs.
+AIPERF_BENCHMARKING = {"tritonserver", "aiperf worker", "aiperf timing_manager", "prefect-api"}
+DEATH_BOUND_S = 10.0
+
+
+@pytest.mark.parametrize("tool", ["genai-perf", "aiperf"])
+def test_a_sigkilled_run_leaves_no_process_and_no_port(tool, embedded_model, tmp_path):
+    run = start_run(tmp_path, [*SHRINK, f"benchmark.tool={tool}"])
+    try:
+        wait_for_processes(run, BENCHMARKING if tool == "genai-perf" else AIPERF_BENCHMARKING,
+                           timeout_s=600)
+        everything = run.processes()  # while the root lives: its whole tree
+        labels = sorted(label(p) for p in everything)
+        assert "guard" in labels and "triton_python_backend_stub" in labels, labels
+        ports = ports_of(run, everything)
+        assert len(ports) >= 4, ports  # the server's http, grpc, metrics; the Prefect API's
+        records = {r["kind"]: r for r in run.records()}
+        assert {"server", "bench-tool", "prefect-server"} <= records.keys(), records
+        flow_run = records["server"]["owner"]
+        assert flow_run and records["bench-tool"]["owner"] == flow_run  # the hooks reap by it
+        run.proc.kill()
+        run.proc.wait()
+        left, took = wait_gone(everything, DEATH_BOUND_S)
+        assert left == [], [(p.pid, label(p)) for p in left]
+        print(f"{len(everything)} processes ({', '.join(labels)}) gone {took:.2f}s after kill -9")
+        assert busy_ports(ports, timeout_s=5) == []
+        janitor = specops(run.env, "janitor")
+        assert janitor.returncode == 0, janitor.stderr
+        assert not [p for p in everything if f"pid {p.pid} " in janitor.stdout], janitor.stdout
+        assert run.processes() == []
+        # The run could not say how it ended: the janitor says it for it, at the step it was in.
+        status = json.loads((run.run_dir / "status.json").read_text())
+        assert (status["state"], status["step"]) == ("failed", "benchmark"), status
+        assert "ended without finishing" in status["error"]
+    finally:
+        run.stop()
+
+
+def test_the_janitor_stops_a_benchmark_tool_whose_guard_died_with_the_run(embedded_model, tmp_path):
+    run = start_run(tmp_path)
+    try:
+        seen = wait_for_processes(run, BENCHMARKING, timeout_s=600)
+        [tool] = seen["genai-perf"]
+        guard = tool.parent()
+        assert label(guard) == "guard"
+        os.kill(run.proc.pid, signal.SIGSTOP)  # so the run cannot notice its guard's death first
+        guard.kill()
+        run.proc.kill()
+        run.proc.wait()
+        everything = [p for p in run.processes() if p.pid != guard.pid]
+        left, _ = wait_gone(everything, DEATH_BOUND_S)
+        survivors = sorted(label(p) for p in left)
+        assert set(survivors) <= {"genai-perf", "perf_analyzer"}, survivors
+        janitor = specops(run.env, "janitor")
+        assert janitor.returncode == 0, janitor.stderr
+        print(f"left after {DEATH_BOUND_S:g}s: {survivors}; {janitor.stdout.strip()}")
+        if left:  # perf_analyzer may give up on its dead server first, and genai-perf with it
+            assert f"what is left of bench-tool pid {guard.pid}'s process group" in janitor.stdout, janitor.stdout
+            assert "bench-tool" in janitor.stdout.splitlines()[-1]
+        assert wait_gone(left, 5)[0] == [] and run.processes() == []
+    finally:
+        run.stop()

@@ -1,0 +1,101 @@
+"""`make up`, a deployment run started on its worker, then `make down`: no process of theirs is left (the
+server, the worker, the flow run it started in a session of its own, that run's tritonserver), the
+port is free, the profile no longer points at the stopped server, and `specops run` works again
+on a private Prefect server (after `make up` + `make down` it used to fail at once: "Failed to
+reach API at http://127.0.0.1:4200/api/").
+
+The Makefile's own PREFECT_HOME and port are replaced by a temporary home and a free port, so this
+collides with no `make up` of the project."""
+from __future__ import annotations
+
+import secrets
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from tests.integration.faults.support import MARK, label, running, wait_gone
+from tests.integration.support import REPO_ROOT, port_free, service_env
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+BIN = Path(sys.executable).parent
+# Tests never install: the venvs are what the suite runs in.
+MAKE = ["make", "--no-print-directory", "-o", ".venv/.installed", "-o", ".venv-aiperf/.installed"]
+TINY = ["benchmark.num_requests=2", "benchmark.output_tokens=8", "comparison.lossless_prompts=1",
+        "comparison.lossless_max_tokens=8"]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def marked(mark: str) -> list[psutil.Process]:
+    """Running processes started with this test's mark in their environment."""
+    found = []
+    for proc in psutil.process_iter():
+        try:
+            if proc.environ().get(MARK) == mark and running(proc):
+                found.append(proc)
+        except psutil.Error:
+            pass
+    return found
+
+
+def wait_for(labels: set[str], mark: str, timeout_s: float) -> list[psutil.Process]:
+    deadline = time.monotonic() + timeout_s
+    while True:
+        procs = marked(mark)
+        if labels <= {label(p) for p in procs}:
+            return procs
+        assert time.monotonic() < deadline, f"{labels} not running after {timeout_s}s: {[label(p) for p in procs]}"
+        time.sleep(0.5)
+
+
+def run(cmd: list[str], env: dict, timeout_s: float) -> subprocess.CompletedProcess:
+    done = subprocess.run(cmd, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=timeout_s)
+    assert done.returncode == 0, f"{' '.join(cmd)} exited {done.returncode}:\n{done.stdout[-3000:]}{done.stderr[-3000:]}"
+    return done
+
+
+def test_make_down_stops_everything_make_up_started_and_runs_work_again(embedded_model, tmp_path):
+    mark, port, home = secrets.token_hex(8), free_port(), tmp_path / "prefect-home"
+    env = service_env(tmp_path, PREFECT_HOME=str(home), **{MARK: mark})
+    make = [*MAKE, f"PREFECT_PORT={port}", f"PREFECT_HOME={home}"]
+    try:
+        run([*make, "up"], env, timeout_s=900)
+        assert f"PREFECT_API_URL='http://127.0.0.1:{port}/api'" in run([str(BIN / "prefect"), "config", "view"],
+                                                                        env, 60).stdout
+        run([str(BIN / "prefect"), "deployment", "run", "specdec/ngram-local", "-p", "run_id=via-worker",
+             "-p", 'overrides=["benchmark.num_requests=200", "benchmark.output_tokens=64"]'], env, 120)
+        started = wait_for({"tritonserver"}, mark, timeout_s=600)  # the worker's flow run is serving
+        names = {label(p) for p in started}
+        assert "triton_python_backend_stub" in names and len(started) >= 5, names  # server, worker, flow run, ...
+
+        t0 = time.monotonic()
+        down = run([*make, "down"], env, timeout_s=120)
+        took = time.monotonic() - t0
+        left, _ = wait_gone(started, 5)
+        assert left == [] and marked(mark) == [], [(p.pid, label(p)) for p in left]
+        print(f"make down: {len(started)} processes gone in {took:.1f}s\n{down.stdout}")
+        assert took < 60 and port_free("127.0.0.1", port)
+        assert not (home / "server.pid").exists() and not (home / "worker.pid").exists()
+        assert "PREFECT_API_URL" not in run([str(BIN / "prefect"), "config", "view"], env, 60).stdout
+
+        args = [sys.executable, "-m", "cli", "run", "ngram-local", "--run-id", "after-down"]
+        for item in TINY:
+            args += ["--set", item]
+        after = run(args, env, timeout_s=900)
+        assert "Failed to reach API" not in after.stdout + after.stderr
+        assert (tmp_path / "artifacts" / "ngram-local" / "after-down" / "report.md").is_file()
+        assert marked(mark) == []
+    finally:
+        subprocess.run([*make, "down"], cwd=REPO_ROOT, env=env, capture_output=True, timeout=120)
+        for proc in marked(mark):
+            proc.kill()

@@ -1,0 +1,121 @@
+"""The janitor on real processes: it stops what runs that are gone left behind, per kind, and never
+what a live run started; by owner for the flow hooks; everything with `everything=True`."""
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from specops import janitor, tracking
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+# A run that starts a process with nothing tying it to its own life, records it, then idles.
+DEAD_RUN = """
+import subprocess, sys
+from specops import tracking
+tracking.set_owner_lookup(lambda: "flow-run-dead")
+proc = subprocess.Popen(["sleep", "300"], start_new_session=True)
+tracking.track_process(proc.pid, sys.argv[1], "left behind")
+print(proc.pid, flush=True)
+sys.stdin.read()
+"""
+
+
+@pytest.fixture(autouse=True)
+def cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("SPECOPS_CACHE", str(tmp_path / "cache"))
+
+
+def running(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+def dead_run(kind: str) -> int:
+    """A recorded process whose run was SIGKILLed: its pid."""
+    owner = subprocess.Popen([sys.executable, "-c", DEAD_RUN, kind], cwd=REPO_ROOT, stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, text=True)
+    pid = int(owner.stdout.readline())
+    owner.kill()
+    owner.wait()
+    return pid
+
+
+def ended_pid() -> int:
+    ended = subprocess.Popen(["true"])
+    ended.wait()
+    return ended.pid
+
+
+@pytest.fixture
+def live_process():
+    proc = subprocess.Popen(["sleep", "300"], start_new_session=True)
+    yield proc
+    proc.kill()
+    proc.wait()
+
+
+def test_only_what_dead_runs_left_is_stopped_and_reported_per_kind(live_process):
+    left = [dead_run("bench-tool"), dead_run("prefect-server")]
+    tracking.set_owner_lookup(lambda: "flow-run-live")
+    try:
+        mine = tracking.track_process(live_process.pid, "server", "a live run's server")
+    finally:
+        tracking.set_owner_lookup(lambda: None)
+    assert mine["owner"] == "flow-run-live" and mine["owner_pid"] == psutil.Process().pid
+    messages = []
+    stopped = janitor.sweep(timeout_s=5, log=messages.append)
+    assert stopped == {"bench-tool": 1, "prefect-server": 1}
+    assert not any(running(pid) for pid in left)
+    assert running(live_process.pid) and janitor.live_records() == 1
+    assert janitor.summary(stopped, kept=1) == (
+        "janitor: stopped 1 bench-tool, 1 prefect-server; left 1 process(es)/container(s) of live runs alone")
+    assert janitor.sweep(timeout_s=5) == {}
+    assert janitor.summary(janitor.sweep()) == "janitor: stopped nothing"
+
+
+def test_a_flow_run_hook_stops_its_own_processes_while_its_process_lives(live_process):
+    tracking.register({"pid": live_process.pid, "create_time": psutil.Process(live_process.pid).create_time(),
+                       "owner": "flow-run-1", "what": "server"})
+    assert janitor.reap(owner="someone-else", timeout_s=5) == 0 and running(live_process.pid)
+    assert janitor.reap(owner="flow-run-1", timeout_s=5) == 1
+    live_process.wait(timeout=5)
+    assert list(janitor.live_dir().glob("*.json")) == []
+
+
+def test_everything_stops_live_runs_too_and_ended_processes_only_lose_their_record(live_process):
+    tracking.track_process(live_process.pid, "trainer", "live")
+    ended = subprocess.Popen(["true"])
+    record = tracking.track_process(ended.pid, "bench-tool", "ended")
+    ended.wait()
+    assert record["create_time"] > 0
+    start = time.monotonic()
+    assert janitor.sweep(everything=True, timeout_s=5) == {"trainer": 1}
+    assert time.monotonic() - start < 5  # sleep dies at SIGTERM; a zombie is not waited for
+    assert list(janitor.live_dir().glob("*.json")) == []
+
+
+def test_a_recycled_pid_is_never_signalled(live_process):
+    tracking.register({"pid": live_process.pid, "create_time": 12345.0, "kind": "server"})  # another process's
+    assert janitor.sweep(everything=True, timeout_s=1) == {}
+    assert running(live_process.pid)
+
+
+def test_what_is_left_of_a_group_whose_leader_was_killed_is_stopped():
+    # A guard SIGKILLed together with its run: the tool it led keeps the group, with no leader.
+    leader = subprocess.Popen(["bash", "-c", "sleep 300 & echo $!; exec sleep 300"], stdout=subprocess.PIPE,
+                              text=True, start_new_session=True)
+    member = int(leader.stdout.readline())
+    record = tracking.track_process(leader.pid, "bench-tool", "genai-perf")
+    tracking.register(record | {"owner_pid": ended_pid()})  # as if its run had died
+    leader.kill()
+    leader.wait()
+    assert running(member)
+    assert janitor.sweep(timeout_s=5) == {"bench-tool": 1}
+    assert not running(member)

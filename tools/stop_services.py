@@ -1,0 +1,101 @@
+"""Stop what `make up` started: `python tools/stop_services.py [--timeout S] PIDFILE...`, in order.
+
+Each pid file names a session leader (`make up` starts the Prefect server and worker under
+setsid). Its whole tree is stopped, not only its process group: the process worker starts each
+flow run in a session of its own, and on SIGTERM it waits for them rather than stopping them.
+Every process of the tree gets SIGTERM (a flow run then crashes, and its hooks stop its
+servers), and whatever still runs after the timeout gets SIGKILL. A pid file whose process is
+gone, or is no longer the one `make up` started, is only removed.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+
+import psutil
+
+
+def tree(leader: psutil.Process) -> list[psutil.Process]:
+    """The leader, its descendants, and members of its session that were re-parented away."""
+    found = {p.pid: p for p in [leader, *leader.children(recursive=True)]}
+    for proc in psutil.process_iter():
+        try:
+            if proc.pid not in found and os.getsid(proc.pid) == leader.pid:
+                found[proc.pid] = proc
+        except (OSError, psutil.Error):
+            pass
+    return list(found.values())
+
+
+def running(proc: psutil.Process) -> bool:
+    try:
+        return proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE  # init here reaps no orphan
+    except psutil.NoSuchProcess:
+        return False
+
+
+def signal_all(procs: list[psutil.Process], sig: int) -> None:
+    for proc in procs:
+        try:
+            proc.send_signal(sig)
+        except psutil.NoSuchProcess:
+            pass
+
+
+def wait_gone(procs: list[psutil.Process], timeout_s: float) -> list[psutil.Process]:
+    deadline = time.monotonic() + timeout_s
+    while (alive := [p for p in procs if running(p)]) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return alive
+
+
+def leader_of(pid_file: Path) -> psutil.Process | None:
+    """The session leader the pid file names, if it is still the one `make up` started."""
+    try:
+        proc = psutil.Process(int(pid_file.read_text().split()[0]))
+        if running(proc) and os.getsid(proc.pid) == proc.pid and "prefect" in " ".join(proc.cmdline()):
+            return proc
+    except (OSError, ValueError, IndexError, psutil.Error):
+        pass
+    return None
+
+
+def stop(pid_file: Path, timeout_s: float) -> str:
+    leader = leader_of(pid_file)
+    if leader is None:
+        pid_file.unlink(missing_ok=True)
+        return f"{pid_file.stem}: not running"
+    procs = tree(leader)
+    start = time.monotonic()
+    signal_all(procs, signal.SIGTERM)
+    alive = wait_gone(procs, timeout_s)
+    if alive:
+        signal_all(alive, signal.SIGKILL)
+        alive = wait_gone(alive, 5)
+    pid_file.unlink(missing_ok=True)
+    if alive:
+        return f"{pid_file.stem}: {[p.pid for p in alive]} survived SIGKILL"
+    how = "SIGKILL after SIGTERM" if time.monotonic() - start >= timeout_s else "SIGTERM"
+    return f"{pid_file.stem}: stopped {len(procs)} process(es) in {time.monotonic() - start:.1f}s ({how})"
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--timeout", type=float, default=10.0, help="seconds between SIGTERM and SIGKILL")
+    parser.add_argument("pid_files", nargs="+", type=Path)
+    args = parser.parse_args(argv)
+    failed = False
+    for pid_file in args.pid_files:
+        if pid_file.exists():
+            message = stop(pid_file, args.timeout)
+            failed |= "survived" in message
+            print(message)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
