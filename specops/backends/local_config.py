@@ -6,6 +6,7 @@ from typing import ClassVar, Literal
 from pydantic import Field
 
 from specops.backends.spec import BackendConfig, FieldError
+from specops.fields import Count
 
 # What the embedded runtime serves: chain verification of any of these proposers.
 METHODS = frozenset({"none", "ngram", "draft-target", "eagle", "eagle3", "medusa"})
@@ -16,16 +17,16 @@ class LocalBackendConfig(BackendConfig):
     summary: ClassVar[str] = "embedded CPU runtime on tritonserver from nvidia-pytriton"
     # One thread measured fastest for a 135M model on 2 cores, and it leaves a core for
     # genai-perf/perf_analyzer so the client does not steal time from the server.
-    threads: int = Field(1, ge=1, le=64, description="torch threads inside the model")
-    exit_timeout_s: int = Field(5, ge=1, le=300, description="tritonserver --exit-timeout-secs")
-    instances: int = Field(1, ge=1, le=16, description="model instances (processes) serving requests "
+    threads: Count = Field(1, ge=1, le=64, description="torch threads inside the model")
+    exit_timeout_s: Count = Field(5, ge=1, le=300, description="tritonserver --exit-timeout-secs")
+    instances: Count = Field(1, ge=1, le=16, description="model instances (processes) serving requests "
                            "in parallel; more than one helps concurrent load such as data synthesis")
     draft_length: Literal["fixed", "adaptive"] = Field(
         "adaptive", description="fixed: always method.num_speculative_tokens drafts; adaptive: per "
         "step, the length (up to that) with the most expected tokens per second, from measured "
         "verification and draft costs and measured acceptance")
 
-    relaxed_topk: int | None = Field(
+    relaxed_topk: Count | None = Field(
         None, ge=2, le=100, description="LOSSY: also accept a draft token that is among the target's top-k "
         "(relaxed acceptance); outputs then differ from plain decoding and the lossless check fails the run. "
         "For studying what exactness costs; leave unset for lossless speculation")

@@ -11,6 +11,7 @@ from pydantic import Field, field_validator
 from specops.backends.llmapi_config import LlmApiBackendConfig
 from specops.backends.llmapi_support import LlmApiSupport, check_llm_args, resolve
 from specops.backends.spec import FieldError, reject_owned_keys
+from specops.fields import Count
 from specops.versions.trtllm import trtllm_release
 
 OWNED_KEYS = frozenset({"model", "backend", "tensor_parallel_size", "pipeline_parallel_size",
@@ -26,10 +27,10 @@ class TrtllmBackendConfig(LlmApiBackendConfig):
     # compatibility matrix) and was the latest container when the Triton tutorial was written.
     image: str = Field("nvcr.io/nvidia/tritonserver:26.04-trtllm-python-py3",
                        description="Triton container with TensorRT-LLM (tutorial: >= 25.01)")
-    tensor_parallel_size: int = Field(1, ge=1, le=64)
-    pipeline_parallel_size: int = Field(1, ge=1, le=64)
+    tensor_parallel_size: Count = Field(1, ge=1, le=64)
+    pipeline_parallel_size: Count = Field(1, ge=1, le=64)
     llm_args: dict[str, Any] = Field(default_factory=dict, description="more LLM API args for model.yaml, verbatim")
-    max_batch_size: int = Field(0, ge=0, description="triton_config.max_batch_size (0: the template's value)")
+    max_batch_size: Count = Field(0, ge=0, description="triton_config.max_batch_size (0: the template's value)")
     decoupled: bool = Field(False, description="triton_config.decoupled; True lets genai-perf stream (TTFT/ITL)")
     perf_metrics: bool = Field(True, description="send sampling_param_return_perf_metrics on specops' own requests "
                                                  "(acceptance, where the model fills it)")

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from specops.backends.container_config import ContainerBackendConfig
 from specops.backends.trtllm_engine_support import EngineSupport, resolve
+from specops.fields import Count, Real, Seconds
 from specops.versions.engine import engine_release
 
 # trtllm-build flags specops sets itself; a profile may not override them through build flags.
@@ -38,13 +39,13 @@ class TritonParams(_Section):
     """Values of the fill_template parameter sets (tutorial names in comments)."""
 
     decoupled_mode: bool = False  # DECOUPLED_MODE=false
-    instance_count: int = Field(1, ge=1, le=64)  # INSTANCE_COUNT (pre/post/bls)
-    max_queue_delay_microseconds: int = Field(10000, ge=0)  # MAX_QUEUE_DELAY_MS=10000, passed as is
+    instance_count: Count = Field(1, ge=1, le=64)  # INSTANCE_COUNT (pre/post/bls)
+    max_queue_delay_microseconds: Count = Field(10000, ge=0)  # MAX_QUEUE_DELAY_MS=10000, passed as is
     triton_backend: Literal["tensorrtllm", "python"] = "tensorrtllm"  # TRITON_BACKEND
     batching_strategy: Literal["inflight_fused_batching", "V1"] = "inflight_fused_batching"
     logits_datatype: Literal["TYPE_FP32", "TYPE_FP16", "TYPE_BF16"] = "TYPE_FP32"  # LOGITS_DATATYPE
     encoder_input_features_data_type: str = "TYPE_FP16"
-    kv_cache_free_gpu_mem_fraction: float | None = Field(None, gt=0, le=1)
+    kv_cache_free_gpu_mem_fraction: Real | None = Field(None, gt=0, le=1)
     extra: dict[str, dict[str, str]] = Field(default_factory=dict,
                                              description="more keys per model, e.g. "
                                                          "{tensorrt_llm: {max_beam_width: '1'}}")
@@ -62,17 +63,19 @@ class TrtllmEngineBackendConfig(ContainerBackendConfig):
                        description="a -trtllm-python-py3 Triton image (the tutorial asks for >= 25.01)")
     app_dir: str = Field("/app", description="where the image keeps examples/, tools/, scripts/, all_models/")
     dtype: Literal["float16", "bfloat16", "float32"] = "float16"
-    tp_size: int = Field(1, ge=1, le=64, description="tensor parallel size (convert --tp_size, launch --world_size)")
-    max_batch_size: int = Field(4, ge=1, le=4096, description="trtllm-build --max_batch_size and triton_max_batch_size")
-    max_input_len: int | None = Field(None, ge=1)
-    max_seq_len: int | None = Field(None, ge=1)
-    max_draft_len: int | None = Field(
+    tp_size: Count = Field(1, ge=1, le=64, description="tensor parallel size (convert --tp_size, launch --world_size)")
+    max_batch_size: Count = Field(4, ge=1, le=4096,
+                                  description="trtllm-build --max_batch_size and triton_max_batch_size")
+    max_input_len: Count | None = Field(None, ge=1)
+    max_seq_len: Count | None = Field(None, ge=1)
+    max_draft_len: Count | None = Field(
         None, ge=1, le=1024,
         description="EAGLE: convert --max_draft_len (draft tree size; unset: convert_checkpoint's default, 63); "
                     "medusa: trtllm-build --max_draft_len when set; draft-target uses the method's "
                     "num_speculative_tokens")
-    max_non_leaves_per_layer: int | None = Field(None, ge=1, description="EAGLE convert --max_non_leaves_per_layer")
-    eagle_choices: list[list[int]] | None = Field(None, description="EAGLE-1 tree; default: the backend's mc_sim_7b_63")
+    max_non_leaves_per_layer: Count | None = Field(None, ge=1, description="EAGLE convert --max_non_leaves_per_layer")
+    eagle_choices: list[list[Count]] | None = Field(None,
+                                                    description="EAGLE-1 tree; default: the backend's mc_sim_7b_63")
     base_convert_example: Literal["llama"] = Field(
         "llama", description="the convert_checkpoint.py example for base and draft models (its path follows the "
                              "image's TensorRT-LLM: examples/llama, later examples/models/core/llama)")
@@ -83,7 +86,7 @@ class TrtllmEngineBackendConfig(ContainerBackendConfig):
                                               description="trtllm-build flags of the draft engine")
     triton: TritonParams = TritonParams()
     mounts: Mount = Mount()
-    build_timeout_s: float = Field(7200, gt=0, description="bound on convert + trtllm-build in the container")
+    build_timeout_s: Seconds = Field(7200, gt=0, description="bound on convert + trtllm-build in the container")
 
     @field_validator("build_flags", "base_build_flags", "draft_build_flags")
     @classmethod

@@ -10,6 +10,7 @@ from pydantic import Field, field_validator
 from specops.backends.llmapi_config import LlmApiBackendConfig
 from specops.backends.llmapi_support import LlmApiSupport, check_llm_args, resolve, where
 from specops.backends.spec import FieldError
+from specops.fields import Count, Real
 from specops.versions.trtllm import trtllm_release
 
 # trtllm-serve flags specops renders from the profile (the value flags of serve_argv).
@@ -25,11 +26,11 @@ class TrtllmServeBackendConfig(LlmApiBackendConfig):
     # 1.3.0rc12: the image of NVIDIA's current DGX Spark playbook, the newest release specops has facts for.
     image: str = Field("nvcr.io/nvidia/tensorrt-llm/release:1.3.0rc12",
                        description="a TensorRT-LLM release image, nvcr.io/nvidia/tensorrt-llm/release:<version>")
-    port: int | None = Field(None, ge=1, le=65535, description="trtllm-serve --port (default: a free port)")
-    tp_size: int = Field(1, ge=1, le=64)
-    max_batch_size: int | None = Field(None, ge=1, description="trtllm-serve --max_batch_size")
-    max_num_tokens: int | None = Field(None, ge=1, description="trtllm-serve --max_num_tokens")
-    kv_cache_free_gpu_memory_fraction: float | None = Field(
+    port: Count | None = Field(None, ge=1, le=65535, description="trtllm-serve --port (default: a free port)")
+    tp_size: Count = Field(1, ge=1, le=64)
+    max_batch_size: Count | None = Field(None, ge=1, description="trtllm-serve --max_batch_size")
+    max_num_tokens: Count | None = Field(None, ge=1, description="trtllm-serve --max_num_tokens")
+    kv_cache_free_gpu_memory_fraction: Real | None = Field(
         None, gt=0, le=1, description="trtllm-serve --kv_cache_free_gpu_memory_fraction")
     llm_api_options: dict[str, Any] = Field(
         default_factory=dict, description="the other top-level keys of the extra-llm-api-options YAML")

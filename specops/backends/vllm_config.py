@@ -13,6 +13,7 @@ from pydantic import Field, field_validator
 from specops.backends.container_config import ContainerBackendConfig
 from specops.backends.spec import reject_owned_keys
 from specops.backends.vllm_support import VllmSupport, resolve
+from specops.fields import Count, Real
 from specops.versions.vllm import vllm_release
 
 # Keys specops writes itself; `engine_args` may not override them.
@@ -32,12 +33,12 @@ class VllmBackendConfig(ContainerBackendConfig):
     # release whose vllm_backend code specops could read (main of 2026-01-09 stands in for r26.02).
     image: str = Field("nvcr.io/nvidia/tritonserver:26.02-vllm-python-py3",
                        description="Triton container with the vLLM backend")
-    tensor_parallel_size: int | None = Field(None, ge=1, le=64, description="omitted from model.json when unset")
-    draft_tensor_parallel_size: int | None = Field(None, ge=1, le=64)
-    gpu_memory_utilization: float | None = Field(None, gt=0, le=1)
+    tensor_parallel_size: Count | None = Field(None, ge=1, le=64, description="omitted from model.json when unset")
+    draft_tensor_parallel_size: Count | None = Field(None, ge=1, le=64)
+    gpu_memory_utilization: Real | None = Field(None, gt=0, le=1)
     engine_args: dict[str, Any] = Field(default_factory=dict, description="more vLLM engine args, verbatim")
     shm_size: str | None = Field("1G", description="docker --shm-size (tutorial: 1G)")
-    exit_timeout_s: int = Field(30, ge=1, le=600, description="tritonserver --exit-timeout-secs")
+    exit_timeout_s: Count = Field(30, ge=1, le=600, description="tritonserver --exit-timeout-secs")
 
     @field_validator("engine_args")
     @classmethod

@@ -29,6 +29,7 @@ class PromptFileError(ValueError):
         super().__init__(f"{path}:{line_no}: {reason}")
         self.path = path
         self.line_no = line_no
+        self.reason = reason
 
 
 def humaneval_path() -> Path:
@@ -94,8 +95,12 @@ def _resolve(source: str) -> Path:
 
 def _read_prompts(path: Path) -> Iterator[str]:
     opener = gzip.open if path.name.endswith(".gz") else open
-    with opener(path, "rt", encoding="utf-8") as fh:
-        for line_no, line in enumerate(fh, start=1):
+    with opener(path, "rb") as fh:  # bytes, decoded per line: a binary file is reported with its line
+        for line_no, raw in enumerate(fh, start=1):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                raise PromptFileError(path, line_no, "not UTF-8 text (a binary file?)") from None
             if line.strip():
                 yield _prompt_from_line(path, line_no, line)
 

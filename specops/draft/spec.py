@@ -10,6 +10,8 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from specops.fields import Count, Real
+
 PROMPT_SOURCES = ("humaneval", "stdlib")
 
 
@@ -28,17 +30,17 @@ class DataSpec(_Section):
     conversations: str | None = Field(
         None, description="a conversation JSONL (ModelOpt's Daring-Anteater format, or "
         "OpenAI-style messages) whose user turns are also sent to the base model")
-    num_samples: int = Field(160, ge=1, le=1_000_000, description="prompts answered by the base model")
-    max_tokens: int = Field(96, ge=1, le=8192, description="longest answer asked of the base model")
-    concurrency: int = Field(2, ge=1, le=256, description="requests in flight while synthesizing")
+    num_samples: Count = Field(160, ge=1, le=1_000_000, description="prompts answered by the base model")
+    max_tokens: Count = Field(96, ge=1, le=8192, description="longest answer asked of the base model")
+    concurrency: Count = Field(2, ge=1, le=256, description="requests in flight while synthesizing")
     endpoint: str | None = Field(
         None, description="an OpenAI-compatible server (http://host:port; /v1/chat/completions is "
         "used) instead of serving the target on the embedded Triton server")
     endpoint_model: str | None = Field(None, description="model name sent to `endpoint`")
-    humaneval_holdout: int = Field(
+    humaneval_holdout: Count = Field(
         64, ge=0, le=164, description="the first N HumanEval problems are never trained on: the "
         "benchmark and the lossless check draw their prompts from them")
-    seed: int = 0
+    seed: Count = 0
 
     @field_validator("prompts")
     @classmethod
@@ -78,20 +80,20 @@ class TrainSpec(_Section):
     architecture: dict[str, Any] = Field(
         default_factory=dict,
         description="eagle_architecture_config overrides (sized for the target by default)")
-    draft_layers: int = Field(4, ge=1, le=128, description="distill: target layers kept in the draft")
-    draft_vocab_size: int | None = Field(
+    draft_layers: Count = Field(4, ge=1, le=128, description="distill: target layers kept in the draft")
+    draft_vocab_size: Count | None = Field(
         None, ge=256, description="eagle modes: most frequent tokens the head predicts (d2t); "
         "None keeps the full vocabulary")
-    loss_vocab_size: int | None = Field(
+    loss_vocab_size: Count | None = Field(
         8192, ge=256, description="medusa, distill: the loss covers the N most frequent tokens "
         "of the data (the output layer keeps the target's full vocabulary); None: all tokens")
-    epochs: float = Field(2.0, gt=0, le=100)
-    max_steps: int | None = Field(None, ge=1, description="stop after this many optimizer steps")
-    batch_size: int = Field(4, ge=1, le=512)
-    seq_len: int = Field(256, ge=16, le=32768, description="training sequences are cut to this length")
-    lr: float = Field(1e-3, gt=0, le=1)
-    threads: int = Field(2, ge=1, le=256, description="torch threads while training")
-    seed: int = 0
+    epochs: Real = Field(2.0, gt=0, le=100)
+    max_steps: Count | None = Field(None, ge=1, description="stop after this many optimizer steps")
+    batch_size: Count = Field(4, ge=1, le=512)
+    seq_len: Count = Field(256, ge=16, le=32768, description="training sequences are cut to this length")
+    lr: Real = Field(1e-3, gt=0, le=1)
+    threads: Count = Field(2, ge=1, le=256, description="torch threads while training")
+    seed: Count = 0
 
     @field_validator("mode")
     @classmethod

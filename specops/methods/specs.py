@@ -9,6 +9,8 @@ from typing import ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from specops.fields import Count
+
 
 class MethodConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -38,11 +40,11 @@ class NgramMethod(MethodConfig):
 
     kind: Literal["ngram"] = "ngram"
     summary: ClassVar[str] = "prompt lookup (n-gram) drafts, no draft model"
-    num_speculative_tokens: int = Field(4, ge=1, le=64, description="max draft tokens per step")
-    prompt_lookup_min: int | None = Field(
+    num_speculative_tokens: Count = Field(4, ge=1, le=64, description="max draft tokens per step")
+    prompt_lookup_min: Count | None = Field(
         None, ge=1, le=16, description="shortest n-gram matched; default: the backend's own (2 on the embedded "
                                        "runtime, where 1-token matches measured a net loss on CPU)")
-    prompt_lookup_max: int = Field(3, ge=1, le=16, description="longest n-gram matched")
+    prompt_lookup_max: Count = Field(3, ge=1, le=16, description="longest n-gram matched")
 
     @model_validator(mode="after")
     def _ordered(self) -> NgramMethod:
@@ -60,7 +62,7 @@ class DraftTargetMethod(MethodConfig):
     kind: Literal["draft-target"] = "draft-target"
     needs_draft: ClassVar[bool] = True
     summary: ClassVar[str] = "a small draft model proposes, the target verifies"
-    num_speculative_tokens: int = Field(5, ge=1, le=64)
+    num_speculative_tokens: Count = Field(5, ge=1, le=64)
 
 
 class EagleMethod(MethodConfig):
@@ -69,7 +71,7 @@ class EagleMethod(MethodConfig):
     kind: Literal["eagle"] = "eagle"
     needs_draft: ClassVar[bool] = True
     summary: ClassVar[str] = "EAGLE draft head on the target's features"
-    num_speculative_tokens: int = Field(5, ge=1, le=64)
+    num_speculative_tokens: Count = Field(5, ge=1, le=64)
 
 
 class Eagle3Method(MethodConfig):
@@ -78,7 +80,7 @@ class Eagle3Method(MethodConfig):
     kind: Literal["eagle3"] = "eagle3"
     needs_draft: ClassVar[bool] = True
     summary: ClassVar[str] = "EAGLE-3 draft head on multi-layer features"
-    num_speculative_tokens: int = Field(5, ge=1, le=64)
+    num_speculative_tokens: Count = Field(5, ge=1, le=64)
 
 
 class MedusaMethod(MethodConfig):
@@ -87,8 +89,8 @@ class MedusaMethod(MethodConfig):
     kind: Literal["medusa"] = "medusa"
     needs_draft: ClassVar[bool] = True
     summary: ClassVar[str] = "Medusa heads, one per future position"
-    num_speculative_tokens: int = Field(4, ge=1, le=64, description="number of Medusa heads used")
-    medusa_choices: list[list[int]] | None = None
+    num_speculative_tokens: Count = Field(4, ge=1, le=64, description="number of Medusa heads used")
+    medusa_choices: list[list[Count]] | None = None
 
 
 ALL_METHODS: tuple[type[MethodConfig], ...] = (

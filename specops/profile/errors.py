@@ -57,6 +57,19 @@ def _field_of(loc: tuple, root: type[BaseModel]) -> str:
     return _walk(root, loc)[0]
 
 
+# Number fields are strict (specops.fields): say what was given instead, since YAML's `true`
+# and a quoted "8" both look like numbers to whoever wrote them.
+_NUMBER_TYPES = {"int_type": "an integer", "float_type": "a number"}
+
+
+def _not_a_number(expected: str, value: object) -> str:
+    if isinstance(value, bool):
+        return f"expected {expected}, got the boolean {str(value).lower()}"
+    if isinstance(value, str):
+        return f"expected {expected}, got the string {value!r} (write the number without quotes)"
+    return f"expected {expected}, got {type(value).__name__} {value!r}"
+
+
 def explain(err: ValidationError, origin: str | Path, root: type[BaseModel]) -> ProfileError:
     problems: list[tuple[str, str]] = []
     for e in err.errors():
@@ -73,6 +86,8 @@ def explain(err: ValidationError, origin: str | Path, root: type[BaseModel]) -> 
             problems.append((_field_of(loc, root) + ".kind", "missing 'kind'"))
         elif kind == "missing":
             problems.append((_field_of(loc, root), "required field is missing"))
+        elif kind in _NUMBER_TYPES:
+            problems.append((_field_of(loc, root), _not_a_number(_NUMBER_TYPES[kind], e["input"])))
         else:
             cause = (e.get("ctx") or {}).get("error")
             field = getattr(cause, "field", None) or _field_of(loc, root)

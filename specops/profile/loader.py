@@ -6,6 +6,7 @@ backends, unsupported method x backend pairs, malformed sources, missing prompt 
 from __future__ import annotations
 
 import copy
+import difflib
 import hashlib
 import json
 import os
@@ -16,6 +17,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
+from specops.profile import strict_yaml
 from specops.profile.errors import ProfileError, explain
 from specops.profile.schema import Profile
 
@@ -44,13 +46,20 @@ class LoadedProfile:
 
 def resolve_path(name_or_path: str | Path) -> Path:
     candidate = Path(name_or_path)
-    if candidate.suffix in (".yaml", ".yml") and candidate.exists():
+    if candidate.suffix in (".yaml", ".yml") and candidate.is_file():
         return candidate
     named = profiles_dir() / f"{name_or_path}.yaml"
-    if named.exists():
+    if named.is_file():
         return named
-    known = ", ".join(list_profile_names()) or "(none)"
-    raise ProfileError(str(name_or_path), [("", f"no such profile file or name; known profiles: {known}")])
+    if candidate.is_dir():
+        raise ProfileError(str(candidate), [("", "is a directory, not a profile: give a profile name or a .yaml file")])
+    if candidate.exists():
+        raise ProfileError(str(candidate), [("", "is not a profile: a profile file's name ends in .yaml or .yml")])
+    names = list_profile_names()
+    close = difflib.get_close_matches(str(name_or_path), names, n=1)
+    hint = f"did you mean {close[0]!r}? " if close else ""
+    known = ", ".join(names) or "(none)"
+    raise ProfileError(str(name_or_path), [("", f"no such profile file or name; {hint}known profiles: {known}")])
 
 
 def list_profile_names() -> list[str]:
@@ -75,20 +84,52 @@ def read_document(path: Path, chain: tuple[Path, ...] = ()) -> dict:
         cycle = " -> ".join(p.name for p in (*chain, path))
         raise ProfileError(str(chain[0]), [(INCLUDE_KEY, f"include cycle: {cycle}")])
     try:
-        data = yaml.safe_load(path.read_text()) or {}
-    except FileNotFoundError:
-        origin = str(chain[-1]) if chain else str(path)
-        raise ProfileError(origin, [(INCLUDE_KEY, f"included file not found: {path}")]) from None
+        data = strict_yaml.load(_read_text(path, chain)) or {}
+    except strict_yaml.DuplicateKeyError as exc:
+        raise ProfileError(str(path), [(str(exc.key), f"given twice, at line {exc.first_line} and at line "
+                                        f"{exc.line}; keep one")]) from None
     except yaml.YAMLError as exc:
-        raise ProfileError(str(path), [("", f"not valid YAML: {exc}")]) from None
+        raise ProfileError(str(path), [("", f"not valid YAML: {_yaml_problem(exc)}")]) from None
     if not isinstance(data, dict):
         raise ProfileError(str(path), [("", "a profile must be a mapping at the top level")])
-    includes = data.pop(INCLUDE_KEY, [])
-    includes = [includes] if isinstance(includes, str) else includes
+    includes = data.pop(INCLUDE_KEY, None)
+    includes = [] if includes is None else [includes] if isinstance(includes, str) else includes
+    if not isinstance(includes, list) or not all(isinstance(inc, str) and inc.strip() for inc in includes):
+        raise ProfileError(str(path), [(INCLUDE_KEY, "expected a file name or a list of file names (relative to "
+                                        f"this file, e.g. include: [_shared/embedded-cpu.yaml]), got {includes!r}")])
     merged: dict = {}
     for inc in includes:
         merged = deep_merge(merged, read_document(path.parent / inc, (*chain, path)))
     return deep_merge(merged, data)
+
+
+def _read_text(path: Path, chain: tuple[Path, ...]) -> str:
+    """The file as text, or a ProfileError saying why it is not a YAML file."""
+    origin, field = (str(chain[-1]), INCLUDE_KEY) if chain else (str(path), "")
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise ProfileError(origin, [(INCLUDE_KEY, f"included file not found: {path}")]) from None
+    except IsADirectoryError:
+        raise ProfileError(origin, [(field, f"{path} is a directory, not a YAML file")]) from None
+    except OSError as exc:
+        raise ProfileError(origin, [(field, f"cannot read {path}: {exc.strerror}")]) from None
+    try:
+        if b"\0" in raw:
+            raise UnicodeDecodeError("utf-8", raw, raw.index(b"\0"), raw.index(b"\0") + 1, "NUL byte")
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        raise ProfileError(str(path), [("", f"not a text file (binary data at line {line}, byte {exc.start}); "
+                                        "a profile is UTF-8 YAML")]) from None
+
+
+def _yaml_problem(exc: yaml.YAMLError) -> str:
+    mark = getattr(exc, "problem_mark", None)
+    problem = getattr(exc, "problem", None)
+    if mark is None or problem is None:
+        return str(exc)
+    return f"{problem} at line {mark.line + 1}, column {mark.column + 1}"
 
 
 def apply_overrides(doc: dict, overrides: list[str] | tuple[str, ...]) -> dict:
@@ -104,7 +145,10 @@ def apply_overrides(doc: dict, overrides: list[str] | tuple[str, ...]) -> dict:
             node = node.setdefault(part, {})
             if not isinstance(node, dict):
                 raise ProfileError("--set", [(key, f"{part!r} is not a section")])
-        node[parts[-1]] = yaml.safe_load(raw) if raw.strip() else ""
+        try:
+            node[parts[-1]] = strict_yaml.load(raw) if raw.strip() else ""
+        except yaml.YAMLError as exc:
+            raise ProfileError("--set", [(key, f"value {raw!r} is not valid YAML: {_yaml_problem(exc)}")]) from None
     return out
 
 
@@ -120,10 +164,29 @@ def load_profile(name_or_path: str | Path, overrides: list[str] | tuple[str, ...
     return LoadedProfile(profile, path, tuple(overrides), profile.model_dump(mode="json"))
 
 
+def _check_prompts(profile: Profile) -> list[tuple[str, str]]:
+    """Read the prompt file in full now: a malformed line must stop the run before any download."""
+    from specops.bench.prompts import PromptFileError, load_prompts
+
+    b = profile.benchmark
+    path = Path(b.prompts)
+    if not path.is_file():
+        return [("benchmark.prompts", f"{'not a file' if path.exists() else 'file not found'}: {path}")]
+    try:
+        load_prompts(b.prompts, limit=b.num_requests + b.warmup_requests, offset=b.prompt_offset)
+    except PromptFileError as err:
+        return [("benchmark.prompts", f"{err.path}, line {err.line_no}: {err.reason}")]
+    except OSError as err:  # e.g. a .jsonl.gz that is not gzip
+        return [("benchmark.prompts", f"cannot read {path}: {err}")]
+    except ValueError as err:  # no prompts in the file, or none left after prompt_offset
+        return [("benchmark.prompts", str(err))]
+    return []
+
+
 def _check_files(profile: Profile, origin: str) -> None:
     problems = []
-    if profile.benchmark.prompts != "humaneval" and not Path(profile.benchmark.prompts).is_file():
-        problems.append(("benchmark.prompts", f"file not found: {profile.benchmark.prompts}"))
+    if profile.benchmark.prompts != "humaneval":
+        problems += _check_prompts(profile)
     for section in ("target", "draft"):
         src = getattr(profile, section)
         source = getattr(src, "source", None)

@@ -13,6 +13,7 @@ from specops.backends.spec import FieldError
 from specops.bench.tools import BENCH_TOOLS, DEFAULT_TOOL
 from specops.draft.modes import MODE_OF_METHOD, check_mode_options
 from specops.draft.spec import TrainSpec
+from specops.fields import Count, Seconds
 from specops.methods import METHODS
 from specops.server_settings import Serving
 from specops.sources.schemes import parse_source
@@ -63,14 +64,15 @@ class DraftSection(Section):
 
 class Benchmark(Section):
     prompts: str = Field("humaneval", description="humaneval, or a .jsonl file (EAGLE question.jsonl or {text})")
-    prompt_offset: int = Field(0, ge=0, description="skip this many prompts of the source")
-    num_requests: int = Field(8, ge=1, le=100_000, description="measured requests per variant")
-    warmup_requests: int = Field(1, ge=0, le=1000)
-    output_tokens: int = Field(64, ge=1, le=32_768, description="fixed output length (ignore_eos)")
-    concurrency: int = Field(1, ge=1, le=1024)
-    timeout_s: float = Field(1800, gt=0, description="bound on one benchmark tool run")
+    prompt_offset: Count = Field(0, ge=0, description="skip this many prompts of the source")
+    num_requests: Count = Field(8, ge=1, le=100_000, description="measured requests per variant")
+    warmup_requests: Count = Field(1, ge=0, le=1000)
+    output_tokens: Count = Field(64, ge=1, le=32_768, description="fixed output length (ignore_eos)")
+    concurrency: Count = Field(1, ge=1, le=1024)
+    timeout_s: Seconds | None = Field(None, gt=0, description="bound on one benchmark tool run; default: derived "
+                                      "from the work asked for (requests x tokens x the server's measured pace)")
     tool: str = Field(DEFAULT_TOOL, description=f"the load generator: {', '.join(BENCH_TOOLS.names())}")
-    rounds: int = Field(1, ge=1, le=100, description="measure each variant this many times, alternating "
+    rounds: Count = Field(1, ge=1, le=100, description="measure each variant this many times, alternating "
                         "speculative and base; the speedup's interval is over prompts and rounds")
     interleave: bool = Field(False, description="keep both variants' servers up and alternate them round by "
                              "round (A B A B); false: one variant's rounds, then the other's (on a GPU both "
@@ -93,8 +95,8 @@ class Benchmark(Section):
 
 class Comparison(Section):
     baseline: bool = Field(True, description="also serve and benchmark the base model (speculation off)")
-    lossless_prompts: int = Field(4, ge=0, le=10_000, description="prompts compared at temperature 0")
-    lossless_max_tokens: int = Field(48, ge=1, le=32_768)
+    lossless_prompts: Count = Field(4, ge=0, le=10_000, description="prompts compared at temperature 0")
+    lossless_max_tokens: Count = Field(48, ge=1, le=32_768)
     require_lossless: bool = Field(True, description="a mismatch marks the run INVALID")
 
 

@@ -1,0 +1,25 @@
+"""Number types shared by every profile section.
+
+pydantic's lax mode takes YAML's `true` as 1 for an int or a float (so `num_requests: true`
+would run one request), and a float field takes `.inf`/`.nan` (a timeout of "wait forever").
+Strict numbers refuse booleans and quoted numbers but keep the JSON schema as it was; the
+profile loader turns their errors into messages naming the field.
+"""
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import Field, Strict
+
+# A day: every deadline specops waits on (a build, a benchmark run, a server start) fits in it,
+# and a larger one is a unit mistake (milliseconds given as seconds) rather than a wish.
+MAX_TIMEOUT_S = 24 * 3600
+
+Count = Annotated[int, Strict()]
+"""An int field (a count, a size, a seed)."""
+
+Real = Annotated[float, Strict(), Field(allow_inf_nan=False)]
+"""A float field: an int is fine, a boolean, inf or nan is not."""
+
+Seconds = Annotated[float, Strict(), Field(gt=0, le=MAX_TIMEOUT_S, allow_inf_nan=False)]
+"""A timeout: finite, positive, at most a day."""

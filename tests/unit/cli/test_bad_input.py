@@ -1,0 +1,153 @@
+"""Every foreseeable bad input or environment ends as one message from the real `specops` CLI:
+the documented exit code, the file, field or path named, and no traceback (unless --debug).
+
+One row per class; each runs `python -m cli` in a subprocess and stops before Prefect starts
+(a row that got past its check would run the flow: the timeout bounds that mistake).
+"""
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+# Each row is a fresh interpreter (3-6 s): slow, though no service is started.
+pytestmark = pytest.mark.slow
+
+REPO_ROOT = Path(__file__).resolve().parents[3]
+EXIT_PROFILE, EXIT_PREREQUISITES = 2, 4
+
+
+def closed_port() -> int:
+    """A port nothing listens on (the kernel's pick, released at once)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@dataclass
+class Case:
+    args: list[str]
+    code: int
+    names: list[str]  # what stderr must name: the file, the field, the path, the fix
+    files: dict[str, bytes | str] = field(default_factory=dict)  # written under tmp first
+    env: dict[str, str] = field(default_factory=dict)
+
+
+PROFILE = "include: {include}\nname: bad-include\n"
+NESTED = "benchmark:\n  output_tokens: 8\n  num_requests: 3\n  num_requests: 4\n"
+PROMPTS = '{"text": "def f():"}\n{"question": "no text field"}\n'
+PREFECT_PROFILES = 'active = "gone"\n[profiles.gone]\nPREFECT_API_URL = "http://127.0.0.1:{port}/api"\n'
+
+CASES = {
+    # 1. a directory, or bytes that are not text, where a profile is expected
+    "profile is a directory": Case(["plan", "{tmp}/somedir.yaml"], EXIT_PROFILE, ["somedir.yaml", "is a directory"],
+                                   files={"somedir.yaml/x": ""}),
+    "profile is binary": Case(["plan", "{tmp}/bin.yaml"], EXIT_PROFILE, ["bin.yaml", "not a text file"],
+                              files={"bin.yaml": b"\x00\xff\xfe\x01 binary"}),
+    # 2. include: of the wrong type
+    "include is a number": Case(["plan", "{tmp}/p.yaml"], EXIT_PROFILE, ["p.yaml", "include:", "list of file names"],
+                                files={"p.yaml": PROFILE.format(include="5")}),
+    "include lists a non-string": Case(["plan", "{tmp}/p.yaml"], EXIT_PROFILE, ["p.yaml", "include:", "got ['a.yaml', 3]"],
+                                       files={"p.yaml": PROFILE.format(include="[a.yaml, 3]")}),
+    # 3. a duplicate key, nested, in an included file
+    "duplicate key in an include": Case(
+        ["plan", "{tmp}/p.yaml"], EXIT_PROFILE, ["frag.yaml", "num_requests", "line 3", "line 4"],
+        files={"frag.yaml": NESTED, "p.yaml": "include: frag.yaml\nname: dup\n"}),
+    # 4. a boolean where a count or a number goes
+    "boolean count": Case(["plan", "ngram-local", "--set", "benchmark.num_requests=true"], EXIT_PROFILE,
+                          ["benchmark.num_requests", "got the boolean true"]),
+    "boolean in a backend config": Case(["plan", "ngram-local", "--set", "backend.threads=false"], EXIT_PROFILE,
+                                        ["backend.threads", "got the boolean false"]),
+    # 5. timeouts are finite and sane
+    "infinite timeout": Case(["plan", "ngram-local", "--set", "serving.ready_timeout_s=.inf"], EXIT_PROFILE,
+                             ["serving.ready_timeout_s", "finite"]),
+    "absurd timeout": Case(["plan", "ngram-local", "--set", "benchmark.timeout_s=100000"], EXIT_PROFILE,
+                           ["benchmark.timeout_s", "86400"]),
+    # 6. a malformed prompt file
+    "prompt line without text": Case(["plan", "ngram-local", "--set", "benchmark.prompts={tmp}/prompts.jsonl"],
+                                     EXIT_PROFILE, ["benchmark.prompts", "prompts.jsonl, line 2", "no prompt field"],
+                                     files={"prompts.jsonl": PROMPTS}),
+    "binary prompt file": Case(["plan", "ngram-local", "--set", "benchmark.prompts={tmp}/b.jsonl"], EXIT_PROFILE,
+                               ["benchmark.prompts", "b.jsonl, line 1", "not UTF-8"], files={"b.jsonl": b"\xff\xfe\x00"}),
+    # 7. an address servers cannot bind
+    "host not of this machine": Case(["run", "ngram-local", "--set", "serving.host=192.0.2.1"], EXIT_PROFILE,
+                                     ["serving.host", "192.0.2.1", "not an address of this machine"]),
+    "host unresolvable": Case(["run", "ngram-local", "--set", "serving.host=no-such-host.invalid"], EXIT_PROFILE,
+                              ["serving.host", "cannot be resolved"]),
+    # 8. artifact and cache roots
+    "cache root is a file": Case(["run", "ngram-local"], EXIT_PREREQUISITES, ["SPECOPS_CACHE={tmp}/f", "not a directory"],
+                                 files={"f": "x"}, env={"SPECOPS_CACHE": "{tmp}/f"}),
+    "artifacts under a file": Case(["run", "ngram-local"], EXIT_PREREQUISITES,
+                                   ["SPECOPS_ARTIFACTS={tmp}/f/artifacts", "is a file"],
+                                   files={"f": "x"}, env={"SPECOPS_ARTIFACTS": "{tmp}/f/artifacts"}),
+    # 9. --run-id
+    "run id with a separator": Case(["run", "ngram-local", "--run-id", "../outside"], EXIT_PROFILE,
+                                    ["--run-id '../outside'", "letters, digits"]),
+    "run id already used": Case(["run", "ngram-local", "--run-id", "taken"], EXIT_PROFILE,
+                                ["{tmp}/artifacts/ngram-local/taken", "already exists", "omit it"],
+                                files={"artifacts/ngram-local/taken/report.md": "a finished run"}),
+    # 10. a configured Prefect API that nothing answers
+    "prefect api from the environment": Case(["run", "ngram-local"], EXIT_PREREQUISITES,
+                                             ["PREFECT_API_URL=http://127.0.0.1:{port}/api", "the environment",
+                                              "make up"], env={"PREFECT_API_URL": "http://127.0.0.1:{port}/api"}),
+    "prefect api from a profile": Case(["run", "ngram-local"], EXIT_PREREQUISITES,
+                                       ["profile 'gone'", "PREFECT_HOME={tmp}/prefect",
+                                        "prefect config unset PREFECT_API_URL"],
+                                       files={"prefect/profiles.toml": PREFECT_PROFILES}),
+    # 11. an hf:// source, not cached, and no hub
+    "hub unreachable": Case(["run", "ngram-local", "--set", "target.source=hf://specops-test/absent"],
+                            EXIT_PREREQUISITES, ["target.source", "hf://specops-test/absent", "cannot be reached"],
+                            env={"HF_ENDPOINT": "http://127.0.0.1:{port}"}),
+    # beyond the list: a profile name with a typo
+    "profile name typo": Case(["plan", "ngram-lcal"], EXIT_PROFILE, ["did you mean 'ngram-local'?"]),
+    "unknown --set key": Case(["plan", "ngram-local", "--set", "benchmark.requests=3"], EXIT_PROFILE,
+                              ["benchmark.requests", "unknown key", "num_requests"]),
+}
+
+
+def specops(args: list[str], tmp: Path, extra_env: dict[str, str]) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PREFECT_", "HF_"))}
+    env.update(SPECOPS_ARTIFACTS=str(tmp / "artifacts"), SPECOPS_CACHE=str(tmp / "cache"),
+               PREFECT_HOME=str(tmp / "prefect"), HF_HOME=str(tmp / "hf-home"))
+    env.update(extra_env)
+    return subprocess.run([sys.executable, "-m", "cli", *args], cwd=REPO_ROOT, env=env, capture_output=True,
+                          text=True, timeout=120)
+
+
+def materialize(case: Case, tmp: Path) -> tuple[list[str], dict[str, str], list[str]]:
+    port = str(closed_port())
+
+    def fill(text: str) -> str:
+        return text.replace("{tmp}", str(tmp)).replace("{port}", port)
+
+    for rel, content in case.files.items():
+        path = tmp / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(content, bytes):
+            path.write_bytes(content)
+        else:
+            path.write_text(fill(content))
+    return [fill(a) for a in case.args], {k: fill(v) for k, v in case.env.items()}, [fill(n) for n in case.names]
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_bad_input_is_one_message(name, tmp_path):
+    args, env, names = materialize(CASES[name], tmp_path)
+    proc = specops(args, tmp_path, env)
+    assert proc.returncode == CASES[name].code, proc.stderr
+    assert "Traceback" not in proc.stderr + proc.stdout
+    for expected in names:
+        assert expected in proc.stderr, f"{expected!r} not in:\n{proc.stderr}"
+    assert not (tmp_path / "prefect" / "prefect.db").exists(), "Prefect started"
+
+
+def test_debug_shows_the_traceback(tmp_path):
+    args, env, _ = materialize(CASES["profile is binary"], tmp_path)
+    proc = specops(["--debug", *args], tmp_path, env)
+    assert proc.returncode == EXIT_PROFILE
+    assert "Traceback" in proc.stderr and "not a text file" in proc.stderr

@@ -1,0 +1,66 @@
+"""The checks `specops run` makes before Prefect starts, on their own."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from cli import preflight
+from specops.profile.errors import ProfileError
+from specops.profile.loader import load_profile
+
+COMMIT = "a" * 40
+
+
+def _snapshot(hub, repo_id="org/name", ref="main", commit=COMMIT):
+    repo = hub / f"models--{repo_id.replace('/', '--')}"
+    (repo / "refs").mkdir(parents=True)
+    (repo / "refs" / ref).write_text(commit)
+    (repo / "snapshots" / commit).mkdir(parents=True)
+    (repo / "snapshots" / commit / "config.json").write_text("{}")
+
+
+def test_hub_snapshot_cached_by_ref_and_by_commit(tmp_path):
+    _snapshot(tmp_path)
+    assert preflight._hub_snapshot_cached(tmp_path, "org/name", None)
+    assert preflight._hub_snapshot_cached(tmp_path, "org/name", COMMIT)
+    assert not preflight._hub_snapshot_cached(tmp_path, "org/name", "v2")
+    assert not preflight._hub_snapshot_cached(tmp_path, "org/other", None)
+
+
+def test_cached_hf_source_needs_no_hub(tmp_path, monkeypatch):
+    monkeypatch.setenv("SPECOPS_CACHE", str(tmp_path))
+    monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")  # would be unreachable
+    _snapshot(tmp_path / "hf")
+    assert preflight.hub_problems(load_profile("ngram-local", ["target.source=hf://org/name"])) == []
+
+
+def test_not_writable_names_what_is_in_the_way(tmp_path):
+    (tmp_path / "file").write_text("x")
+    assert preflight._not_writable(tmp_path / "new" / "dir") is None
+    assert preflight._not_writable(tmp_path / "file") == f"{tmp_path / 'file'} is not a directory"
+    assert preflight._not_writable(tmp_path / "file" / "sub") == f"{tmp_path / 'file'} is a file, not a directory"
+
+
+def test_not_writable_directory(tmp_path):
+    locked = tmp_path / "locked"
+    locked.mkdir(mode=0o500)
+    # Permission bits do not stop root (CI runs as root): sysfs refuses everyone.
+    assert "is not writable" in preflight._not_writable(Path("/sys/kernel") if os.geteuid() == 0 else locked)
+
+
+def test_host_check_accepts_loopback_and_refuses_a_foreign_address():
+    preflight.check_host(load_profile("ngram-local"))
+    with pytest.raises(ProfileError, match="serving.host: '192.0.2.1' is not an address of this machine"):
+        preflight.check_host(load_profile("ngram-local", ["serving.host=192.0.2.1"]))
+
+
+def test_unreachable_treats_an_http_error_as_an_answer(monkeypatch):
+    import urllib.error
+
+    def http_error(*args, **kwargs):
+        raise urllib.error.HTTPError("http://x/health", 503, "unavailable", {}, None)
+
+    monkeypatch.setattr(preflight.urllib.request, "urlopen", http_error)
+    assert preflight._unreachable("http://x/health") is None
