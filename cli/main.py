@@ -7,6 +7,7 @@ import os
 import signal
 import sys
 import time
+import traceback
 from pathlib import Path
 
 from specops.backends.base import PrerequisiteError
@@ -23,6 +24,8 @@ def _profile_args(p: argparse.ArgumentParser) -> None:
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="specops", description=__doc__)
+    parser.add_argument("--debug", action="store_true",
+                        help="show tracebacks (on the console too, for a run's failed steps)")
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="run a profile end to end (Prefect flow `specdec`)")
     _profile_args(run)
@@ -37,7 +40,10 @@ def _parser() -> argparse.ArgumentParser:
     compare.add_argument("runs", nargs=2, metavar="RUN")
     schema = sub.add_parser("schema", help="print the profile JSON schema")
     schema.add_argument("-o", "--output", type=Path)
-    sub.add_parser("janitor", help="stop servers that killed runs left behind")
+    janitor = sub.add_parser("janitor", help="stop what killed runs left behind (servers, benchmark tools, ...)")
+    janitor.add_argument("--all", action="store_true", help="also what live runs started (everything recorded)")
+    for command in sub.choices.values():  # also after the command: `specops run X --debug`
+        command.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
     return parser
 
 
@@ -54,23 +60,38 @@ def _terminate_as_interrupt(signum, frame):  # so `finally` teardown runs on SIG
 
 
 def cmd_run(args) -> int:
+    from cli.preflight import check_host, check_run_id, environment_problems
     from specops.pipeline.backend import backend_for, preflight, tool_for
     from specops.profile.loader import load_profile
 
     loaded = load_profile(args.profile, args.overrides)  # fail fast, before Prefect starts
-    problems = preflight(backend_for(loaded.profile), tool_for(loaded.profile))
+    check_run_id(loaded.profile.name, args.run_id)
+    check_host(loaded)
+    problems = environment_problems(loaded) + preflight(backend_for(loaded.profile), tool_for(loaded.profile))
     if problems:
         raise PrerequisiteError(loaded.profile.name, problems)
     prefect_defaults()
     signal.signal(signal.SIGTERM, _terminate_as_interrupt)
+    from cli.prefect_api import PrefectApiError, prefect_api
     from flows.specdec import RunFailed, specdec
     from specops.report.writer import summary
 
-    start = time.monotonic()
+    if not getattr(args, "debug", False):  # the step and the error end the run in one line; the UI keeps tracebacks
+        from cli.console import drop_console_tracebacks
+
+        drop_console_tracebacks()
+
+    start = time.monotonic()  # Prefect's API server start-up counts as orchestration overhead
     try:
-        result = specdec(args.profile, args.overrides, args.run_id)
+        with prefect_api():  # a private one, dying with this process, unless PREFECT_API_URL is set
+            result = specdec(args.profile, args.overrides, args.run_id)
     except RunFailed as failed:
+        if getattr(args, "debug", False):
+            traceback.print_exception(failed)
         print(f"\nspecops: {failed}", file=sys.stderr)
+        return EXIT_FAILED
+    except PrefectApiError as err:
+        print(f"specops: {err}", file=sys.stderr)
         return EXIT_FAILED
     total = time.monotonic() - start
     measured = sum(result.phases.phase_s.values())
@@ -138,7 +159,8 @@ def cmd_schema(args) -> int:
 def cmd_janitor(args) -> int:
     from specops import janitor
 
-    print(f"stopped {janitor.reap()} leftover server(s)")
+    stopped = janitor.sweep(everything=args.all)
+    print(janitor.summary(stopped, kept=0 if args.all else janitor.live_records()))
     return 0
 
 
@@ -148,22 +170,33 @@ COMMANDS = {"run": cmd_run, "plan": cmd_plan, "profiles": cmd_profiles, "history
 
 def main(argv: list[str] | None = None) -> int:
     from specops.results.store import ResultsError
+    from specops.rundir import RunDirError
 
     args = _parser().parse_args(argv)
     try:
         return COMMANDS[args.command](args)
-    except ProfileError as err:
-        print(f"specops: {err}", file=sys.stderr)
-        return EXIT_PROFILE
+    except (ProfileError, RunDirError) as err:
+        return _failed(args, err, EXIT_PROFILE)
     except PrerequisiteError as err:
-        print(f"specops: {err}", file=sys.stderr)
-        return EXIT_PREREQUISITES
+        return _failed(args, err, EXIT_PREREQUISITES)
     except ResultsError as err:
-        print(f"specops: {err}", file=sys.stderr)
-        return EXIT_FAILED
+        return _failed(args, err, EXIT_FAILED)
     except KeyboardInterrupt:
         print("specops: interrupted; servers were stopped", file=sys.stderr)
         return EXIT_INTERRUPTED
+    except Exception as err:  # a bug, or a failure nobody foresaw: still one line, unless --debug
+        if args.debug:
+            raise
+        print(f"specops: unexpected {type(err).__name__}: {err} (run again with --debug for the traceback)",
+              file=sys.stderr)
+        return EXIT_FAILED
+
+
+def _failed(args, err: Exception, code: int) -> int:
+    if args.debug:
+        traceback.print_exception(err)
+    print(f"specops: {err}", file=sys.stderr)
+    return code
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ RunResult, and stops every server it started.
 """
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 
 from prefect import flow, get_run_logger
@@ -16,16 +17,17 @@ from specops.backends.base import Backend, Server
 from specops.bench.tool import BenchTool
 from specops.pipeline.backend import backend_for, tool_for
 from specops.pipeline.benchmark import Measured, bench_prompts, variant_record
-from specops.pipeline.check import check_prompts
+from specops.pipeline.check import Pace, check_prompts
 from specops.pipeline.result import RunFacts
 from specops.profile.loader import LoadedProfile
 from specops.results.model import RunResult
 from specops.rundir import RunDir, cache_root
 from specops.sources.base import ModelArtifact
+from specops.teardown import teardown_quietly
 from specops.variant import BASE, SPECULATIVE, Variant, variants_of
 from tasks.benchmark import benchmark_round, read_acceptance
 from tasks.check import compare_check_outputs, generate_check_outputs, send_smoke_request
-from tasks.models import check_draft_vocabulary, download_model
+from tasks.models import check_draft_vocabulary, download_model, verify_model
 from tasks.profile import check_prerequisites, create_run_dir, validate_profile
 from tasks.render import build_engine, render_repository
 from tasks.report import publish_artifacts, record_result, summarize_run, write_report
@@ -54,6 +56,8 @@ def prepare_models(loaded: LoadedProfile, backend: Backend, run: RunDir, cache_d
     p = loaded.profile
     target = _value(download_model(p.target.source, cache_dir, run, "target", return_state=True), facts,
                     "download target")
+    # A cached download comes back without looking at the cache: verify what will be served.
+    target = verify_model(target, cache_dir, run, "target")
     facts.models["target"] = target
     draft = None
     if p.draft is not None and p.draft.train is not None:
@@ -61,24 +65,28 @@ def prepare_models(loaded: LoadedProfile, backend: Backend, run: RunDir, cache_d
     elif p.draft is not None:
         draft = _value(download_model(p.draft.source, cache_dir, run, "draft", return_state=True), facts,
                        "download draft")
-        check_draft_vocabulary(target, draft)
+        draft = verify_model(draft, cache_dir, run, "draft")
+        with run.timed("download", "draft"):  # so a mismatch is reported at this step, not at "flow"
+            check_draft_vocabulary(target, draft)
     if draft is not None:
         facts.models["draft"] = draft
     return target, draft
 
 
 def serve_and_check(backend: Backend, variant: Variant, repo: Path, loaded: LoadedProfile, run: RunDir,
-                    servers: dict[str, Server], facts: RunFacts) -> list[str]:
-    """Start the variant's server (kept in `servers` for teardown), smoke it, get its check outputs."""
+                    servers: dict[str, Server], facts: RunFacts) -> tuple[list[str], Pace]:
+    """Start the variant's server (kept in `servers` for teardown), smoke it, get its check outputs
+    and the pace it answered them at (the benchmark's time budget is derived from it)."""
     p = loaded.profile
     server = servers[variant.name] = start_server(backend, variant, repo, run)
     tool_name, version = server.version()
     facts.servers[tool_name] = version
-    send_smoke_request(backend, server, variant, run)
+    pace = send_smoke_request(backend, server, variant, run)
     if not p.comparison.baseline:
-        return []
-    return generate_check_outputs(backend, server, variant, check_prompts(p.benchmark, p.comparison),
-                                  p.comparison.lossless_max_tokens, run)
+        return [], pace
+    outputs, checked = generate_check_outputs(backend, server, variant, check_prompts(p.benchmark, p.comparison),
+                                              p.comparison.lossless_max_tokens, run)
+    return outputs, pace + checked
 
 
 def measure(loaded: LoadedProfile, backend: Backend, tool: BenchTool, run: RunDir, facts: RunFacts) -> None:
@@ -97,25 +105,32 @@ def measure(loaded: LoadedProfile, backend: Backend, tool: BenchTool, run: RunDi
     groups = [variants] if p.benchmark.interleave else [[v] for v in variants]
     servers: dict[str, Server] = {}
     outputs: dict[str, list[str]] = {}
+    paces: dict[str, Pace] = {}
     try:
         for group in groups:
             before = {}
             for v in group:
-                outputs[v.name] = serve_and_check(backend, v, repos[v.name], loaded, run, servers, facts)
+                outputs[v.name], paces[v.name] = serve_and_check(backend, v, repos[v.name], loaded, run, servers,
+                                                                 facts)
                 before[v.name] = read_acceptance(backend, servers[v.name], v, settle=True)
             rounds: dict[str, list[Measured]] = {v.name: [] for v in group}
             for r in range(p.benchmark.rounds):
                 for v in group:
                     rounds[v.name].append(benchmark_round(tool, backend, servers[v.name], v, tokenizer, p.benchmark,
-                                                          prompts, run, r))
+                                                          prompts, run, r, paces[v.name]))
             for v in group:
                 after = read_acceptance(backend, servers[v.name], v, settle=True)
                 acceptance = after.since(before[v.name]) if after is not None else None
                 facts.variants.append(variant_record(v, rounds[v.name], acceptance))
                 stop_server(servers.pop(v.name), p.serving.stop_timeout_s, run, v)
-    finally:
+    except BaseException:
+        # Every server still up is stopped; one that will not stop is logged, not raised over
+        # the error that got us here. (On success each group has stopped its own servers.)
         for name, server in list(servers.items()):
-            stop_server(server, p.serving.stop_timeout_s, run, next(v for v in variants if v.name == name))
+            variant = next(v for v in variants if v.name == name)
+            teardown_quietly(partial(stop_server, server, p.serving.stop_timeout_s, run, variant),
+                             f"stopping the {name} server")
+        raise
     if p.comparison.baseline and p.comparison.lossless_prompts:
         facts.lossless = compare_check_outputs(outputs[BASE], outputs[SPECULATIVE], run)
 
@@ -126,6 +141,11 @@ def finish(result: RunResult, run: RunDir) -> Path:
     publish_artifacts(result, files)
     record_result(result)
     return files.report_md
+
+
+def set_final_status(run: RunDir, result: RunResult) -> None:
+    f = result.failure
+    run.set_status(result.status.value, f.step if f else None, f.variant if f else None, f.error if f else None)
 
 
 @flow(name="specdec", on_cancellation=[reap_servers], on_crashed=[reap_servers], log_prints=True)
@@ -142,13 +162,21 @@ def specdec(profile: str = "ngram-local", overrides: list[str] | None = None, ru
         report = None
         try:
             result = summarize_run(loaded, run, backend, tool, facts, error)
+            set_final_status(run, result)  # first: a report that fails must not leave "running"
             report = finish(result, run)
         except Exception as unreported:  # the original error matters more than a failed report
+            step, variant = run.progress.failed_at or ("report", None)
+            run.set_status("failed", step, variant, f"{type(error).__name__}: {error}")
             get_run_logger().error("could not report the failed run: %r", unreported)
             raise error from None
         if isinstance(error, Exception):
             raise RunFailed(result, report) from error
         raise  # cancellation and interrupts stay what they are
     result = summarize_run(loaded, run, backend, tool, facts)
-    finish(result, run)
+    try:
+        finish(result, run)
+    except BaseException as error:
+        run.set_status("failed", "report", None, f"{type(error).__name__}: {error}")
+        raise
+    set_final_status(run, result)
     return result

@@ -4,6 +4,7 @@ The same sequence is the draft step of `specdec` when a profile's draft is `trai
 """
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 
 from prefect import flow
@@ -15,9 +16,10 @@ from specops.pipeline.backend import backend_for, tool_for
 from specops.profile.loader import LoadedProfile
 from specops.rundir import RunDir, cache_root
 from specops.sources.base import ModelArtifact
+from specops.teardown import teardown_quietly
 from specops.variant import Variant, base_method
-from tasks.draft import find_training_data, publish_training, synthesize_training_data, train_draft_module
-from tasks.models import download_model
+from tasks.draft import find_training_data, publish_training, synthesize_training_data, train_draft_module, verify_draft
+from tasks.models import download_model, verify_model
 from tasks.profile import check_prerequisites, create_run_dir, validate_profile
 from tasks.render import build_engine, render_repository
 from tasks.serve import start_server, stop_server
@@ -38,11 +40,16 @@ def prepare_trained_draft(loaded: LoadedProfile, backend: Backend, target: Model
             server = start_server(backend, synthesis, repo, run)
         try:
             data = synthesize_training_data(profile, backend, server, synthesis, target, cache_dir, run)
-        finally:
-            if server is not None:
-                stop_server(server, profile.serving.stop_timeout_s, run, synthesis)
+        except BaseException:
+            if server is not None:  # a server that will not stop must not hide why synthesis failed
+                teardown_quietly(partial(stop_server, server, profile.serving.stop_timeout_s, run, synthesis),
+                                 "stopping the synthesis server")
+            raise
+        if server is not None:
+            stop_server(server, profile.serving.stop_timeout_s, run, synthesis)
     # Only what shapes the draft keys the task: other profile edits keep the cached draft.
     draft = train_draft_module(profile.draft.train, profile.method.draft_length(), target, data, cache_dir, run)
+    draft = verify_draft(draft, run)  # the training step's result is cached: check what it names
     return draft, publish_training(draft, run, profile.name)
 
 
@@ -54,9 +61,15 @@ def train_draft(profile: str = "eagle3-local", overrides: list[str] | None = Non
     if loaded.profile.draft is None or loaded.profile.draft.train is None:
         raise ValueError(f"profile {loaded.profile.name}: no draft.train section; nothing to train")
     run = create_run_dir(loaded, run_id)
-    backend = backend_for(loaded.profile)
-    check_prerequisites(backend, tool_for(loaded.profile), run)
-    cache_dir = cache_root()
-    target = download_model(loaded.profile.target.source, cache_dir, run)
-    draft, result = prepare_trained_draft(loaded, backend, target, run, cache_dir)
+    try:
+        backend = backend_for(loaded.profile)
+        check_prerequisites(backend, tool_for(loaded.profile), run)
+        cache_dir = cache_root()
+        target = verify_model(download_model(loaded.profile.target.source, cache_dir, run), cache_dir, run)
+        draft, result = prepare_trained_draft(loaded, backend, target, run, cache_dir)
+    except BaseException as error:
+        step, variant = run.progress.failed_at or ("train-draft", None)
+        run.set_status("failed", step, variant, f"{type(error).__name__}: {error}")
+        raise
+    run.set_status("ok")
     return {"export_dir": str(draft.path), "sha256": draft.sha256, **result.to_json()}

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import secrets
 import threading
 import time
@@ -27,10 +28,51 @@ def cache_root() -> Path:
 
 
 _TIMINGS_LOCK = threading.Lock()
+STATUS_FILE = "status.json"
+RUNNING = "running"  # then a specops.results.model.Status value: ok, invalid, failed
+
+
+def read_status(run_path: Path) -> dict[str, Any]:
+    """A run directory's status.json ({} when the run predates it or never started)."""
+    try:
+        return json.loads((Path(run_path) / STATUS_FILE).read_text())
+    except (OSError, json.JSONDecodeError):
+        return {}
+
+
+def mark_abandoned(run_path: Path, why: str) -> bool:
+    """A run whose process died says `running` forever: say failed, at the step it was in."""
+    status = read_status(run_path)
+    if status.get("state") != RUNNING:
+        return False
+    status.update(state="failed", error=why, updated_at=time.time())
+    tmp = Path(run_path) / f".status.json.{os.getpid()}.{threading.get_ident()}"
+    tmp.write_text(json.dumps(status, indent=2, sort_keys=True) + "\n")
+    os.replace(tmp, Path(run_path) / STATUS_FILE)
+    return True
 
 
 def new_run_id() -> str:
     return time.strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(2)
+
+
+class RunDirError(ValueError):
+    """A run id that cannot name a new run directory (malformed, or a run already has it)."""
+
+
+_RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+
+
+def validate_run_id(run_id: str, profile_name: str | None = None) -> str:
+    """A run id is one path component under artifacts_root()/<profile>/: no separators, no '..'."""
+    if not _RUN_ID.fullmatch(run_id) or ".." in run_id:
+        raise RunDirError(f"--run-id {run_id!r}: use 1-128 letters, digits, '.', '_' or '-' (no '..'), starting with a "
+                          "letter or digit (it names a directory under the artifacts root)")
+    root = artifacts_root()
+    # Lexically: a symlinked profile directory is the user's choice, not an escape.
+    if not Path(os.path.normpath(root / (profile_name or "_") / run_id)).is_relative_to(root):
+        raise RunDirError(f"--run-id {run_id!r} would leave the artifacts root {root}")
+    return run_id
 
 
 @dataclass
@@ -54,8 +96,14 @@ class RunDir:
 
     @classmethod
     def create(cls, profile_name: str, run_id: str | None = None) -> RunDir:
-        path = artifacts_root() / profile_name / (run_id or new_run_id())
-        path.mkdir(parents=True, exist_ok=True)
+        """A new, empty run directory; never an existing one (a finished run's files stay as they are)."""
+        path = artifacts_root() / profile_name / validate_run_id(run_id or new_run_id(), profile_name)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            path.mkdir()  # atomic: of two runs given one id, only one gets the directory
+        except FileExistsError:
+            raise RunDirError(f"run directory {path} already exists: choose another --run-id, or omit it for "
+                              "a new timestamped one") from None
         return cls(path)
 
     @property
@@ -87,19 +135,44 @@ class RunDir:
 
     def mark_started(self) -> None:
         self.write_json("timings.json", self.progress.to_dict())
+        self.set_status(RUNNING)
+
+    def set_status(self, state: str, step: str | None = None, variant: str | None = None,
+                   error: str | None = None) -> None:
+        """status.json: running (with the step it is in), then ok / invalid / failed (with the step
+        and the error). Replaced atomically, so a reader never sees half a file."""
+        data = {"state": state, "step": step, "variant": variant, "error": error, "pid": os.getpid(),
+                "started_at": self.progress.started_at, "updated_at": time.time()}
+        with _TIMINGS_LOCK:
+            tmp = self.path / f".status.json.{os.getpid()}.{threading.get_ident()}"
+            tmp.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+            os.replace(tmp, self.path / STATUS_FILE)
+
+    def status(self) -> dict[str, Any]:
+        return read_status(self.path)
 
     @contextmanager
-    def timed(self, phase: str, variant: str):
+    def timed(self, phase: str, variant: str, announce: bool = True):
         """Add the block's wall time to phases[phase][variant]; an exception leaving the block
-        marks it as where the run failed (the innermost block wins)."""
+        marks it as where the run failed (the innermost block wins) and says so in status.json at
+        once; a later success of the same block (a retry) takes that back. `announce`: the block
+        is the step status.json names while it runs (teardown is not)."""
         start = time.monotonic()
         self.progress.active.append((phase, variant))
+        if announce and self.progress.failed_at is None:
+            self.set_status(RUNNING, phase, variant)
         try:
             yield
-        except BaseException:
+        except BaseException as error:
             if self.progress.failed_at is None:
                 self.progress.failed_at = (phase, variant)
+                # Said at once: teardown and the report come after, and may take a while.
+                self.set_status("failed", phase, variant, f"{type(error).__name__}: {error}")
             raise
+        else:
+            if announce and self.progress.failed_at == (phase, variant):  # a retry of the failed step worked
+                self.progress.failed_at = None
+                self.set_status(RUNNING, phase, variant)
         finally:
             self.progress.active.pop()
             self.add_timing(phase, variant, time.monotonic() - start)

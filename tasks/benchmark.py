@@ -10,6 +10,7 @@ from specops.acceptance.model import Acceptance
 from specops.backends.base import Backend, Server
 from specops.bench.tool import BenchTool
 from specops.pipeline.benchmark import Measured, bench_job, measure_round
+from specops.pipeline.check import Pace
 from specops.profile.schema import Benchmark
 from specops.rundir import RunDir
 from specops.variant import Variant
@@ -17,12 +18,14 @@ from specops.variant import Variant
 
 @task(cache_policy=NO_CACHE, persist_result=False)
 def benchmark_round(tool: BenchTool, backend: Backend, server: Server, variant: Variant, tokenizer: Path,
-                    bench: Benchmark, prompts: list[str], run: RunDir, round_: int) -> Measured:
+                    bench: Benchmark, prompts: list[str], run: RunDir, round_: int,
+                    pace: Pace | None = None) -> Measured:
     """One round of the benchmark tool against the variant; its files land in bench/<variant>/round-<n>/."""
     log = get_run_logger()
-    job = bench_job(tool, backend, server, variant, tokenizer, bench, prompts, run.path, round_)
-    log.info("%s round %d/%d: %s over %s, %d requests x %d tokens, concurrency %d", variant.name, round_ + 1,
-             bench.rounds, tool.name, job.api.value, job.requests, job.output_tokens, job.concurrency)
+    job = bench_job(tool, backend, server, variant, tokenizer, bench, prompts, run.path, round_, pace)
+    log.info("%s round %d/%d: %s over %s, %d requests x %d tokens, concurrency %d, bound %.0fs", variant.name,
+             round_ + 1, bench.rounds, tool.name, job.api.value, job.requests, job.output_tokens, job.concurrency,
+             job.timeout_s)
     with run.timed("benchmark", variant.name):
         measured = measure_round(tool, job, server, backend.gpus())
     m, cost = measured.run.metrics, measured.cost

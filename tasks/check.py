@@ -5,7 +5,7 @@ from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
 from specops.backends.base import Backend, Server
-from specops.pipeline.check import greedy_outputs, smoke
+from specops.pipeline.check import Pace, greedy_outputs, smoke
 from specops.pipeline.lossless import compare_outputs
 from specops.results.model import Lossless
 from specops.rundir import RunDir
@@ -13,23 +13,25 @@ from specops.variant import Variant
 
 
 @task(cache_policy=NO_CACHE, persist_result=False)
-def send_smoke_request(backend: Backend, server: Server, variant: Variant, run: RunDir) -> str:
-    """One short request; fails the run early if the server answers nothing."""
+def send_smoke_request(backend: Backend, server: Server, variant: Variant, run: RunDir) -> Pace:
+    """One short request; fails the run early if the server answers nothing. Returns its pace."""
+    pace = Pace()
     with run.timed("check", variant.name):
-        text = smoke(backend, server, variant)
-    get_run_logger().info("%s smoke ok: %r", variant.name, text[:60])
-    return text
+        text = smoke(backend, server, variant, pace)
+    get_run_logger().info("%s smoke ok in %.1fs: %r", variant.name, pace.seconds, text[:60])
+    return pace
 
 
 @task(cache_policy=NO_CACHE, persist_result=False)
 def generate_check_outputs(backend: Backend, server: Server, variant: Variant, prompts: list[str], max_tokens: int,
-                           run: RunDir) -> list[str]:
-    """Greedy outputs for the lossless prompts, saved into the run directory."""
+                           run: RunDir) -> tuple[list[str], Pace]:
+    """Greedy outputs for the lossless prompts, saved into the run directory, and their pace."""
+    pace = Pace()
     with run.timed("check", variant.name):
-        outputs = greedy_outputs(backend, server, variant, prompts, max_tokens)
+        outputs = greedy_outputs(backend, server, variant, prompts, max_tokens, pace)
     run.write_json(f"check/{variant.name}.json", [{"prompt": p, "output": o} for p, o in zip(prompts, outputs)])
-    get_run_logger().info("%s: %d check outputs", variant.name, len(outputs))
-    return outputs
+    get_run_logger().info("%s: %d check outputs, %.3fs per token", variant.name, len(outputs), pace.per_token_s)
+    return outputs, pace
 
 
 @task(cache_policy=NO_CACHE, persist_result=False)

@@ -16,9 +16,11 @@ from specops.draft.result import TrainResult
 from specops.draft.spec import TrainSpec
 from specops.draft.synthesize import openai_answerer, synthesize
 from specops.draft.train import RESULT_FILE, train_draft
+from specops.liveness import Watchdog
+from specops.pipeline.check import watched_generate
 from specops.profile.schema import Profile
 from specops.rundir import RunDir
-from specops.sources.base import ModelArtifact, hash_dir
+from specops.sources.base import ModelArtifact
 from specops.variant import Variant
 from tasks.caching import ContentKey
 from tasks.report import artifact_key
@@ -57,7 +59,8 @@ def _synthesize(profile: Profile, backend: Backend, server: Server | None, varia
                                  profile.serving.request_timeout_s, os.environ.get(ENDPOINT_KEY_ENV))
         items, text_format = store.prompt_items(data), "chat"
     else:
-        answer = lambda prompt: backend.generate(server, variant, prompt, data.max_tokens)  # noqa: E731
+        watch = Watchdog(server, "training-data synthesis")
+        answer = lambda prompt: watched_generate(backend, server, variant, prompt, data.max_tokens, watch)  # noqa: E731
         items, text_format = store.prompt_items(data, _chat_template(target.path)), "completion"
     if len(items) < data.num_samples:
         log.warning("only %d prompts available of the %d asked for", len(items), data.num_samples)
@@ -79,10 +82,20 @@ def train_draft_module(train: TrainSpec, length: int, target: ModelArtifact, dat
         holdout = load_prompts("humaneval")[:EVAL_PROMPTS]
         with run.timed("draft", "train"):
             train_draft(train, length, target.path, data.path, out, log=log.info, eval_prompts=holdout)
+        store.publish_draft(out, TrainResult.read(out / RESULT_FILE).export_dir)
         store.mark_complete(out)
     result = TrainResult.read(out / RESULT_FILE)
-    return ModelArtifact(result.export_dir, f"trained:{train.mode}", hash_dir(result.export_dir),
+    return ModelArtifact(result.export_dir, f"trained:{train.mode}", store.verified_export(out, result.export_dir),
                          extra={"train_result": str(out / RESULT_FILE)})
+
+
+@task(cache_policy=NO_CACHE, persist_result=False)
+def verify_draft(draft: ModelArtifact, run: RunDir) -> ModelArtifact:
+    """The trained draft as it is on disk now: train_draft_module's result is cached across runs
+    and comes back without looking at the export it names. A damaged one is moved aside and the
+    run stops with CacheCorruptError; the next run trains it again."""
+    with run.timed("draft", "verify"):
+        return store.verified_draft(draft)
 
 
 @task(cache_policy=NO_CACHE, persist_result=False)

@@ -24,6 +24,6 @@ def start_server(backend: Backend, variant: Variant, repo: Path, run: RunDir) ->
 @task(cache_policy=NO_CACHE, persist_result=False)
 def stop_server(server: Server, timeout_s: float, run: RunDir, variant: Variant) -> None:
     """Stop a server within timeout_s (SIGTERM, then SIGKILL), its children included."""
-    with run.timed("serve", variant.name):
+    with run.timed("serve", variant.name, announce=False):  # also teardown: not a step
         stop_variant(server, timeout_s)
     get_run_logger().info("%s server stopped", variant.name)

@@ -49,6 +49,22 @@ class Server(Protocol):
         """(server tool, version) as the running server reports them."""
         ...
 
+    # What specops.liveness.Watchdog asks while a phase talks to the server.
+    def describe(self) -> str:
+        """The server as a message names it ("tritonserver pid 123", "container specops-...")."""
+        ...
+
+    def state(self) -> str | None:
+        """Why it cannot serve, from its process or container (exited, killed, stopped, paused);
+        None while it runs. Cheap: asked every second."""
+        ...
+
+    def answers(self, timeout_s: float) -> bool:
+        """Its readiness endpoint answered within timeout_s."""
+        ...
+
+    def log_tail(self, lines: int = 20) -> str: ...
+
 
 class Backend(ABC):
     def __init__(self, config: BackendConfig, deployment: Deployment):

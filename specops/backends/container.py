@@ -27,6 +27,7 @@ from specops.launch.gpus import parse_gpus
 from specops.plan_step import PlanStep
 from specops.sources.base import ModelArtifact
 from specops.sources.schemes import parse_source
+from specops.teardown import teardown_quietly
 from specops.triton.endpoint import Endpoint
 from specops.variant import Variant
 
@@ -83,6 +84,22 @@ class ContainerServer:
     image: str
     stop_timeout_s: float
     endpoint: Endpoint
+    probe: Callable[[], bool] | None = None  # the backend's readiness probe for the served variant
+
+    def describe(self) -> str:
+        return f"container {self.handle.name}"
+
+    def state(self) -> str | None:
+        return self.launcher.state(self.handle)
+
+    def answers(self, timeout_s: float) -> bool:
+        # The backends' probes carry their own few-second timeouts (client.is_ready, http_ok).
+        return self.probe is None or bool(self.probe())
+
+    def log_tail(self, lines: int = 20) -> str:
+        from specops.launch import logs  # noqa: PLC0415
+
+        return logs.tail(self.launcher.text(self.handle), lines)
 
     def stop(self, timeout_s: float | None = None) -> None:
         self.launcher.stop(self.handle, self.stop_timeout_s if timeout_s is None else timeout_s)  # idempotent
@@ -251,12 +268,13 @@ class ContainerBackend(Backend):
         launcher = DockerLauncher()
         handle = launcher.start(spec, log_path)
         serving = self.serving
+        probe = self.probe(variant, endpoint)
         try:
-            launcher.wait_ready(handle, self.probe(variant, endpoint), serving.ready_timeout_s)
+            launcher.wait_ready(handle, probe, serving.ready_timeout_s)
         except BaseException:
-            launcher.stop(handle, serving.stop_timeout_s)
+            teardown_quietly(lambda: launcher.stop(handle, serving.stop_timeout_s), f"removing {handle.name}")
             raise
-        return self.server_cls(launcher, handle, log_path, spec.image, serving.stop_timeout_s, endpoint)
+        return self.server_cls(launcher, handle, log_path, spec.image, serving.stop_timeout_s, endpoint, probe)
 
     def preflight(self) -> list[str]:
         from specops.launch import DockerLauncher  # noqa: PLC0415

@@ -18,6 +18,7 @@ from specops.methods import MethodConfig
 from specops.plan_step import PlanStep
 from specops.rundir import cache_root
 from specops.sources.base import ModelArtifact
+from specops.teardown import teardown_quietly
 from specops.triton import client
 from specops.triton.model_config import python_generate_config, to_pbtxt
 from specops.triton.repository import TRITON_MODEL_FILE, write_python_model
@@ -49,6 +50,18 @@ class LocalServer:
 
     def stop(self, timeout_s: float) -> None:
         self.triton.stop(timeout_s)
+
+    def describe(self) -> str:
+        return f"tritonserver pid {self.pid}"
+
+    def state(self) -> str | None:
+        return self.triton.state()
+
+    def answers(self, timeout_s: float) -> bool:
+        return client.is_ready(self.endpoint, self.triton.models, timeout_s=timeout_s)
+
+    def log_tail(self, lines: int = 20) -> str:
+        return self.triton.log_tail(lines)
 
     def cpu_seconds(self) -> float:
         return process_tree_cpu_seconds(self.pid, self.create_time)
@@ -90,7 +103,7 @@ class LocalBackend(Backend):
         try:
             triton.wait_ready(self.serving.ready_timeout_s)
         except BaseException:
-            triton.stop(self.serving.stop_timeout_s)
+            teardown_quietly(lambda: triton.stop(self.serving.stop_timeout_s), "stopping tritonserver")
             raise
         proc = psutil.Process(triton.pid)  # after readiness: a port clash relaunches the process
         return LocalServer(triton, log_path, proc.pid, proc.create_time(), client.server_version(triton.endpoint))

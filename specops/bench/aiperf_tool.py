@@ -26,6 +26,7 @@ from specops.bench.target import Api
 from specops.bench.tool import BenchJob, BenchTool, BenchToolError, prompt_index
 from specops.bench.tool_process import ToolExitError, run_logged
 from specops.bench.toolchain import OFFLINE_VARS
+from specops.liveness import Watchdog
 from specops.secrets import scrubbed_env
 from specops.triton.client import generate_inputs
 
@@ -118,14 +119,15 @@ class AIPerf(BenchTool):
             cmd += ["--warmup-request-count", str(job.warmup)]
         return cmd
 
-    def run(self, job: BenchJob, on_line: Callable[[str], None] | None = None) -> BenchRun:
+    def run(self, job: BenchJob, on_line: Callable[[str], None] | None = None,
+            watch: Watchdog | None = None) -> BenchRun:
         problems = self.preflight()
         if problems:
             raise BenchToolError("; ".join(problems))
         write_prompts_jsonl(job.prompts, self.input_file(job))
         job.artifact_dir.mkdir(parents=True, exist_ok=True)
         try:
-            run_logged("aiperf", self.command(job), tool_env(), job.log_path, job.timeout_s, on_line)
+            run_logged("aiperf", self.command(job), tool_env(), job.log_path, job.timeout_s, on_line, watch=watch)
             metrics = parse_metrics(job.artifact_dir)
             samples = request_samples(job.artifact_dir, prompt_index(job.prompts), job.round)
         except (ToolExitError, ExportError) as err:

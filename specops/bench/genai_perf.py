@@ -17,6 +17,7 @@ from typing import Any
 from specops.bench.exports import find_export, parse_exports
 from specops.bench.tool_process import ToolExitError, ToolTimeoutError, run_logged
 from specops.bench.toolchain import genai_perf_executable, preflight, tool_env
+from specops.liveness import Watchdog
 
 __all__ = [
     "GenaiPerfError",
@@ -144,6 +145,7 @@ def run(
     timeout_s: float,
     on_line: Callable[[str], None] | None = None,
     base_env: Mapping[str, str] | None = None,
+    watch: Watchdog | None = None,
 ) -> Path:
     """Run genai-perf in its own process group (see tool_process.run_logged); output goes to
     log_path (and on_line). Returns req.artifact_dir (the exports sit in a subdirectory: see
@@ -153,5 +155,5 @@ def run(
     env = tool_env(base_env)
     env.setdefault("COLUMNS", "160")  # genai-perf's result table wraps badly at rich's default 80
     run_logged("genai-perf", build_command(req), env, log_path, timeout_s, on_line,
-               errors=(GenaiPerfError, GenaiPerfTimeout))
+               errors=(GenaiPerfError, GenaiPerfTimeout), watch=watch)
     return Path(req.artifact_dir)

@@ -12,6 +12,7 @@ from specops.bench.metrics import BenchMetrics, BenchRun
 from specops.bench.prompts import write_prompts_jsonl
 from specops.bench.target import Api
 from specops.bench.tool import BenchJob, BenchTool, BenchToolError, prompt_index
+from specops.liveness import Watchdog
 
 # API -> (genai-perf --endpoint-type, --backend for kserve)
 ENDPOINTS: dict[Api, tuple[str, str | None]] = {
@@ -64,11 +65,12 @@ class GenaiPerf(BenchTool):
     def command(self, job: BenchJob) -> list[str]:
         return genai_perf.build_command(self.request(job))
 
-    def run(self, job: BenchJob, on_line: Callable[[str], None] | None = None) -> BenchRun:
+    def run(self, job: BenchJob, on_line: Callable[[str], None] | None = None,
+            watch: Watchdog | None = None) -> BenchRun:
         req = self.request(job)
         write_prompts_jsonl(job.prompts, req.input_file)
         try:
-            artifact_dir = genai_perf.run(req, job.log_path, job.timeout_s, on_line=on_line)
+            artifact_dir = genai_perf.run(req, job.log_path, job.timeout_s, on_line=on_line, watch=watch)
         except genai_perf.GenaiPerfError as err:
             raise BenchToolError(str(err)) from err
         metrics = BenchMetrics(**genai_perf.parse_exports(artifact_dir))

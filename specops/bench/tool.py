@@ -15,6 +15,7 @@ from typing import Any, ClassVar
 
 from specops.bench.metrics import BenchRun
 from specops.bench.target import Api, BenchTarget
+from specops.liveness import Watchdog
 
 
 class BenchToolError(RuntimeError):
@@ -66,9 +67,10 @@ class BenchTool(ABC):
         """The command line the job runs (also what `specops plan` shows)."""
 
     @abstractmethod
-    def run(self, job: BenchJob, on_line: Callable[[str], None] | None = None) -> BenchRun:
-        """Run the job within job.timeout_s (its processes killed on timeout, error or interrupt)
-        and return its figures and per-request samples."""
+    def run(self, job: BenchJob, on_line: Callable[[str], None] | None = None,
+            watch: Watchdog | None = None) -> BenchRun:
+        """Run the job within job.timeout_s (its processes killed on timeout, error or interrupt,
+        or when `watch` finds the server gone) and return its figures and per-request samples."""
 
 
 def prompt_index(prompts: list[str]) -> Callable[[str], int | None]:

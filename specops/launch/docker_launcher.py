@@ -27,6 +27,7 @@ from specops.launch.errors import (
     NotReady,
 )
 from specops.launch.preflight import daemon_hint, preflight_problems, start_hint
+from specops.teardown import teardown_quietly
 
 log = logging.getLogger("specops.launch")
 
@@ -136,7 +137,7 @@ class DockerLauncher:
         try:
             self.client.containers.get(handle.id).start()
         except docker.errors.APIError as exc:
-            self.stop(handle, timeout_s=5)
+            teardown_quietly(lambda: self.stop(handle, timeout_s=5), f"removing {handle.name}")
             hint = start_hint(str(exc), spec)
             reason = exc.explanation or exc
             raise LaunchError(f"cannot start container {handle.name}: {reason}. {hint}".strip()) from exc
@@ -154,7 +155,26 @@ class DockerLauncher:
         state = container.attrs.get("State", {})
         return state.get("ExitCode", -1) if state.get("Status") in ("exited", "dead") else None
 
-    def _text(self, handle: ContainerHandle) -> str:
+    def state(self, handle: ContainerHandle) -> str | None:
+        """Why the container cannot serve (gone, exited, paused, restarting); None while it runs."""
+        import docker
+
+        try:
+            state = self.client.containers.get(handle.id).attrs.get("State", {})
+        except docker.errors.NotFound:
+            return "was removed"
+        status = state.get("Status")
+        if status in ("exited", "dead"):
+            killed = " (OOM-killed)" if state.get("OOMKilled") else ""
+            return f"exited with code {state.get('ExitCode', '?')}{killed}"
+        if status == "paused":
+            return "is paused: it answers nothing until unpaused"
+        if status not in ("running", "created"):
+            return f"is {status}"
+        return None
+
+    def text(self, handle: ContainerHandle) -> str:
+        """The container's output so far, secrets redacted ("" once it is gone)."""
         import docker
 
         try:
@@ -169,7 +189,7 @@ class DockerLauncher:
         while True:
             code = self._exited(handle)
             if code is not None:
-                text = self._text(handle)
+                text = self.text(handle)
                 logs.save(handle.log_path, text)
                 raise ContainerExited(f"container {handle.name} exited with code {code} before it was ready; "
                                       f"log {handle.log_path}, last lines:\n{logs.tail(text)}")
@@ -180,7 +200,7 @@ class DockerLauncher:
                 log.debug("probe for %s: %s", handle.name, exc)
             if time.monotonic() - started > deadline_s:
                 raise NotReady(f"container {handle.name} not ready after {deadline_s:.0f}s; "
-                               f"last lines:\n{logs.tail(self._text(handle))}")
+                               f"last lines:\n{logs.tail(self.text(handle))}")
             time.sleep(poll_s)
 
     def stop(self, handle: ContainerHandle, timeout_s: float = 30.0) -> None:
@@ -229,8 +249,10 @@ class DockerLauncher:
                 code = int(self.client.containers.get(handle.id).wait(timeout=timeout_s)["StatusCode"])
             except requests.exceptions.RequestException:  # ReadTimeout or ConnectionError(ReadTimeoutError)
                 code = None
-        finally:
-            self.stop(handle, timeout_s=0 if code is None else 5)
+        except BaseException:
+            teardown_quietly(lambda: self.stop(handle, timeout_s=0), f"removing {handle.name}")
+            raise
+        self.stop(handle, timeout_s=0 if code is None else 5)
         text = handle.log_path.read_text() if handle.log_path.exists() else ""
         if code is None:
             raise CommandTimeout(f"{spec.image} {' '.join(spec.command)[:200]} ran past {timeout_s:.0f}s and was "

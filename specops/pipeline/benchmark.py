@@ -11,17 +11,37 @@ from specops.bench.metrics import BenchMetrics, BenchRun
 from specops.bench.prompts import load_prompts
 from specops.bench.tool import BenchJob, BenchTool
 from specops.cost.meter import CostMeter
+from specops.liveness import Watchdog
+from specops.pipeline.check import Pace
 from specops.profile.schema import Benchmark
 from specops.results.model import Cost, VariantRecord
 from specops.variant import Variant
+
+# genai-perf's start-up (Python, tokenizer, perf_analyzer) took up to ~20 s on 2 busy cores; AIPerf's
+# service start-up ~30 s. A run with no measured pace (a plan) assumes a slow CPU's 1 s per token.
+TOOL_STARTUP_S = 120.0
+PACE_SAFETY = 4.0
+UNMEASURED_PACE_S = 1.0
 
 
 def bench_prompts(bench: Benchmark) -> list[str]:
     return load_prompts(bench.prompts, limit=bench.num_requests + bench.warmup_requests, offset=bench.prompt_offset)
 
 
+def tool_timeout(bench: Benchmark, pace: Pace | None, round_: int = 0) -> float:
+    """benchmark.timeout_s when the profile sets it; otherwise the work asked for (requests x
+    tokens) at PACE_SAFETY times the server's measured seconds per token, plus the tool's
+    start-up. Concurrency is left out: on the servers specops drives, more concurrent requests
+    never lowered the aggregate rate, so the bound only grows looser with it."""
+    if bench.timeout_s is not None:
+        return bench.timeout_s
+    requests = bench.num_requests + (bench.warmup_requests if round_ == 0 else 0)
+    per_token = pace.per_token_s if pace is not None and pace.tokens else UNMEASURED_PACE_S
+    return TOOL_STARTUP_S + PACE_SAFETY * requests * bench.output_tokens * per_token
+
+
 def bench_job(tool: BenchTool, backend: Backend, server: Server | None, variant: Variant, tokenizer: Path | str,
-              bench: Benchmark, prompts: list[str], run_path: Path, round_: int) -> BenchJob:
+              bench: Benchmark, prompts: list[str], run_path: Path, round_: int, pace: Pace | None = None) -> BenchJob:
     """The tool's job for one round (server None: for a plan). Warm-up requests only in a
     variant's first round: its server stays up (and warm) between rounds."""
     target = backend.bench_target(server, variant)
@@ -33,7 +53,7 @@ def bench_job(tool: BenchTool, backend: Backend, server: Server | None, variant:
                     warmup=bench.warmup_requests if round_ == 0 else 0, output_tokens=bench.output_tokens,
                     concurrency=bench.concurrency, artifact_dir=where / tool.name.replace(" ", "-"),
                     log_path=run_path / "logs" / f"bench-{variant.name}-round{round_}.log",
-                    timeout_s=bench.timeout_s, round=round_)
+                    timeout_s=tool_timeout(bench, pace, round_), round=round_)
 
 
 @dataclass(frozen=True)
@@ -46,12 +66,13 @@ class Measured:
 
 def measure_round(tool: BenchTool, job: BenchJob, server: Server, gpus: str,
                   on_line: Callable[[str], None] | None = None) -> Measured:
-    """Run the tool with the server's CPU time (and, on a GPU host, its GPUs' energy) read around it."""
+    """Run the tool with the server's CPU time (and, on a GPU host, its GPUs' energy) read around it,
+    and the server watched: one that dies or stalls stops the tool within seconds (ServerDown)."""
     what = server.version()[0]
     meter = CostMeter.with_gpus(server.cpu_seconds, f"CPU time of the {what} server's process tree or container",
                                 gpus)
     with meter.window() as window:
-        run = tool.run(job, on_line=on_line)
+        run = tool.run(job, on_line=on_line, watch=Watchdog(server, f"{tool.name} benchmark"))
     measured = sum(s.output_tokens for s in run.samples)
     # Warm-up requests ran inside the same window at the pinned length: count them at the measured mean.
     tokens = measured * (job.requests + job.warmup) / job.requests if run.samples else 0.0

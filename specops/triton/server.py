@@ -13,7 +13,10 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+import psutil
+
 from specops import processes as proc
+from specops.liveness import exit_cause
 from specops.secrets import scrubbed_env
 from specops.triton import client
 from specops.triton.backend_dir import TritonDist, assemble_backend_dir, triton_dist
@@ -74,6 +77,7 @@ class TritonServer:
         self._log_offset = 0
         self._started_at = 0.0
         self._shm_prefix = f"specops{os.getpid()}_{secrets.token_hex(3)}_"
+        self._stubs: list[psutil.Process] = []  # the Python-backend stubs of the ready server
 
     # --- lifecycle --------------------------------------------------------------------------
     def __enter__(self) -> TritonServer:
@@ -118,6 +122,7 @@ class TritonServer:
                 )
             # specops reads its acceptance counters from the metrics port: ready means that too.
             if client.is_ready(self.endpoint, self.models) and client.metrics_answer(self.endpoint):
+                self._stubs = [p for p in proc.descendants(self._proc.pid) if _is_stub(p)]
                 log.info("tritonserver ready in %.1fs: %s", time.monotonic() - self._started_at, self.endpoint)
                 return self.endpoint
             if time.monotonic() >= deadline:
@@ -150,6 +155,25 @@ class TritonServer:
             )
 
     # --- state ------------------------------------------------------------------------------
+    def state(self) -> str | None:
+        """Why the server cannot serve (exited, killed, stopped, lost a stub); None while it can."""
+        if self._proc is None:
+            return "was stopped"
+        code = self._proc.poll()
+        if code is not None:
+            return exit_cause(code)
+        try:
+            if psutil.Process(self._proc.pid).status() in (psutil.STATUS_STOPPED, psutil.STATUS_TRACING_STOP):
+                return "is stopped (SIGSTOP) and answers nothing"
+        except psutil.NoSuchProcess:
+            return "exited"
+        for stub in self._stubs:
+            if not _running(stub):
+                # The model instance it served fails every request from now on (Triton does not
+                # restart it for requests already queued).
+                return f"lost its Python-backend stub pid {stub.pid} (a model instance process died)"
+        return None
+
     @property
     def endpoint(self) -> Endpoint:
         if self._ports is None:
@@ -289,6 +313,20 @@ def _pid_alive(pid: int) -> bool:
     except PermissionError:
         return True
     return True
+
+
+def _is_stub(p: psutil.Process) -> bool:
+    try:
+        return p.name().startswith("triton_python_b")  # comm is cut to 15 characters
+    except psutil.Error:
+        return False
+
+
+def _running(p: psutil.Process) -> bool:
+    try:
+        return p.is_running() and p.status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
 
 
 def _repository_models(repository: Path) -> list[str]:

@@ -63,6 +63,10 @@ def output(proc: subprocess.CompletedProcess) -> str:
     return proc.stdout[-4000:] + proc.stderr[-4000:]
 
 
+def status(artifacts, run_id: str) -> dict:
+    return json.loads((artifacts / "ngram-local" / run_id / "status.json").read_text())
+
+
 def manifest(artifacts, run_id: str) -> dict:
     return json.loads((artifacts / "ngram-local" / run_id / "manifest.json").read_text())
 
@@ -82,6 +86,7 @@ def test_report_has_measured_rows_and_the_speedup_with_its_interval(runs):
     s = result["speedup"]
     assert (s["prompts"], s["rounds"], s["resampled"]) == (3, 2, "rounds within prompts")
     assert len(result["variants"][0]["samples"]) == 6 and result["status"] == "ok"
+    assert status(artifacts, "first")["state"] == "ok"
     for variant in result["variants"]:  # the benchmark window only: smoke and check requests subtracted
         assert variant["acceptance"]["num_emitted_tokens"] == 3 * 24 * 2, variant["name"]
     report = (run / "report.md").read_text()
@@ -153,6 +158,7 @@ def test_a_diverging_speculative_engine_makes_the_run_invalid(runs):
     assert not lossless["valid"] and lossless["mismatches"] >= 1
     result = manifest(artifacts, "lossy")
     assert result["status"] == "invalid" and result["lossless"]["mismatches"] == lossless["mismatches"]
+    assert status(artifacts, "lossy")["state"] == "invalid"
 
 
 def test_a_failed_run_is_reported_and_recorded(runs):
@@ -166,6 +172,9 @@ def test_a_failed_run_is_reported_and_recorded(runs):
     assert str(run / "logs" / "server-speculative.log") in report
     result = manifest(artifacts, "broken")
     assert result["status"] == "failed" and result["failure"]["step"] == "serve" and not result["variants"]
+    state = status(artifacts, "broken")
+    assert (state["state"], state["step"], state["variant"]) == ("failed", "serve", "speculative")
+    assert "not ready within" in state["error"]
 
 
 def test_history_and_compare(runs):
