@@ -90,9 +90,9 @@ def cmd_run(args) -> int:
             traceback.print_exception(failed)
         print(f"\nspecops: {failed}", file=sys.stderr)
         return EXIT_FAILED
-    except PrefectApiError as err:
+    except PrefectApiError as err:  # this machine could not run Prefect's API server: an environment problem
         print(f"specops: {err}", file=sys.stderr)
-        return EXIT_FAILED
+        return EXIT_PREREQUISITES
     total = time.monotonic() - start
     measured = sum(result.phases.phase_s.values())
     print(f"\nreport: {Path(result.run_dir) / 'report.md'}\n{summary(result)}")

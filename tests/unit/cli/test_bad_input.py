@@ -10,6 +10,7 @@ import os
 import socket
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -135,10 +136,21 @@ def materialize(case: Case, tmp: Path) -> tuple[list[str], dict[str, str], list[
     return [fill(a) for a in case.args], {k: fill(v) for k, v in case.env.items()}, [fill(n) for n in case.names]
 
 
+@pytest.fixture(scope="module")
+def outcomes(tmp_path_factory) -> dict[str, tuple[subprocess.CompletedProcess, list[str], Path]]:
+    """Every row's CLI run, two at a time (each is seconds of interpreter start-up and imports)."""
+    def one(name: str):
+        tmp = tmp_path_factory.mktemp(name.replace(" ", "-").replace("/", "-"))
+        args, env, names = materialize(CASES[name], tmp)
+        return name, (specops(args, tmp, env), names, tmp)
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        return dict(pool.map(one, CASES))
+
+
 @pytest.mark.parametrize("name", list(CASES))
-def test_bad_input_is_one_message(name, tmp_path):
-    args, env, names = materialize(CASES[name], tmp_path)
-    proc = specops(args, tmp_path, env)
+def test_bad_input_is_one_message(name, outcomes):
+    proc, names, tmp_path = outcomes[name]
     assert proc.returncode == CASES[name].code, proc.stderr
     assert "Traceback" not in proc.stderr + proc.stdout
     for expected in names:
