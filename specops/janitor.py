@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import signal
-import time
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
@@ -17,6 +16,7 @@ from typing import Any
 
 import psutil
 
+from specops.processes import wait_gone
 from specops.rundir import mark_abandoned
 from specops.tracking import (
     CREATE_TIME_TOLERANCE_S,
@@ -125,31 +125,13 @@ def _kill_all(procs: list[psutil.Process], timeout_s: float, signalled: bool = F
                 p.terminate()
             except psutil.NoSuchProcess:
                 pass
-    alive = _wait_gone(procs, timeout_s)
+    alive = wait_gone(procs, timeout_s)
     for p in alive:
         try:
             p.kill()
         except psutil.NoSuchProcess:
             pass
-    _wait_gone(alive, 5.0)
-
-
-def _wait_gone(procs: list[psutil.Process], timeout_s: float) -> list[psutil.Process]:
-    """Poll until none runs. A zombie counts as gone: an orphan's parent is init, and this host's
-    init reaps nothing (psutil.wait_procs would wait out every zombie's whole timeout)."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        alive = [p for p in procs if _running(p)]
-        if not alive or time.monotonic() >= deadline:
-            return alive
-        time.sleep(0.05)
-
-
-def _running(p: psutil.Process) -> bool:
-    try:
-        return p.is_running() and p.status() != psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return False
+    wait_gone(alive, 5.0)
 
 
 def _reap_container(record: dict[str, Any], timeout_s: float, log: Callable[[str], None]) -> int:

@@ -132,24 +132,27 @@ def kill_process_tree(proc: subprocess.Popen, timeout_s: float) -> list[psutil.P
         _signal_group(proc.pid, signal.SIGKILL)
         proc.wait(timeout=10)
     tree += [p for p in descendants(proc.pid) if p not in tree]
-    alive = _wait_gone(tree, timeout_s=max(1.0, timeout_s / 2))
+    alive = wait_gone(tree, timeout_s=max(1.0, timeout_s / 2))
     for p in alive:
         log.warning("killing leftover process %d (%s)", p.pid, _name(p))
         _kill(p)
-    return _wait_gone(alive, timeout_s=5)
+    return wait_gone(alive, timeout_s=5)
 
 
-def _wait_gone(procs: list[psutil.Process], timeout_s: float) -> list[psutil.Process]:
-    """Poll until none runs; a zombie counts as gone (whoever reaps orphans may be slow)."""
+def wait_gone(procs: list[psutil.Process], timeout_s: float) -> list[psutil.Process]:
+    """Poll until none runs; return those still running. A zombie counts as gone: an orphan's
+    parent is init, and this host's init reaps nothing (psutil.wait_procs would wait out every
+    zombie's whole timeout)."""
     deadline = time.monotonic() + timeout_s
     while True:
-        alive = [p for p in procs if _running(p)]
+        alive = [p for p in procs if running(p)]
         if not alive or time.monotonic() >= deadline:
             return alive
         time.sleep(0.05)
 
 
-def _running(p: psutil.Process) -> bool:
+def running(p: psutil.Process) -> bool:
+    """Alive and not a zombie."""
     try:
         return p.is_running() and p.status() != psutil.STATUS_ZOMBIE
     except psutil.NoSuchProcess:

@@ -168,7 +168,7 @@ class TritonServer:
         except psutil.NoSuchProcess:
             return "exited"
         for stub in self._stubs:
-            if not _running(stub):
+            if not proc.running(stub):
                 # The model instance it served fails every request from now on (Triton does not
                 # restart it for requests already queued).
                 return f"lost its Python-backend stub pid {stub.pid} (a model instance process died)"
@@ -319,13 +319,6 @@ def _is_stub(p: psutil.Process) -> bool:
     try:
         return p.name().startswith("triton_python_b")  # comm is cut to 15 characters
     except psutil.Error:
-        return False
-
-
-def _running(p: psutil.Process) -> bool:
-    try:
-        return p.is_running() and p.status() != psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
         return False
 
 
