@@ -46,10 +46,15 @@ def mark_abandoned(run_path: Path, why: str) -> bool:
     if status.get("state") != RUNNING:
         return False
     status.update(state="failed", error=why, updated_at=time.time())
-    tmp = Path(run_path) / f".status.json.{os.getpid()}.{threading.get_ident()}"
-    tmp.write_text(json.dumps(status, indent=2, sort_keys=True) + "\n")
-    os.replace(tmp, Path(run_path) / STATUS_FILE)
+    _write_status(Path(run_path), status)
     return True
+
+
+def _write_status(run_path: Path, data: dict[str, Any]) -> None:
+    """Replaced atomically, so a reader never sees half a file."""
+    tmp = run_path / f".status.json.{os.getpid()}.{threading.get_ident()}"
+    tmp.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+    os.replace(tmp, run_path / STATUS_FILE)
 
 
 def new_run_id() -> str:
@@ -140,13 +145,11 @@ class RunDir:
     def set_status(self, state: str, step: str | None = None, variant: str | None = None,
                    error: str | None = None) -> None:
         """status.json: running (with the step it is in), then ok / invalid / failed (with the step
-        and the error). Replaced atomically, so a reader never sees half a file."""
+        and the error)."""
         data = {"state": state, "step": step, "variant": variant, "error": error, "pid": os.getpid(),
                 "started_at": self.progress.started_at, "updated_at": time.time()}
         with _TIMINGS_LOCK:
-            tmp = self.path / f".status.json.{os.getpid()}.{threading.get_ident()}"
-            tmp.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
-            os.replace(tmp, self.path / STATUS_FILE)
+            _write_status(self.path, data)
 
     def status(self) -> dict[str, Any]:
         return read_status(self.path)
