@@ -33,12 +33,17 @@ _PR_SET_PDEATHSIG = 1
 _PR_SET_CHILD_SUBREAPER = 36
 _child: int | None = None  # CMD's pid while it runs
 _ended = False  # CMD has exited: the guard is stopping what it left
+_stopping = False  # the parent died: the guard is killing everything below it
 
 
 def descendants(root: int) -> list[int]:
     """Every live process below `root`, from one pass over /proc (this kernel has no
-    /proc/PID/task/TID/children)."""
+    /proc/PID/task/TID/children).
+
+    The walk goes through zombies: a killed multi-threaded process shows Z while its other
+    threads still exit, and its children keep it as their parent until the last one has."""
     children: dict[int, list[int]] = {}
+    zombies = set()
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
@@ -48,12 +53,16 @@ def descendants(root: int) -> list[int]:
         except OSError:  # gone meanwhile
             continue
         fields = stat.rpartition(b")")[2].split()  # the command name may hold spaces and ')'
-        if fields[0] != b"Z":
-            children.setdefault(int(fields[1]), []).append(int(entry))
+        if len(fields) < 2:
+            continue
+        children.setdefault(int(fields[1]), []).append(int(entry))
+        if fields[0] == b"Z":
+            zombies.add(int(entry))
     found, todo = [], [root]
     while todo:
         for pid in children.get(todo.pop(), []):
-            found.append(pid)
+            if pid not in zombies:
+                found.append(pid)
             todo.append(pid)
     return found
 
@@ -68,7 +77,10 @@ def stop_descendants(grace_s: float) -> None:
             return
         waited = time.monotonic() - start
         if waited >= GIVE_UP_S + grace_s:
-            print(f"guard: processes {left} survived SIGKILL for {GIVE_UP_S:g}s; giving up", file=sys.stderr)
+            try:  # stderr may be a pipe whose reader died with our parent
+                print(f"guard: processes {left} survived SIGKILL for {GIVE_UP_S:g}s; giving up", file=sys.stderr)
+            except OSError:
+                pass
             return
         sig = signal.SIGKILL if waited >= grace_s else signal.SIGTERM
         for pid in left:
@@ -93,6 +105,13 @@ def _reap() -> dict[int, int]:
 
 
 def _parent_gone(signum, frame) -> None:
+    global _stopping
+    # The death signal comes again for every thread of the parent that exits after the one that
+    # started us (the kernel re-parents us to each in turn). A nested call that walked the tree
+    # while a killed tool was half gone would miss its children and end the guard early.
+    if _stopping:
+        return
+    _stopping = True
     stop_descendants(grace_s=0)
     os._exit(128 + signum)
 
