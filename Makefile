@@ -9,11 +9,35 @@ export PREFECT_SERVER_ANALYTICS_ENABLED := false
 PROFILE ?= ngram-local
 POOL ?= specops-cpu
 PREFECT_PORT ?= 4200
+# The address `make up` binds the Prefect server to: 0.0.0.0 (or the host's address) lets GPU
+# workers on other hosts reach it (PREFECT_API_URL=http://<this host>:$(PREFECT_PORT)/api there).
+PREFECT_HOST ?= 127.0.0.1
+PREFECT_API_HOST := $(if $(filter 0.0.0.0,$(PREFECT_HOST)),127.0.0.1,$(PREFECT_HOST))
+# Prefect's own database: empty = SQLite under $(PREFECT_HOME); a team's server runs on PostgreSQL,
+# postgresql+asyncpg://user:password@host:5432/prefect (passed in the environment, never echoed).
+PREFECT_DB_URL ?=
+# What the deployments tell the workers (prefect.yaml's job variables, read by `prefect deploy`):
+# where runs keep their files on the worker hosts, the shared results database, and the
+# repository workers clone the deployed commit from (default: origin, else this checkout).
+WORKER_ARTIFACTS ?= $(or $(SPECOPS_ARTIFACTS),$(CURDIR)/artifacts)
+WORKER_CACHE ?= $(SPECOPS_CACHE)
+RESULTS_URL ?= $(SPECOPS_RESULTS_URL)
+DEPLOY_REPOSITORY ?=
 STOP_TIMEOUT ?= 10
 DEBIAN_PACKAGES := libb64-0d docker.io busybox-static postgresql
 # AIPerf (the second benchmark tool) pins packages that clash with specops': its own venv.
 AIPERF_VENV := .venv-aiperf
 AIPERF_VERSION := $(shell sed -n 's/^VERSION = "\(.*\)".*/\1/p' specops/bench/aiperf_tool.py)
+
+export PREFECT_DB_URL
+# `prefect deploy` reads these (prefect.yaml's job variables and build steps)
+up deploy: export SPECOPS_WORKER_ARTIFACTS = $(WORKER_ARTIFACTS)
+up deploy: export SPECOPS_WORKER_CACHE = $(WORKER_CACHE)
+up deploy: export SPECOPS_WORKER_RESULTS_URL = $(RESULTS_URL)
+deploy: export SPECOPS_DEPLOY_REPOSITORY = $(DEPLOY_REPOSITORY)
+# `up`'s worker runs on this host: it clones this checkout unless told otherwise (an `origin` may
+# need credentials or a network the worker lacks)
+up: export SPECOPS_DEPLOY_REPOSITORY = $(or $(DEPLOY_REPOSITORY),$(CURDIR))
 
 .PHONY: install demo test test-fast bench bench-intervals bench-tools bench-drafts up down deploy schema clean
 
@@ -77,21 +101,40 @@ bench-drafts: install
 schema: install
 	$(BIN)/specops schema -o profiles/profile.schema.json
 
-## up: a local Prefect server and a process worker, each in a session of its own (pid files in
-## $(PREFECT_HOME)); the project's Prefect profile points at the server until `make down`
+define deploy_recipe
+	@mkdir -p $(PREFECT_HOME)
+	@$(BIN)/specops deployments -o prefect.yaml
+	@for pool in specops-cpu specops-gpu; do \
+	  $(BIN)/specops deployments --pool-template $$pool > $(PREFECT_HOME)/$$pool.json || exit 1; \
+	  if $(BIN)/prefect work-pool inspect $$pool >/dev/null 2>&1; \
+	  then $(BIN)/prefect work-pool update $$pool --base-job-template $(PREFECT_HOME)/$$pool.json >/dev/null; \
+	  else $(BIN)/prefect work-pool create $$pool --type process --base-job-template $(PREFECT_HOME)/$$pool.json >/dev/null; fi \
+	  || exit 1; done
+	@PATH=$(BIN):$$PATH $(BIN)/prefect --no-prompt deploy --all
+endef
+
+## up: a Prefect server on $(PREFECT_HOST):$(PREFECT_PORT) (SQLite, or PostgreSQL with PREFECT_DB_URL),
+## the deployments (`make deploy`) and a process worker on $(POOL), each in a session of its own (pid
+## files in $(PREFECT_HOME)); the project's Prefect profile points at the server until `make down`
 up: install
 	@mkdir -p $(PREFECT_HOME)
 	@$(BIN)/python tools/stop_services.py $(PREFECT_HOME)/worker.pid $(PREFECT_HOME)/server.pid  # a previous `up`
-	@$(BIN)/prefect config set PREFECT_API_URL=http://127.0.0.1:$(PREFECT_PORT)/api >/dev/null
-	@setsid $(BIN)/prefect server start --host 127.0.0.1 --port $(PREFECT_PORT) > $(PREFECT_HOME)/server.log 2>&1 < /dev/null & echo $$! > $(PREFECT_HOME)/server.pid
-	@for i in $$(seq 1 120); do curl -sf http://127.0.0.1:$(PREFECT_PORT)/api/health >/dev/null && exit 0; sleep 1; done; \
+	@$(BIN)/prefect config set PREFECT_API_URL=http://$(PREFECT_API_HOST):$(PREFECT_PORT)/api >/dev/null
+	@if [ -n "$$PREFECT_DB_URL" ]; then echo "Prefect database: $$(echo "$$PREFECT_DB_URL" | sed -E 's#(://[^:/@]*):[^@]*@#\1:***@#')"; \
+	  export PREFECT_API_DATABASE_CONNECTION_URL="$$PREFECT_DB_URL"; fi; \
+	setsid $(BIN)/prefect server start --host $(PREFECT_HOST) --port $(PREFECT_PORT) > $(PREFECT_HOME)/server.log 2>&1 < /dev/null & echo $$! > $(PREFECT_HOME)/server.pid
+	@for i in $$(seq 1 120); do curl -sf http://$(PREFECT_API_HOST):$(PREFECT_PORT)/api/health >/dev/null && exit 0; sleep 1; done; \
 	  echo "Prefect server not healthy after 120s; $(PREFECT_HOME)/server.log ends with:"; tail -20 $(PREFECT_HOME)/server.log; exit 1
-	@for pool in specops-cpu specops-gpu; do $(BIN)/prefect work-pool inspect $$pool >/dev/null 2>&1 || \
-	  $(BIN)/prefect work-pool create $$pool --type process >/dev/null; done
-	@$(BIN)/prefect --no-prompt deploy --all
+	$(deploy_recipe)
 	@PATH=$(BIN):$$PATH setsid $(BIN)/prefect worker start --pool $(POOL) --type process > $(PREFECT_HOME)/worker.log 2>&1 < /dev/null & echo $$! > $(PREFECT_HOME)/worker.pid
-	@echo "Prefect UI: http://127.0.0.1:$(PREFECT_PORT)  (PREFECT_HOME=$(PREFECT_HOME))"
+	@echo "Prefect UI: http://$(PREFECT_API_HOST):$(PREFECT_PORT)  (PREFECT_HOME=$(PREFECT_HOME))"
 	@echo "run:  PREFECT_HOME=$(PREFECT_HOME) $(BIN)/prefect deployment run specdec/$(PROFILE)"
+
+## deploy: prefect.yaml regenerated from the profiles, the pools specops-cpu/-gpu created or updated
+## (the GPU pool's runs get HF_TOKEN from the Secret block hf-token), every deployment pinned to this
+## checkout's HEAD (refused with uncommitted changes to tracked files; SPECOPS_DEPLOY_DIRTY=1 overrides)
+deploy: install
+	$(deploy_recipe)
 
 ## down: stop what `up` started, worker first (its flow runs too: SIGTERM, SIGKILL after
 ## $(STOP_TIMEOUT)s), stop what dead runs left (janitor), and unset the profile's PREFECT_API_URL so

@@ -22,11 +22,11 @@ DEFAULTS = ["benchmark.num_requests=8", "benchmark.output_tokens=96"]
 
 
 def measure_profile(profile: str, overrides: list[str]) -> dict:
-    from flows.specdec import specdec
+    from flows.specdec import run_specdec
     from specops.draft.train import RESULT_FILE
 
     start = time.monotonic()
-    result = specdec(profile, overrides)
+    result = run_specdec(profile, overrides)
     spec, base = result.variant("speculative"), result.variant("base")
     acc, base_acc = spec.acceptance, base.acceptance
     row = {

@@ -34,14 +34,14 @@ def main() -> None:
     from cli.main import prefect_defaults
 
     prefect_defaults()
-    from flows.specdec import specdec
+    from flows.specdec import run_specdec
     from specops.rundir import artifacts_root
 
     rows = []
     for size in args.sizes:
         for repeat in range(args.repeats):
             start = time.monotonic()
-            result = specdec(args.profile, SIZES[size])
+            result = run_specdec(args.profile, SIZES[size])
             s = result.speedup
             rows.append({"size": size, "repeat": repeat + 1, "run_id": result.run_id, "verdict": result.verdict.value,
                          "speedup": s.point, "low": s.low, "high": s.high, "half_width": s.half_width,

@@ -15,10 +15,10 @@ DEFAULTS = ["benchmark.num_requests=16", "benchmark.output_tokens=128", "compari
 
 
 def one_run(profile: str, overrides: list[str]) -> None:
-    from flows.specdec import specdec
+    from flows.specdec import run_specdec
 
     start = time.monotonic()
-    result = specdec(profile, overrides)
+    result = run_specdec(profile, overrides)
     total = time.monotonic() - start
     measured = sum(result.phases.phase_s.values())
     spec, base = result.variant("speculative"), result.variant("base")

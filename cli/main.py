@@ -1,4 +1,4 @@
-"""specops command line: run, plan, profiles, history, compare, schema, janitor."""
+"""specops command line: run, plan, profiles, history, compare, schema, deployments, janitor."""
 from __future__ import annotations
 
 import argparse
@@ -40,8 +40,14 @@ def _parser() -> argparse.ArgumentParser:
     compare.add_argument("runs", nargs=2, metavar="RUN")
     schema = sub.add_parser("schema", help="print the profile JSON schema")
     schema.add_argument("-o", "--output", type=Path)
+    deployments = sub.add_parser("deployments", help="write prefect.yaml from the profiles (or a work pool's "
+                                 "base job template)")
+    deployments.add_argument("-o", "--output", type=Path)
+    deployments.add_argument("--pool-template", metavar="POOL", help="print POOL's base job template instead "
+                             "(for `prefect work-pool create/update --base-job-template`)")
     janitor = sub.add_parser("janitor", help="stop what killed runs left behind (servers, benchmark tools, ...)")
-    janitor.add_argument("--all", action="store_true", help="also what live runs started (everything recorded)")
+    janitor.add_argument("--all", action="store_true",
+                         help="also what live runs started (everything recorded; the Prefect API is not asked)")
     for command in sub.choices.values():  # also after the command: `specops run X --debug`
         command.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
     return parser
@@ -73,7 +79,7 @@ def cmd_run(args) -> int:
     prefect_defaults()
     signal.signal(signal.SIGTERM, _terminate_as_interrupt)
     from cli.prefect_api import PrefectApiError, prefect_api
-    from flows.specdec import RunFailed, specdec
+    from flows.specdec import RunFailed, run_specdec
     from specops.report.writer import summary
 
     if not getattr(args, "debug", False):  # the step and the error end the run in one line; the UI keeps tracebacks
@@ -84,7 +90,7 @@ def cmd_run(args) -> int:
     start = time.monotonic()  # Prefect's API server start-up counts as orchestration overhead
     try:
         with prefect_api():  # a private one, dying with this process, unless PREFECT_API_URL is set
-            result = specdec(args.profile, args.overrides, args.run_id)
+            result = run_specdec(args.profile, args.overrides, args.run_id)  # INVALID: Failed, still reported
     except RunFailed as failed:
         if getattr(args, "debug", False):
             traceback.print_exception(failed)
@@ -95,9 +101,11 @@ def cmd_run(args) -> int:
         return EXIT_PREREQUISITES
     total = time.monotonic() - start
     measured = sum(result.phases.phase_s.values())
+    queued = result.window.waited_s if result.window else 0.0  # for the slots (behind other runs on them)
     print(f"\nreport: {Path(result.run_dir) / 'report.md'}\n{summary(result)}")
-    print(f"orchestration overhead: {total - measured:.1f}s of specops run's {total:.1f}s "
-          f"(Prefect start-up, validation, download, render, report; serve+check+benchmark took {measured:.1f}s)")
+    print(f"orchestration overhead: {total - measured - queued:.1f}s of specops run's {total:.1f}s "
+          f"(Prefect start-up, validation, download, render, report; serve+check+benchmark took {measured:.1f}s"
+          + (f"; waited {queued:.1f}s for {', '.join(result.window.slots)})" if queued >= 1 else ")"))
     return EXIT_INVALID if result.status.value == "invalid" else 0
 
 
@@ -156,16 +164,32 @@ def cmd_schema(args) -> int:
     return 0
 
 
+def cmd_deployments(args) -> int:
+    from cli.deployments import cmd_deployments as run
+
+    return run(args)
+
+
 def cmd_janitor(args) -> int:
     from specops import janitor
 
-    stopped = janitor.sweep(everything=args.all)
-    print(janitor.summary(stopped, kept=0 if args.all else janitor.live_records()))
+    runs = None
+    if not args.all:  # a flow run the Prefect API calls running is left alone, whatever its process looks like here
+        from flows.hooks import ApiUnavailable, flow_runs_alive
+
+        try:
+            runs = flow_runs_alive(janitor.owners())
+            print(f"janitor: the Prefect API knows {len(runs)} flow run(s) with records here, "
+                  f"{sum(runs.values())} still running")
+        except ApiUnavailable as err:
+            print(f"janitor: {err}; a run counts as over when its specops process is gone")
+    stopped = janitor.sweep(everything=args.all, runs=runs)
+    print(janitor.summary(stopped, kept=0 if args.all else janitor.live_records(runs)))
     return 0
 
 
 COMMANDS = {"run": cmd_run, "plan": cmd_plan, "profiles": cmd_profiles, "history": cmd_history,
-            "compare": cmd_compare, "schema": cmd_schema, "janitor": cmd_janitor}
+            "compare": cmd_compare, "schema": cmd_schema, "janitor": cmd_janitor, "deployments": cmd_deployments}
 
 
 def main(argv: list[str] | None = None) -> int:

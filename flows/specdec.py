@@ -2,16 +2,20 @@
 
 Only sequencing and teardown live here; every step is a task in tasks/. A run that fails at
 any step still writes its report (FAILED, the step, the error, the logs), appends its
-RunResult, and stops every server it started.
+RunResult, and stops every server it started. A failed or INVALID run ends in a Failed state
+whose message gives the reasons; a Completed run is a valid (or, without a baseline, unchecked) one.
 """
 from __future__ import annotations
 
+import time
 from functools import partial
 from pathlib import Path
 
 from prefect import flow, get_run_logger
+from prefect.states import Failed, State
 
 from flows.hooks import reap_servers
+from flows.slots import hold_slots
 from flows.train_draft import prepare_trained_draft
 from specops.backends.base import Backend, Server
 from specops.bench.tool import BenchTool
@@ -20,8 +24,9 @@ from specops.pipeline.benchmark import Measured, bench_prompts, variant_record
 from specops.pipeline.check import Pace, check_prompts
 from specops.pipeline.result import RunFacts
 from specops.profile.loader import LoadedProfile
-from specops.results.model import RunResult
+from specops.results.model import RunResult, Status, Window
 from specops.rundir import RunDir, cache_root
+from specops.slots import slot_names
 from specops.sources.base import ModelArtifact
 from specops.teardown import teardown_quietly
 from specops.variant import BASE, SPECULATIVE, Variant, variants_of
@@ -38,11 +43,36 @@ class RunFailed(RuntimeError):
     """The run failed at a step; its report and RunResult say where and why."""
 
     def __init__(self, result: RunResult, report: Path | None):
-        self.result = result
+        self.result, self.report = result, report
         f = result.failure
         where = f"{f.step} ({f.variant})" if f and f.variant else (f.step if f else "?")
         error = f.error if f else ""
         super().__init__(f"{result.profile} FAILED at {where}: {error}; report: {report or 'not written'}")
+
+    def __reduce__(self):  # a persisted result (pickle) is rebuilt from the record, not from the message
+        return type(self), (self.result, self.report)
+
+
+class RunInvalid(RuntimeError):
+    """The run measured, but the speculative outputs differ from the base's; reported and recorded."""
+
+    def __init__(self, result: RunResult, report: Path | None):
+        self.result, self.report = result, report
+        super().__init__(f"{result.profile} INVALID: {'; '.join(result.reasons)}; report: {report}")
+
+    def __reduce__(self):
+        return type(self), (self.result, self.report)
+
+
+def final_state(result: RunResult, report: Path) -> RunResult | State:
+    """What the flow returns: its RunResult (Completed) when the run is valid or unchecked; a Failed
+    state whose message gives the reasons when it is INVALID, so automations and the UI see it.
+    Its data is a RunInvalid carrying the RunResult: a caller of specdec() gets it raised, as
+    RunFailed for a failed run."""
+    if result.status is Status.INVALID:
+        invalid = RunInvalid(result, report)
+        return Failed(message=str(invalid), data=invalid)
+    return result
 
 
 def _value(state, facts: RunFacts, step: str):
@@ -89,22 +119,15 @@ def serve_and_check(backend: Backend, variant: Variant, repo: Path, loaded: Load
     return outputs, pace + checked
 
 
-def measure(loaded: LoadedProfile, backend: Backend, tool: BenchTool, run: RunDir, facts: RunFacts) -> None:
+def serve_and_benchmark(loaded: LoadedProfile, backend: Backend, tool: BenchTool, run: RunDir, facts: RunFacts,
+                        variants: list[Variant], repos: dict[str, Path], prompts: list[str], tokenizer: Path,
+                        outputs: dict[str, list[str]]) -> None:
+    """Each group of variants served, checked (outputs kept for the lossless comparison), benchmarked
+    and stopped; on any error every server still up is stopped before the error goes on."""
     p = loaded.profile
-    cache_dir = cache_root()
-    target, draft = prepare_models(loaded, backend, run, cache_dir, facts)
-    variants = variants_of(p.method, p.comparison.baseline)
-    repos = {}
-    for v in variants:
-        engines = _value(build_engine(backend, v, target, draft, cache_dir, run, return_state=True), facts,
-                         f"build {v.name}")
-        repos[v.name] = _value(render_repository(backend, v, target, draft, cache_dir, engines, run,
-                                                 return_state=True), facts, f"render {v.name}")
-    prompts, tokenizer = bench_prompts(p.benchmark), backend.tokenizer_dir(target)
     # Interleaved: both servers up, rounds alternate A B A B. Otherwise one variant at a time.
     groups = [variants] if p.benchmark.interleave else [[v] for v in variants]
     servers: dict[str, Server] = {}
-    outputs: dict[str, list[str]] = {}
     paces: dict[str, Pace] = {}
     try:
         for group in groups:
@@ -131,6 +154,28 @@ def measure(loaded: LoadedProfile, backend: Backend, tool: BenchTool, run: RunDi
             teardown_quietly(partial(stop_server, server, p.serving.stop_timeout_s, run, variant),
                              f"stopping the {name} server")
         raise
+
+
+def measure(loaded: LoadedProfile, backend: Backend, tool: BenchTool, run: RunDir, facts: RunFacts) -> None:
+    p = loaded.profile
+    cache_dir = cache_root()
+    target, draft = prepare_models(loaded, backend, run, cache_dir, facts)
+    variants = variants_of(p.method, p.comparison.baseline)
+    repos = {}
+    for v in variants:
+        engines = _value(build_engine(backend, v, target, draft, cache_dir, run, return_state=True), facts,
+                         f"build {v.name}")
+        repos[v.name] = _value(render_repository(backend, v, target, draft, cache_dir, engines, run,
+                                                 return_state=True), facts, f"render {v.name}")
+    prompts, tokenizer = bench_prompts(p.benchmark), backend.tokenizer_dir(target)
+    outputs: dict[str, list[str]] = {}
+    # Serve -> check -> benchmark -> teardown holds the host's accelerator slots: one benchmark per GPU.
+    with hold_slots(slot_names(p.serving.exclusive, backend.gpus())) as held:
+        try:
+            serve_and_benchmark(loaded, backend, tool, run, facts, variants, repos, prompts, tokenizer, outputs)
+        finally:
+            facts.window = Window(started_at=held.started_at, finished_at=time.time(), slots=held.names,
+                                  waited_s=round(held.waited_s, 3))
     if p.comparison.baseline and p.comparison.lossless_prompts:
         facts.lossless = compare_check_outputs(outputs[BASE], outputs[SPECULATIVE], run)
 
@@ -149,8 +194,10 @@ def set_final_status(run: RunDir, result: RunResult) -> None:
 
 
 @flow(name="specdec", on_cancellation=[reap_servers], on_crashed=[reap_servers], log_prints=True)
-def specdec(profile: str = "ngram-local", overrides: list[str] | None = None, run_id: str | None = None) -> RunResult:
-    """Deploy and benchmark one speculative-decoding profile against its base model."""
+def specdec(profile: str = "ngram-local", overrides: list[str] | None = None,
+            run_id: str | None = None) -> RunResult | State:
+    """Deploy and benchmark one speculative-decoding profile against its base model. Ends Completed
+    with the RunResult, or Failed: RunFailed raised (a step failed), RunInvalid (outputs differ)."""
     loaded = validate_profile(profile, list(overrides or []))
     run = create_run_dir(loaded, run_id)
     backend, tool = backend_for(loaded.profile), tool_for(loaded.profile)  # built once, handed to every step
@@ -174,9 +221,18 @@ def specdec(profile: str = "ngram-local", overrides: list[str] | None = None, ru
         raise  # cancellation and interrupts stay what they are
     result = summarize_run(loaded, run, backend, tool, facts)
     try:
-        finish(result, run)
+        report = finish(result, run)
     except BaseException as error:
         run.set_status("failed", "report", None, f"{type(error).__name__}: {error}")
         raise
     set_final_status(run, result)
-    return result
+    return final_state(result, report)
+
+
+def run_specdec(profile: str, overrides: list[str] | None = None, run_id: str | None = None) -> RunResult:
+    """specdec() for callers that want the measurement either way: an INVALID run's RunResult is
+    returned (its Prefect state is Failed all the same); a failed run raises RunFailed."""
+    try:
+        return specdec(profile, overrides, run_id)
+    except RunInvalid as invalid:
+        return invalid.result

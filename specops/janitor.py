@@ -1,16 +1,19 @@
 """Stop what runs that are gone left behind: processes and containers recorded by specops.tracking.
 
-Every process group and container a run starts is recorded with the run that owns it and the
-specops process that started it. `sweep()` (`specops janitor`) stops what belongs to owners
-whose process is gone, never a live concurrent run's; the Prefect on_cancellation/on_crashed
-hooks stop one flow run's (`owner=`); `everything=True` stops all that is recorded.
+Every process group and container a run starts is recorded with the run that owns it (its flow
+run id) and the specops process that started it. `sweep()` (`specops janitor`) stops what belongs
+to runs that are over, never a live concurrent run's: the orchestrator's word on a flow run wins
+(`runs`: flow run id -> still running, from the Prefect API, which also knows runs whose process
+this host cannot see: another PID namespace, a shared cache); without it, a run is over when its
+specops process is gone. The Prefect on_cancellation/on_crashed hooks stop one flow run's
+(`owner=`) and remove its containers by label; `everything=True` stops all that is recorded.
 """
 from __future__ import annotations
 
 import os
 import signal
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -32,20 +35,35 @@ from specops.tracking import (
 _ABANDONED = ("the run's process (pid {}) ended without finishing; specops janitor stopped what it "
               "left")
 
-__all__ = ["live_dir", "live_records", "reap", "record_key", "register", "summary", "sweep", "unregister"]
+__all__ = ["live_dir", "live_records", "owners", "reap", "record_key", "register", "remove_containers",
+           "run_alive", "summary", "sweep", "unregister"]
 
 
-def sweep(owner: str | None = None, *, everything: bool = False, timeout_s: float = 10.0,
-          log: Callable[[str], None] = print) -> Counter[str]:
+def run_alive(record: dict[str, Any], runs: Mapping[str, bool] | None = None) -> bool:
+    """Whether the run that owns a record still runs: what the orchestrator says of its flow run
+    when it knows it (`runs`), else whether the specops process that started it still runs."""
+    owner = record.get("owner")
+    if runs is not None and owner in runs:
+        return runs[owner]
+    return owner_alive(record)
+
+
+def owners() -> set[str]:
+    """The flow runs (or other owners) that something recorded belongs to."""
+    return {r["owner"] for _, r in records() if r.get("owner")}
+
+
+def sweep(owner: str | None = None, *, everything: bool = False, runs: Mapping[str, bool] | None = None,
+          timeout_s: float = 10.0, log: Callable[[str], None] = print) -> Counter[str]:
     """Stop recorded processes and containers: one owner's (e.g. a flow run id), or those of runs
-    whose specops process is gone, or (everything) all. Returns how many were stopped per kind;
+    that are over (see run_alive), or (everything) all. Returns how many were stopped per kind;
     records of what already ended are dropped."""
     stopped: Counter[str] = Counter()
     for path, record in records():
         if owner is not None:
             if record.get("owner") != owner:
                 continue
-        elif not everything and owner_alive(record):
+        elif not everything and run_alive(record, runs):
             continue
         kind = record.get("kind", "server")
         if record.get("container_id"):
@@ -78,9 +96,23 @@ def summary(stopped: Counter[str], kept: int = 0) -> str:
     return f"janitor: stopped {what}{left}"
 
 
-def live_records() -> int:
+def live_records(runs: Mapping[str, bool] | None = None) -> int:
     """How many records belong to runs that are still alive."""
-    return sum(1 for _, record in records() if owner_alive(record))
+    return sum(1 for _, record in records() if run_alive(record, runs))
+
+
+def remove_containers(owner: str, timeout_s: float = 10.0, log: Callable[[str], None] = print) -> int:
+    """Remove every container labelled with this flow run (one-shot builds too, which are not
+    recorded); 0 when there is no Docker to ask."""
+    from specops.launch import LABEL_FLOW_RUN, DockerLauncher, DockerUnavailable
+
+    try:
+        return DockerLauncher(api_timeout_s=timeout_s).janitor({LABEL_FLOW_RUN: owner}, timeout_s=timeout_s)
+    except (ImportError, DockerUnavailable):  # no docker-py or no daemon: this host runs no containers
+        return 0
+    except Exception as err:  # the daemon's API errors included: cleanup reports, it does not raise
+        log(f"janitor: containers of flow run {owner}: {type(err).__name__}: {err}")
+        return 0
 
 
 def _group_survivors(record: dict[str, Any]) -> list[psutil.Process]:

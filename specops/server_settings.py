@@ -13,3 +13,8 @@ class Serving(BaseModel):
     ready_timeout_s: Seconds = Field(600, gt=0, description="deadline for server and model readiness")
     stop_timeout_s: Seconds = Field(20, gt=0, description="SIGTERM grace before SIGKILL at teardown")
     request_timeout_s: Seconds = Field(300, gt=0, description="deadline for one smoke/check request")
+    exclusive: bool | None = Field(
+        None, strict=True,
+        description="hold the host's accelerator slot(s) from the first server start to the last stop, so runs "
+                    "queue instead of sharing a device: null = when the backend uses GPUs (one slot per GPU), "
+                    "true = also on CPU (one slot per host), false = never (see specops/slots.py)")

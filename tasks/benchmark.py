@@ -5,6 +5,7 @@ from pathlib import Path
 
 from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
+from prefect.runtime import flow_run
 
 from specops.acceptance.model import Acceptance
 from specops.backends.base import Backend, Server
@@ -12,8 +13,13 @@ from specops.bench.tool import BenchTool
 from specops.pipeline.benchmark import Measured, bench_job, measure_round
 from specops.pipeline.check import Pace
 from specops.profile.schema import Benchmark
+from specops.progress import within
 from specops.rundir import RunDir
 from specops.variant import Variant
+from tasks.progress import ProgressArtifact
+
+# One progress artifact per variant and flow run, carried across its rounds (each round is a task run).
+_PROGRESS: dict[tuple[str, str], ProgressArtifact] = {}
 
 
 @task(cache_policy=NO_CACHE, persist_result=False)
@@ -26,12 +32,29 @@ def benchmark_round(tool: BenchTool, backend: Backend, server: Server, variant: 
     log.info("%s round %d/%d: %s over %s, %d requests x %d tokens, concurrency %d, bound %.0fs", variant.name,
              round_ + 1, bench.rounds, tool.name, job.api.value, job.requests, job.output_tokens, job.concurrency,
              job.timeout_s)
+    progress = _variant_progress(variant)
+    # The round's share of the variant's bar, moved on by the phases the tool's output announces.
+    share = within(progress.report, round_ / bench.rounds, (round_ + 1) / bench.rounds)
+    note = f"round {round_ + 1}/{bench.rounds}, {tool.name}"
+
+    def on_line(line: str) -> None:
+        if (fraction := tool.progress_of(line)) is not None:
+            share(fraction, note)
+
     with run.timed("benchmark", variant.name):
-        measured = measure_round(tool, job, server, backend.gpus())
+        measured = measure_round(tool, job, server, backend.gpus(), on_line=on_line)
+    share(1.0, f"round {round_ + 1}/{bench.rounds} done")
     m, cost = measured.run.metrics, measured.cost
     log.info("%s round %d: %.2f output tokens/s, %s CPU s per 1k tokens", variant.name, round_ + 1,
              m.output_token_throughput_tok_s, f"{cost.cpu_s_per_1k_tokens:.1f}" if cost.cpu_s_per_1k_tokens else "no")
     return measured
+
+
+def _variant_progress(variant: Variant) -> ProgressArtifact:
+    key = (str(flow_run.id), variant.name)
+    if key not in _PROGRESS:
+        _PROGRESS[key] = ProgressArtifact(f"benchmark of {variant.name}")
+    return _PROGRESS[key]
 
 
 @task(cache_policy=NO_CACHE, persist_result=False)

@@ -19,10 +19,12 @@ from specops.draft.train import RESULT_FILE, train_draft
 from specops.liveness import Watchdog
 from specops.pipeline.check import watched_generate
 from specops.profile.schema import Profile
+from specops.progress import within
 from specops.rundir import RunDir
 from specops.sources.base import ModelArtifact
 from specops.variant import Variant
 from tasks.caching import ContentKey
+from tasks.progress import ProgressArtifact
 from tasks.report import artifact_key
 
 # The key an OpenAI-compatible endpoint wants, read from the environment and sent only in
@@ -64,8 +66,10 @@ def _synthesize(profile: Profile, backend: Backend, server: Server | None, varia
         items, text_format = store.prompt_items(data, _chat_template(target.path)), "completion"
     if len(items) < data.num_samples:
         log.warning("only %d prompts available of the %d asked for", len(items), data.num_samples)
-    synthesize(items, answer, directory / store.DATA_FILE, concurrency=data.concurrency,
-               text_format=text_format, log=log.info)
+    progress = ProgressArtifact(f"{profile.name}: training-data synthesis")
+    done = synthesize(items, answer, directory / store.DATA_FILE, concurrency=data.concurrency,
+                      text_format=text_format, log=log.info, progress=progress.report)
+    progress.done(f"{done.written} answered, {done.reused} already there")
     store.mark_complete(directory)
     return store.finished_data(directory, f"synthesized:{target.source}")
 
@@ -80,8 +84,11 @@ def train_draft_module(train: TrainSpec, length: int, target: ModelArtifact, dat
         # Partial output of a failed attempt stays for inspection until this retrains over it.
         shutil.rmtree(out / "export", ignore_errors=True)
         holdout = load_prompts("humaneval")[:EVAL_PROMPTS]
+        progress = ProgressArtifact(f"draft training ({train.mode})")
         with run.timed("draft", "train"):
-            train_draft(train, length, target.path, data.path, out, log=log.info, eval_prompts=holdout)
+            train_draft(train, length, target.path, data.path, out, log=log.info, eval_prompts=holdout,
+                        progress=within(progress.report, 0.0, 0.9))  # then export, held-out acceptance
+        progress.done("trained and exported")
         store.publish_draft(out, TrainResult.read(out / RESULT_FILE).export_dir)
         store.mark_complete(out)
     result = TrainResult.read(out / RESULT_FILE)

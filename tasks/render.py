@@ -11,10 +11,10 @@ from specops.pipeline.render import render_repository as render
 from specops.rundir import RunDir
 from specops.sources.base import ModelArtifact
 from specops.variant import Variant
-from tasks.caching import ContentKey
+from tasks.caching import ContentKey, locked
 
 
-@task(cache_policy=ContentKey(recipe=RECIPE, ignore=("run",)), persist_result=True)
+@task(cache_policy=locked(ContentKey(recipe=RECIPE, ignore=("run",))), persist_result=True)
 def build_engine(backend: Backend, variant: Variant, target: ModelArtifact, draft: ModelArtifact | None,
                  cache_dir: Path, run: RunDir) -> Path | None:
     """Convert and build the variant's engines (TRT-LLM engine backend; nothing for the others)."""
@@ -24,7 +24,7 @@ def build_engine(backend: Backend, variant: Variant, target: ModelArtifact, draf
     return engines
 
 
-@task(cache_policy=ContentKey(recipe=RECIPE, ignore=("run",)), persist_result=True)
+@task(cache_policy=locked(ContentKey(recipe=RECIPE, ignore=("run",))), persist_result=True)
 def render_repository(backend: Backend, variant: Variant, target: ModelArtifact, draft: ModelArtifact | None,
                       cache_dir: Path, engines: Path | None, run: RunDir) -> Path:
     """Render the variant's model repository into the cache (content-addressed)."""

@@ -2,9 +2,11 @@
 from __future__ import annotations
 
 import re
+import socket
+from pathlib import Path
 
 from prefect import get_run_logger, task
-from prefect.artifacts import create_markdown_artifact, create_table_artifact
+from prefect.artifacts import create_link_artifact, create_markdown_artifact, create_table_artifact
 from prefect.cache_policies import NO_CACHE
 
 from specops.backends.base import Backend
@@ -17,6 +19,11 @@ from specops.report.writer import write_report as write
 from specops.results.model import RunResult
 from specops.results.store import ResultsStore
 from specops.rundir import RunDir
+from tasks.run_logs import forward_specops_logs
+
+# The process that runs a flow (`specops run`, a worker's flow-run process) imports the flow's
+# module, which imports this one: from here on specops' own log lines reach the run's logs.
+forward_specops_logs()
 
 
 @task(cache_policy=NO_CACHE, persist_result=False)
@@ -48,6 +55,16 @@ def publish_artifacts(result: RunResult, files: ReportFiles) -> None:
                           description=f"{result.profile}: {result.verdict.value}")
     create_markdown_artifact(key=artifact_key(result.profile, "report"), markdown=files.markdown,
                              description=f"{result.profile} report ({result.run_dir})")
+    host = socket.gethostname()
+    create_link_artifact(key=artifact_key(result.profile, "run-dir"), link=run_dir_link(Path(result.run_dir)),
+                         link_text=f"{host}:{result.run_dir}",
+                         description=f"{result.profile}: the run directory on {host} (report, logs, exports)")
+
+
+def run_dir_link(run_dir: Path) -> str:
+    """A file:// URL of the run directory: it names the directory on the host that ran the flow
+    (the link text says which host); no server publishes artifacts/ over HTTP."""
+    return run_dir.resolve().as_uri()
 
 
 @task(cache_policy=NO_CACHE, persist_result=False, retries=2, retry_delay_seconds=3)

@@ -32,6 +32,11 @@ from specops.triton.endpoint import Endpoint
 from specops.variant import Variant
 
 HF_CACHE_IN_CONTAINER = "/root/.cache/huggingface"
+# specops' hub cache (<cache>/hf, huggingface_hub's own layout) is every server container's hub cache
+# too: what the download step fetched, a framework that resolves a hub id in the container finds there
+# instead of downloading the checkpoint again (huggingface_hub reads HF_HUB_CACHE; its default is
+# $HF_HOME/hub, i.e. this path, for images that set neither).
+HF_HUB_IN_CONTAINER = f"{HF_CACHE_IN_CONTAINER}/hub"
 SIDECAR = "specops-container.json"  # written beside the rendered files: the host side of the mounts
 FREE_PORT = "<free port>"
 
@@ -241,12 +246,23 @@ class ContainerBackend(Backend):
 
         c = self.config
         binds = list(mounts)
-        if c.hf_cache and secrets:
-            binds.append((str(Path(c.hf_cache).expanduser()), HF_CACHE_IN_CONTAINER, False))
-        return ContainerSpec(image=c.image, command=list(command), env=self.container_env(variant),
+        env = self.container_env(variant)
+        if secrets:  # the serving containers, which may resolve hub ids; one-shot steps use mounted checkpoints
+            if c.hf_cache:  # the rest of an HF home (token, xet cache): the hub cache below is specops'
+                binds.append((str(Path(c.hf_cache).expanduser()), HF_CACHE_IN_CONTAINER, False))
+            binds.append((str(self.hub_cache()), HF_HUB_IN_CONTAINER, False))
+            env = {**env, "HF_HUB_CACHE": HF_HUB_IN_CONTAINER}
+        return ContainerSpec(image=c.image, command=list(command), env=env,
                              secret_env=self.secret_env() if secrets else (),
                              mounts=[Mount(Path(s), t, ro) for s, t, ro in binds], gpus=parse_gpus(c.gpus),
                              shm_size=c.shm_size, network_mode="host", ipc_mode=c.ipc, labels=labels)
+
+    def hub_cache(self) -> Path:
+        """Where the download step keeps hub snapshots (specops.sources.hf), mounted as the containers' hub cache."""
+        from specops.rundir import cache_root  # noqa: PLC0415
+        from specops.sources.hf import HUB_CACHE  # noqa: PLC0415
+
+        return cache_root() / HUB_CACHE
 
     def server_spec(self, variant: Variant, repo: Path | str, mounts: list[tuple[str, str]], endpoint: Endpoint):
         binds = [(str(repo), self.repo_in_container, not self.repo_writable)] + [(h, t, True) for h, t in mounts]
@@ -264,6 +280,7 @@ class ContainerBackend(Backend):
         from specops.launch import DockerLauncher  # noqa: PLC0415
 
         endpoint = self.endpoint()
+        self.hub_cache().mkdir(parents=True, exist_ok=True)  # a bind mount's source must exist
         spec = self.server_spec(variant, repo, read_sidecar(repo), endpoint)
         launcher = DockerLauncher()
         handle = launcher.start(spec, log_path)
@@ -283,7 +300,22 @@ class ContainerBackend(Backend):
 
     def served(self) -> dict[str, str | None]:
         c = self.config
-        return {"image": c.image, "framework": f"{c.framework} {c.release()}", "version_source": c.version_source()}
+        image = self.image_identity()
+        return {"image": c.image, "image_id": image.id if image else None,
+                "image_digest": image.digest if image else None,
+                "framework": f"{c.framework} {c.release()}", "version_source": c.version_source()}
+
+    def image_identity(self):
+        """The Docker engine's Id and repo digest of the configured image (specops.launch.image), asked once
+        per run; None where no engine answers or the image is absent (the run then failed before serving)."""
+        if not hasattr(self, "_image_identity"):
+            from specops.launch import DockerLauncher, LaunchError  # noqa: PLC0415
+
+            try:
+                self._image_identity = DockerLauncher().image_identity(self.config.image)
+            except LaunchError:  # DockerUnavailable, ImageMissing
+                self._image_identity = None
+        return self._image_identity
 
     def gpus(self) -> str:
         return self.config.gpus

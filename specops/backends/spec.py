@@ -7,6 +7,7 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, ConfigDict
 
 from specops.bench.target import Api
+from specops.sources.hub_files import CHECKPOINT, HubFiles
 
 
 class FieldError(ValueError):
@@ -50,6 +51,7 @@ class BackendSpec:
     apis: tuple[Api, ...]  # what its servers answer, preferred first (benchmark tools pick from these)
     needs_gpu: bool = False
     note: str = ""  # shown next to refusals, e.g. where an unsupported method is served instead
+    hub_files: HubFiles = CHECKPOINT  # what its loaders read of a hub checkpoint: the download takes only these
 
     def impl_class(self):
         import importlib

@@ -83,6 +83,20 @@ class TrtllmEngineBackend(ContainerBackend):
         return [(str(engines), self.config.mounts.engines)]
 
     # --- build (a cached step of the flow) ------------------------------------------------------
+    def cache_identity(self) -> dict[str, Any]:
+        """A TensorRT engine runs only on the GPU model it was built for, and only with the TensorRT of the
+        image that built it: a shared cache hands an engine only to the same GPUs and the same image bytes
+        (the Id, not the tag, which a re-pull can move)."""
+        from specops.cost.nvml import gpu_architecture, gpu_indices  # noqa: PLC0415
+
+        try:
+            indices = gpu_indices(self.gpus())
+        except ValueError:  # GPUs named by UUID: key on every GPU of the host, stricter than needed
+            indices = None
+        image = self.image_identity()
+        return {**super().cache_identity(), "gpu_architecture": gpu_architecture(indices),
+                "image_id": image.id if image else None}
+
     def build(self, variant: Variant, target: ModelArtifact, draft: ModelArtifact | None, out_dir: Path) -> Path:
         """Convert and build the variant's engine(s) into out_dir in the image's container."""
         from specops.launch import DockerLauncher  # noqa: PLC0415

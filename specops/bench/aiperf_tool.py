@@ -77,6 +77,10 @@ def tool_env() -> dict[str, str]:
 class AIPerf(BenchTool):
     name = "aiperf"
     apis = (Api.TRITON_GENERATE,)
+    # AIPerf 0.13.0's records/records_manager.py (RecordsManager._on_credit_phase_start,
+    # _on_credit_phase_sending_complete, _on_credit_phase_complete).
+    progress_marks = (("Credit phase start: profiling", 0.05), ("requests. Waiting for all to complete", 0.8),
+                      ("All requests have completed", 0.9))
 
     def preflight(self) -> list[str]:
         path = executable()

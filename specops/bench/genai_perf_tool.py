@@ -34,6 +34,9 @@ def length_inputs(api: Api, output_tokens: int) -> dict[str, Any]:
 class GenaiPerf(BenchTool):
     name = "genai-perf"
     apis = tuple(ENDPOINTS)
+    # genai-perf 0.0.16: subcommand/subcommand.py logs the perf_analyzer command as the measured requests
+    # start; profile_data_parser/profile_data_parser.py logs "Loading response data" once they are done.
+    progress_marks = (("Running Perf Analyzer", 0.05), ("Loading response data", 0.9))
 
     def preflight(self) -> list[str]:
         return genai_perf.preflight()

@@ -49,6 +49,13 @@ class BenchTool(ABC):
 
     name: ClassVar[str]
     apis: ClassVar[tuple[Api, ...]]  # the APIs it can drive, preferred first
+    # Lines of the tool's output that say how far one run has got: (text in the line, fraction done).
+    # Neither tool prints per-request progress when it is not on a terminal; these are its phases.
+    progress_marks: ClassVar[tuple[tuple[str, float], ...]] = ()
+
+    def progress_of(self, line: str) -> float | None:
+        """How far a run is, from one line of the tool's output (None: the line does not say)."""
+        return next((fraction for text, fraction in self.progress_marks if text in line), None)
 
     def pick_api(self, offered: tuple[Api, ...]) -> Api | None:
         """The API to drive on a server that answers `offered` (None: none this tool speaks)."""

@@ -4,6 +4,13 @@ Energy is `nvmlDeviceGetTotalEnergyConsumption`: millijoules a device consumed s
 was last loaded (Volta and newer). It is the whole device's energy, idle power and other
 tenants' work included, not a per-process figure: give the server its GPUs to itself.
 Every NVML call here sits between nvmlInit and nvmlShutdown (NVML counts nested inits).
+
+Provenance: `nvmlDeviceGetName`, `nvmlSystemGetDriverVersion`, `nvmlSystemGetCudaDriverVersion_v2`
+(the CUDA version the driver supports, 12040 -> 12.4) and `nvmlDeviceGetCudaComputeCapability`
+(major, minor: 9.0 Hopper, 8.9 Ada, 8.0/8.6 Ampere), as nvidia-ml-py 13.615 binds them (pynvml.py:
+`return (c_major.value, c_minor.value)`); the NVML API reference (docs.nvidia.com/deploy/nvml-api,
+Device Queries). TensorRT engines are built for one GPU model (HF TGI's TensorRT-LLM backend page:
+"each engine must be compiled for a given ... GPU architecture"), hence gpu_architecture().
 """
 from __future__ import annotations
 
@@ -121,10 +128,31 @@ def gpu_host_info() -> tuple[list[dict[str, Any]], str, str]:
             handle = nvml.nvmlDeviceGetHandleByIndex(i)
             memory = nvml.nvmlDeviceGetMemoryInfo(handle).total
             gpus.append({"index": i, "name": _text(nvml.nvmlDeviceGetName(handle)),
-                         "memory_gb": round(memory / 2**30, 1)})
+                         "memory_gb": round(memory / 2**30, 1), "compute_capability": _capability(nvml, handle)})
         driver = _text(nvml.nvmlSystemGetDriverVersion())
         cuda = _cuda_version(nvml.nvmlSystemGetCudaDriverVersion_v2())
     return gpus, driver, cuda
+
+
+def _capability(nvml, handle) -> str:
+    """`nvmlDeviceGetCudaComputeCapability` (major, minor) as "9.0" (H100), "8.9" (L4), "8.0" (A100)."""
+    major, minor = nvml.nvmlDeviceGetCudaComputeCapability(handle)
+    return f"{major}.{minor}"
+
+
+def gpu_architecture(indices: list[int] | None) -> list[dict[str, str]] | str:
+    """Model and compute capability of each device a server uses (None: all), for cache keys of
+    what only runs where it was built (TensorRT engines); else why NVML cannot tell."""
+    if indices == []:
+        return []
+    reason = nvml_available()
+    if reason is not None:
+        return f"unknown: {reason}"
+    with _session() as nvml:
+        wanted = range(nvml.nvmlDeviceGetCount()) if indices is None else indices
+        handles = [nvml.nvmlDeviceGetHandleByIndex(i) for i in wanted]
+        return [{"name": _text(nvml.nvmlDeviceGetName(h)), "compute_capability": _capability(nvml, h)}
+                for h in handles]
 
 
 def energy_source(indices: list[int] | None) -> tuple[bool, str]:
@@ -139,3 +167,11 @@ def energy_source(indices: list[int] | None) -> tuple[bool, str]:
     except EnergyCounterError as exc:
         return False, f"NVML total energy unreadable: {exc}"
     return True, f"NVML total energy, GPU {','.join(map(str, devices))}"
+
+
+def gpu_uuids() -> dict[int, str]:
+    """Each device's UUID by index ("GPU-6f1b..."): a name that stays with the board across
+    reboots and CUDA_VISIBLE_DEVICES, where indices do not."""
+    with _session() as nvml:
+        return {i: _text(nvml.nvmlDeviceGetUUID(nvml.nvmlDeviceGetHandleByIndex(i)))
+                for i in range(nvml.nvmlDeviceGetCount())}

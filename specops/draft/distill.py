@@ -21,6 +21,7 @@ from specops.draft.result import TrainResult
 from specops.draft.sequences import load_sequences, token_count
 from specops.draft.spec import TrainSpec
 from specops.draft.target import draft_vocabulary, load_target, pad_id
+from specops.progress import Progress
 
 
 def kept_layers(total: int, keep: int) -> list[int]:
@@ -55,7 +56,8 @@ def derive_draft(target, keep: int):
 
 
 def train_distill(spec: TrainSpec, target_dir: Path, data_path: Path, out_dir: Path,
-                  log: Callable[[str], None], draft_length: int = 0) -> TrainResult:
+                  log: Callable[[str], None], draft_length: int = 0,
+                  progress: Progress | None = None) -> TrainResult:
     """Derive, distill and save the draft model (HF checkpoint + tokenizer) to out_dir/export."""
     torch.manual_seed(spec.seed)
     target, tokenizer = load_target(target_dir, spec.threads)
@@ -90,7 +92,8 @@ def train_distill(spec: TrainSpec, target_dir: Path, data_path: Path, out_dir: P
     draft.train()
     stats = run_loop(params, step, shuffled_epochs(cached, spec.seed), epochs=spec.epochs,
                      steps_per_epoch=len(cached),
-                     max_steps=spec.max_steps, lr=spec.lr, log=log, label="train distill")
+                     max_steps=spec.max_steps, lr=spec.lr, log=log, label="train distill",
+                     progress=progress)
     draft.eval()
     export_dir = out_dir / "export"
     draft.save_pretrained(str(export_dir))

@@ -19,6 +19,7 @@ from specops.draft.result import TrainResult
 from specops.draft.sequences import load_sequences, token_count
 from specops.draft.spec import TrainSpec
 from specops.draft.target import draft_vocabulary, load_target, pad_id
+from specops.progress import Progress
 
 
 def eagle_config(spec: TrainSpec, target_config) -> dict:
@@ -68,7 +69,8 @@ def eagle_config(spec: TrainSpec, target_config) -> dict:
 
 
 def train_eagle(spec: TrainSpec, target_dir: Path, data_path: Path, out_dir: Path,
-                log: Callable[[str], None], draft_length: int = 0) -> TrainResult:
+                log: Callable[[str], None], draft_length: int = 0,
+                progress: Progress | None = None) -> TrainResult:
     """Train, export to out_dir/export, keep ModelOpt's state in out_dir/modelopt."""
     import modelopt.torch.opt as mto
     import modelopt.torch.speculative as mtsp
@@ -105,7 +107,8 @@ def train_eagle(spec: TrainSpec, target_dir: Path, data_path: Path, out_dir: Pat
 
     stats = run_loop(params, step, shuffled_epochs(cached, spec.seed), epochs=spec.epochs,
                      steps_per_epoch=len(cached),
-                     max_steps=spec.max_steps, lr=spec.lr, log=log, label=f"train {spec.mode}")
+                     max_steps=spec.max_steps, lr=spec.lr, log=log, label=f"train {spec.mode}",
+                     progress=progress)
     model.eval()
     export_dir = out_dir / "export"
     export_speculative_decoding(model, export_dir=export_dir)

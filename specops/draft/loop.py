@@ -9,6 +9,8 @@ from dataclasses import dataclass, field
 
 import torch
 
+from specops.progress import Progress
+
 
 @dataclass
 class LoopStats:
@@ -37,7 +39,8 @@ def shuffled_epochs(batches: list, seed: int) -> Callable[[int], Iterable]:
 
 def run_loop(params: list[torch.nn.Parameter], step_fn: Callable[[object], tuple[torch.Tensor, dict]],
              make_batches: Callable[[int], Iterable], *, epochs: float, steps_per_epoch: int,
-             max_steps: int | None, lr: float, log: Callable[[str], None], label: str) -> LoopStats:
+             max_steps: int | None, lr: float, log: Callable[[str], None], label: str,
+             progress: Progress | None = None) -> LoopStats:
     """Train `params` by calling step_fn(batch) -> (loss, metrics) over make_batches(epoch)."""
     total = max(1, math.ceil(epochs * steps_per_epoch))
     if max_steps is not None:
@@ -60,6 +63,8 @@ def run_loop(params: list[torch.nn.Parameter], step_fn: Callable[[object], tuple
             stats.last_metrics = metrics
             if stats.steps % every == 0 or stats.steps == total:
                 _progress(log, label, stats, total, start)
+            if progress is not None:
+                progress(stats.steps / total, f"{label}: step {stats.steps}/{total}, loss {stats.losses[-1]:.3f}")
             if stats.steps >= total:
                 break
         epoch += 1

@@ -21,6 +21,7 @@ from specops.draft.result import TrainResult
 from specops.draft.sequences import load_sequences, token_count
 from specops.draft.spec import TrainSpec
 from specops.draft.target import draft_vocabulary, load_target, pad_id
+from specops.progress import Progress
 from specops.runtime.medusa_proposer import MEDUSA_WEIGHTS
 
 # ModelOpt's HFMedusaModel.forward weighs head i by coefficient * decay**i; same here.
@@ -28,7 +29,8 @@ HEADS_COEFFICIENT, DECAY = 0.2, 0.8
 
 
 def train_medusa(spec: TrainSpec, target_dir: Path, data_path: Path, out_dir: Path,
-                 log: Callable[[str], None], draft_length: int) -> TrainResult:
+                 log: Callable[[str], None], draft_length: int,
+                 progress: Progress | None = None) -> TrainResult:
     """Train one Medusa head per drafted token and export them to out_dir/export."""
     import time
 
@@ -59,7 +61,8 @@ def train_medusa(spec: TrainSpec, target_dir: Path, data_path: Path, out_dir: Pa
     heads.train()
     stats = run_loop(params, step, shuffled_epochs(cached, spec.seed), epochs=spec.epochs,
                      steps_per_epoch=len(cached),
-                     max_steps=spec.max_steps, lr=spec.lr, log=log, label="train medusa")
+                     max_steps=spec.max_steps, lr=spec.lr, log=log, label="train medusa",
+                     progress=progress)
     heads.eval()
     export_dir = export_medusa(heads, model.config, out_dir / "export", str(target_dir))
     (out_dir / "modelopt").mkdir(parents=True, exist_ok=True)

@@ -19,6 +19,7 @@ from typing import IO
 
 from specops.draft.conversations import TEXT_FORMATS, Conversation, DataFileError, Turn, parse_line, write_record
 from specops.draft.prompt_sources import PromptItem
+from specops.progress import Progress
 from specops.triton import client
 from specops.triton.endpoint import Endpoint
 
@@ -43,8 +44,10 @@ def synthesize(
     concurrency: int,
     text_format: str,
     log: Callable[[str], None] = print,
+    progress: Progress | None = None,
 ) -> SynthesisResult:
-    """Answer every item not yet in `out_path` with `concurrency` requests in flight; append each."""
+    """Answer every item not yet in `out_path` with `concurrency` requests in flight; append each.
+    `progress` hears of every finished request (answered or failed) of this run's share."""
     if concurrency < 1:
         raise ValueError(f"concurrency must be >= 1, got {concurrency}")
     if text_format not in TEXT_FORMATS:
@@ -57,7 +60,7 @@ def synthesize(
     if extra := len(done - {item.id for item in items}):
         log(f"{out_path}: {extra} records are not among the requested prompts (kept)")
     log(f"synthesizing {len(todo)} answers ({reused} already in {out_path.name}), concurrency {concurrency}")
-    with _Writer(out_path, text_format, len(todo), log) as writer:
+    with _Writer(out_path, text_format, len(todo), log, progress) as writer:
         _run(todo, answer, concurrency, writer)
     writer.check_failures()
     log(writer.summary())
@@ -205,8 +208,9 @@ def _run(todo: list[PromptItem], answer: Callable[[str], str], concurrency: int,
 class _Writer:
     """The one writer of the output file: appends and flushes each answer, counts, logs progress."""
 
-    def __init__(self, path: Path, text_format: str, total: int, log: Callable[[str], None]):
-        self.path, self.text_format, self.total, self.log = path, text_format, total, log
+    def __init__(self, path: Path, text_format: str, total: int, log: Callable[[str], None],
+                 progress: Progress | None = None):
+        self.path, self.text_format, self.total, self.log, self.progress = path, text_format, total, log, progress
         self.written = self.empty = 0
         self.failed: list[tuple[str, str]] = []
         self._started = time.monotonic()
@@ -235,6 +239,9 @@ class _Writer:
             self._append(item, future.result())
         if self.attempted % self._every == 0 or self.attempted == self.total:
             self.log(self._progress())
+        if self.progress is not None:
+            self.progress(self.attempted / self.total, f"{self.attempted}/{self.total} answered "
+                                                       f"({len(self.failed)} failed)")
 
     def check_failures(self) -> None:
         """Stop early once failures decide the outcome, or when the first requests all failed."""

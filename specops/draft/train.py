@@ -8,6 +8,7 @@ from specops.draft.conversations import read_conversations
 from specops.draft.evaluate import measure_acceptance
 from specops.draft.result import TrainResult
 from specops.draft.spec import TrainSpec
+from specops.progress import Progress
 from specops.registry import Registry
 
 Trainer = Callable[..., TrainResult]
@@ -22,13 +23,13 @@ RESULT_FILE = "train_result.json"
 
 def train_draft(spec: TrainSpec, draft_length: int, target_dir: Path, data_path: Path, out_dir: Path,
                 log: Callable[[str], None] = print, eval_prompts: list[str] = (),
-                eval_tokens: int = 32) -> TrainResult:
+                eval_tokens: int = 32, progress: Progress | None = None) -> TrainResult:
     """Train, export under out_dir/export, measure acceptance, write out_dir/train_result.json."""
     # The whole file is read before the target loads: a bad line fails in seconds, with its number.
     read_conversations(data_path)
     out_dir.mkdir(parents=True, exist_ok=True)
     trainer = TRAINERS.get(spec.mode)
-    result = trainer(spec, target_dir, data_path, out_dir, log, draft_length=draft_length)
+    result = trainer(spec, target_dir, data_path, out_dir, log, draft_length=draft_length, progress=progress)
     if eval_prompts:
         result.acceptance = measure_acceptance(spec.mode, result.export_dir, target_dir, draft_length,
                                                list(eval_prompts), eval_tokens)

@@ -4,6 +4,7 @@ Prefect-free; docker-py is imported only when a launcher talks to a daemon, so `
 can describe containers on machines without Docker.
 """
 from specops.launch.container import (
+    LABEL_FLOW_RUN,
     LABEL_MANAGED,
     LABEL_PROFILE,
     LABEL_ROLE,
@@ -25,9 +26,11 @@ from specops.launch.errors import (
     LaunchError,
     NotReady,
 )
+from specops.launch.image import ImageIdentity
 
 __all__ = [
-    "LABEL_MANAGED", "LABEL_PROFILE", "LABEL_ROLE", "LABEL_RUN", "CommandFailed", "CommandTimeout",
-    "ContainerExited", "ContainerHandle", "ContainerSpec", "DockerLauncher", "DockerUnavailable", "ImageMissing",
+    "LABEL_FLOW_RUN", "LABEL_MANAGED", "LABEL_PROFILE", "LABEL_ROLE", "LABEL_RUN", "CommandFailed", "CommandTimeout",
+    "ContainerExited", "ContainerHandle", "ContainerSpec", "DockerLauncher", "DockerUnavailable", "ImageIdentity",
+    "ImageMissing",
     "LaunchError", "Mount", "NotReady", "Ulimit", "describe", "describe_line", "run_labels", "triton_ulimits",
 ]

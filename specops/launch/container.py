@@ -12,12 +12,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from specops.launch.gpus import GpuRequest
+from specops.tracking import current_owner
 
 LABEL_MANAGED = "specops.managed"
 LABEL_RUN = "specops.run"
 LABEL_PROFILE = "specops.profile"
 LABEL_ROLE = "specops.role"
 LABEL_SECRET_NAMES = "specops.secret_env"
+LABEL_FLOW_RUN = "specops.flow_run"  # the run that started it (servers and one-shot builds alike)
 
 
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -116,6 +118,8 @@ class ContainerSpec:
         """The spec's labels plus `specops.managed=true`, which every launched container carries,
         and the secret variables' names (never values), so a janitor can mask them in logs."""
         labels = {LABEL_MANAGED: "true", **{k: str(v) for k, v in self.labels.items()}}
+        if owner := current_owner():  # so the run's hooks find its containers, even unrecorded ones
+            labels[LABEL_FLOW_RUN] = owner
         if self.secret_env:
             labels[LABEL_SECRET_NAMES] = ",".join(self.secret_env)
         return labels

@@ -26,6 +26,7 @@ from specops.launch.errors import (
     LaunchError,
     NotReady,
 )
+from specops.launch.image import ImageIdentity, identity_of
 from specops.launch.preflight import daemon_hint, preflight_problems, start_hint
 from specops.teardown import teardown_quietly
 
@@ -114,6 +115,15 @@ class DockerLauncher:
     def preflight(self, gpus: bool = False, images: tuple[str, ...] = ()) -> list[str]:
         """Problems that would stop a launch, each with its fix; empty when ready."""
         return preflight_problems(lambda: self.client, gpus=gpus, images=images)
+
+    def image_identity(self, image: str) -> ImageIdentity:
+        """`docker image inspect`'s Id and RepoDigests of a local image (specops/launch/image.py)."""
+        import docker
+
+        try:
+            return identity_of(self.client.images.get(image).attrs, image)
+        except docker.errors.ImageNotFound as exc:
+            raise ImageMissing(f"image {image} is not present: run `docker pull {image}`") from exc
 
     def create(self, spec: ContainerSpec, log_path: Path) -> ContainerHandle:
         """Create the container without starting it."""

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from specops.backends.base import Backend
 from specops.sources.base import ModelArtifact
-from specops.sources.integrity import Entry, publish, verify
+from specops.sources.integrity import Entry, publish, rename_into_place, verify
 from specops.variant import Variant
 from specops.versions import facts_digest
 
@@ -42,10 +42,23 @@ def build_engines(backend: Backend, variant: Variant, target: ModelArtifact, dra
     if (out / COMPLETE).exists():
         verify(_engines_entry(out))
         return out
-    built = backend.build(variant, target, draft, out)
-    if built is not None:
-        publish(_engines_entry(out))
-    return built
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=".build-", dir=out.parent))
+    try:  # built beside its entry and renamed into place: a crash or a concurrent build never leaves half an entry
+        tmp.chmod(0o755)  # mkdtemp's 0700 would lock out the build and serve containers' users
+        if backend.build(variant, target, draft, tmp) is None:
+            return None
+        publish(_engines_entry(tmp))
+        rename_into_place(tmp, out, _published)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    verify(_engines_entry(out))
+    backend.use_engines(variant, out)  # where the build left them is gone: point render at the entry
+    return out
+
+
+def _published(directory: Path) -> bool:
+    return (directory / COMPLETE).is_file()
 
 
 def repository_key(backend: Backend, variant: Variant, target: ModelArtifact, draft: ModelArtifact | None,
@@ -77,8 +90,7 @@ def render_repository(backend: Backend, variant: Variant, target: ModelArtifact,
             backend.use_engines(variant, engines)
         backend.render(variant, target, draft, tmp)
         publish(_repo_entry(tmp))
-        shutil.rmtree(out, ignore_errors=True)
-        tmp.rename(out)
+        rename_into_place(tmp, out, _published)  # a concurrent render's entry is as good as ours
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return out

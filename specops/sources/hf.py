@@ -1,18 +1,23 @@
 """Hugging Face Hub source: `hf://org/name[@revision]`, pinned to the commit it resolved to."""
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import re
 from collections.abc import Callable
 from pathlib import Path
 
 from specops.sources.base import ModelArtifact
+from specops.sources.hub_files import HubFiles, selected
 from specops.sources.integrity import Entry, quarantine, verify
 
 SCHEME = "hf://"
 _COMMIT = re.compile(r"^[0-9a-f]{40}$")
 _NAME_PART = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+HUB_CACHE = "hf"  # <cache>/hf: huggingface_hub's cache layout (models--org--name/...), shared with the containers
 MANIFESTS = "specops-manifests"  # <cache>/hf/specops-manifests/<org--name>/<commit>.json
+ALLOW = "allow_patterns"  # ModelArtifact.extra: the patterns a download took (JSON list), for verify_hf
 _MEMOS = "specops-sha256"  # the bare hash kept before manifests: still what a commit must hash to
 
 
@@ -35,32 +40,71 @@ def fetch_hf(
     revision: str | None,
     cache_dir: Path,
     log: Callable[[str], None] = print,
+    files: HubFiles | None = None,
 ) -> ModelArtifact:
-    """Download (or reuse) a snapshot and return it with the commit it resolved to."""
-    from huggingface_hub import snapshot_download
+    """Download (or reuse) a snapshot and return it with the commit it resolved to.
 
+    With `files` (the backend's HubFiles) the revision is resolved to its commit first and only the
+    files the backend reads are downloaded, at that commit; without, the whole snapshot.
+    """
     # The token only ever travels as an argument: never logged, never put in the artifact.
     token = os.environ.get("HF_TOKEN") or None
-    hub_cache = Path(cache_dir) / "hf"
     log(f"fetching hf://{repo_id}@{revision or 'main'} ...")
-    path = Path(snapshot_download(
-        repo_id=repo_id, revision=revision, cache_dir=hub_cache, token=token,
-    ))
-    commit = _resolved_commit(path, repo_id, revision, token)
-    log(f"cached: {path} (commit {commit})")
+    allow = None
+    if files is not None:
+        commit, listing = _listing(repo_id, revision, token, log)
+        revision_to_get, allow = commit or revision, files.patterns(listing)
+    else:
+        revision_to_get = revision
+    path = _download(repo_id, revision_to_get, cache_dir, token, allow)
+    commit = _resolved_commit(path, repo_id, revision_to_get, token)
+    log(f"cached: {path} (commit {commit}{'; ' + ' '.join(allow) if allow else ''})")
     source = f"{SCHEME}{repo_id}" + (f"@{revision}" if revision else "")
-    return ModelArtifact(path=path, source=source, sha256=verified_hash(Path(cache_dir), repo_id, commit, path),
-                         revision=commit)
+    return ModelArtifact(path=path, source=source, revision=commit, extra=_extra(allow),
+                         sha256=verified_hash(Path(cache_dir), repo_id, commit, path, allow))
+
+
+def _download(repo_id: str, revision: str | None, cache_dir: Path, token: str | None,
+              allow: tuple[str, ...] | None) -> Path:
+    from huggingface_hub import snapshot_download
+
+    return Path(snapshot_download(repo_id=repo_id, revision=revision, cache_dir=Path(cache_dir) / HUB_CACHE,
+                                  token=token, allow_patterns=list(allow) if allow else None))
+
+
+def _listing(repo_id: str, revision: str | None, token: str | None,
+             log: Callable[[str], None]) -> tuple[str | None, list[str] | None]:
+    """(commit, repository files) from the hub; (None, None) offline, where the cached snapshot serves."""
+    import httpx
+    from huggingface_hub import HfApi
+    from huggingface_hub.errors import OfflineModeIsEnabled
+
+    try:
+        info = HfApi().model_info(repo_id, revision=revision, token=token)
+    # What snapshot_download itself falls back to the cache on (huggingface_hub/_snapshot_download.py).
+    except (httpx.ConnectError, httpx.TimeoutException, OfflineModeIsEnabled) as exc:
+        log(f"hub unreachable ({type(exc).__name__}); taking what the cache holds for every weight format")
+        return None, None
+    return info.sha, [s.rfilename for s in (info.siblings or [])]
+
+
+def _extra(allow: tuple[str, ...] | None) -> dict[str, str]:
+    return {ALLOW: json.dumps(list(allow))} if allow else {}
 
 
 def verify_hf(artifact: ModelArtifact, cache_dir: Path, log: Callable[[str], None] = print) -> ModelArtifact:
     """A cached step's snapshot, checked without the network; downloaded again if it is gone."""
     repo_id, revision = parse_hf_uri(artifact.source)
+    allow = tuple(json.loads(artifact.extra[ALLOW])) if ALLOW in artifact.extra else None
     if not artifact.path.is_dir():
         log(f"{artifact.path} is gone from the cache; fetching {artifact.source} again")
-        return fetch_hf(repo_id, revision, cache_dir, log=log)
-    sha256 = verified_hash(Path(cache_dir), repo_id, artifact.revision, artifact.path)
-    return ModelArtifact(path=artifact.path, source=artifact.source, sha256=sha256, revision=artifact.revision)
+        if allow is None:
+            return fetch_hf(repo_id, revision, cache_dir, log=log)
+        token = os.environ.get("HF_TOKEN") or None
+        _download(repo_id, artifact.revision, cache_dir, token, allow)  # the same files of the same commit
+    sha256 = verified_hash(Path(cache_dir), repo_id, artifact.revision, artifact.path, allow)
+    return ModelArtifact(path=artifact.path, source=artifact.source, sha256=sha256, revision=artifact.revision,
+                         extra=dict(artifact.extra))
 
 
 def _resolved_commit(path: Path, repo_id: str, revision: str | None, token: str | None) -> str:
@@ -73,19 +117,25 @@ def _resolved_commit(path: Path, repo_id: str, revision: str | None, token: str 
     return HfApi().model_info(repo_id, revision=revision, token=token).sha
 
 
-def verified_hash(cache_dir: Path, repo_id: str, commit: str, path: Path) -> str:
-    """hash_dir of the snapshot, checked against its manifest on every use.
+def verified_hash(cache_dir: Path, repo_id: str, commit: str, path: Path,
+                  allow: tuple[str, ...] | None = None) -> str:
+    """hash_dir of the snapshot (of the files `allow` took), checked against its manifest on every use.
 
     A commit's bytes never change, so the manifest (and a memo kept before manifests) stays
-    when a damaged snapshot is moved aside: the re-download must hash to the same.
+    when a damaged snapshot is moved aside: the re-download must hash to the same. A snapshot
+    directory is shared by every download of its commit: one taken with allow_patterns has a
+    manifest of its own and is checked on its own files only.
     """
-    hub_cache = cache_dir / "hf"
+    hub_cache = cache_dir / HUB_CACHE
     name = repo_id.replace("/", "--")
     memo = hub_cache / _MEMOS / name / commit
-    entry = Entry(root=path, content=path, manifest=hub_cache / MANIFESTS / name / f"{commit}.json",
-                  cache_dir=cache_dir, rebuild=f"downloads what hf://{repo_id}@{commit} lacks again from the hub")
-    return verify(entry, expected=memo.read_text().strip() if memo.is_file() else None,
-                  move_aside=_quarantine_snapshot)
+    subset = f".{hashlib.sha256(json.dumps(list(allow)).encode()).hexdigest()[:12]}" if allow else ""
+    keep = (lambda rel: selected(allow, rel)) if allow else None
+    entry = Entry(root=path, content=path, manifest=hub_cache / MANIFESTS / name / f"{commit}{subset}.json",
+                  cache_dir=cache_dir, rebuild=f"downloads what hf://{repo_id}@{commit} lacks again from the hub",
+                  keep=keep)
+    expected = memo.read_text().strip() if memo.is_file() and not allow else None
+    return verify(entry, expected=expected, move_aside=_quarantine_snapshot)
 
 
 def _quarantine_snapshot(entry: Entry, damaged: list[str] | None) -> Path:

@@ -19,6 +19,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -42,6 +44,9 @@ class Entry:
     cache_dir: Path  # the cache holding it, whose generation a quarantine drops
     rebuild: str  # what the next run does instead, e.g. "converts it again from the cached wheel"
     exclude: frozenset[str] = field(default_factory=frozenset)  # bookkeeping names at content's top level
+    # Which content files the entry holds, when the directory can hold more (a hub snapshot that another
+    # download with other allow_patterns filled further); None: every file.
+    keep: Callable[[str], bool] | None = field(default=None, compare=False)
 
 
 class CacheCorruptError(RuntimeError):
@@ -108,6 +113,26 @@ def verify(entry: Entry, expected: str | None = None, move_aside: Mover | None =
     return recorded["sha256"]
 
 
+def rename_into_place(scratch: Path, dest: Path, published: Callable[[Path], bool]) -> bool:
+    """Publish a finished scratch directory (a sibling of dest) as dest in one rename.
+
+    Readers see no entry or a whole one. When a concurrent writer published dest first
+    (`published(dest)`), its entry stays and scratch is left for the caller to remove: False.
+    A leftover dest that is not published (a crash of an older layout) is replaced.
+    """
+    if published(dest):
+        return False
+    if dest.exists():
+        shutil.rmtree(dest, ignore_errors=True)
+    try:
+        os.rename(scratch, dest)
+    except OSError:  # ENOTEMPTY/EEXIST: a concurrent writer renamed its own into place first
+        if published(dest):
+            return False
+        raise
+    return True
+
+
 def quarantine(entry: Entry, damaged: list[str] | None = None) -> Path:
     """Move the entry to a sibling `<name>.corrupt-<UTC time>`; the next run finds it missing."""
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
@@ -137,7 +162,8 @@ def _corrupt(entry: Entry, problems: list[str], damaged: list[str] | None,
 
 
 def _files(entry: Entry) -> list[tuple[str, Path]]:
-    return [(rel, path) for rel, path in content_files(entry.content) if not _bookkeeping(Path(rel).parts[0], entry)]
+    return [(rel, path) for rel, path in content_files(entry.content)
+            if not _bookkeeping(Path(rel).parts[0], entry) and (entry.keep is None or entry.keep(rel))]
 
 
 def _bookkeeping(top: str, entry: Entry) -> bool:
@@ -215,9 +241,15 @@ def _read(manifest: Path) -> dict | None:
 def _write(manifest: Path, data: dict) -> None:
     """Atomically: a reader sees the old manifest or the new one, never half of one."""
     manifest.parent.mkdir(parents=True, exist_ok=True)
-    tmp = manifest.with_name(f".{manifest.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
-    os.replace(tmp, manifest)
+    fd, tmp = tempfile.mkstemp(prefix=f".{manifest.name}.", suffix=".tmp", dir=manifest.parent)
+    try:  # a name of its own: two threads or processes verifying one entry never share a temp file
+        with os.fdopen(fd, "w") as fh:
+            fh.write(json.dumps(data, indent=1, sort_keys=True) + "\n")
+        os.chmod(tmp, 0o644)  # mkstemp's 0600 would hide the manifest from other users of a shared cache
+        os.replace(tmp, manifest)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
 
 
 def _write_quietly(manifest: Path, data: dict) -> None:

@@ -15,6 +15,7 @@ from specops.registry import Registry
 from specops.sources.base import ModelArtifact
 from specops.sources.hf import SCHEME as HF_SCHEME
 from specops.sources.hf import parse_hf_uri
+from specops.sources.hub_files import HubFiles
 
 EMBEDDED_MODELS = ("smollm2-135m",)
 
@@ -53,16 +54,18 @@ def parse_source(text: str) -> SourceRef:
     return SourceRef("local", text)
 
 
-Fetcher = Callable[[SourceRef, Path, Callable[[str], None]], ModelArtifact]
+Fetcher = Callable[[SourceRef, Path, Callable[[str], None], "HubFiles | None"], ModelArtifact]
 FETCHERS: Registry[Fetcher] = Registry("model source scheme")
 FETCHERS.register("embedded", "specops.sources.fetchers:fetch_embedded_ref")
 FETCHERS.register("hf", "specops.sources.fetchers:fetch_hf_ref")
 FETCHERS.register("local", "specops.sources.fetchers:fetch_local_ref")
 
 
-def fetch(source: str, cache_dir: Path, log: Callable[[str], None] = print) -> ModelArtifact:
+def fetch(source: str, cache_dir: Path, log: Callable[[str], None] = print,
+          files: HubFiles | None = None) -> ModelArtifact:
+    """The checkpoint `source` names; of a hub repository only `files` (a backend's HubFiles) when given."""
     ref = parse_source(source)
-    return FETCHERS.get(ref.scheme)(ref, cache_dir, log)
+    return FETCHERS.get(ref.scheme)(ref, cache_dir, log, files)
 
 
 Verifier = Callable[[ModelArtifact, Path, Callable[[str], None]], ModelArtifact]

@@ -119,3 +119,33 @@ def test_what_is_left_of_a_group_whose_leader_was_killed_is_stopped():
     assert running(member)
     assert janitor.sweep(timeout_s=5) == {"bench-tool": 1}
     assert not running(member)
+
+
+def test_the_orchestrator_decides_for_the_flow_runs_it_knows(live_process):
+    """A run the Prefect API calls running keeps what it started even when its specops process is not
+    to be seen here (another PID namespace, a shared cache); one it calls over loses it even while
+    its process lives; owners it does not know fall back to the process rule."""
+    unseen_owner = tracking.register({"pid": live_process.pid, "create_time": psutil.Process(live_process.pid)
+                                      .create_time(), "owner": "flow-run-running", "owner_pid": ended_pid()})
+    gone_pid = dead_run("bench-tool")  # owner "flow-run-dead", its process SIGKILLed
+    record = {"owner": "flow-run-dead", "owner_pid": ended_pid()}
+    assert janitor.run_alive({"owner": "flow-run-running", "owner_pid": ended_pid()}, {"flow-run-running": True})
+    assert not janitor.run_alive({"owner": "flow-run-x", "owner_pid": psutil.Process().pid,
+                                  "owner_create_time": psutil.Process().create_time()}, {"flow-run-x": False})
+    assert not janitor.run_alive(record, {"flow-run-running": True})  # unknown to the API: process rule
+    assert janitor.run_alive({"owner": "other", "owner_pid": psutil.Process().pid,
+                              "owner_create_time": psutil.Process().create_time()}, {})
+    runs = {"flow-run-running": True, "flow-run-dead": True}
+    assert janitor.owners() == {"flow-run-running", "flow-run-dead"}
+    assert janitor.sweep(runs=runs, timeout_s=5) == {} and running(gone_pid) and running(live_process.pid)
+    assert janitor.live_records(runs) == 2 and janitor.live_records() == 0
+    assert janitor.sweep(runs={"flow-run-running": True}, timeout_s=5) == {"bench-tool": 1}
+    assert not running(gone_pid) and running(live_process.pid) and unseen_owner.exists()
+    assert janitor.sweep(runs={"flow-run-running": False}, timeout_s=5) == {"server": 1}
+
+
+def test_removing_a_runs_containers_without_docker_is_quiet(monkeypatch):
+    monkeypatch.setenv("DOCKER_HOST", "unix:///nonexistent/docker.sock")
+    messages = []
+    assert janitor.remove_containers("flow-run-1", timeout_s=2, log=messages.append) == 0
+    assert messages == []

@@ -122,8 +122,8 @@ def test_a_killed_server_is_named_with_its_signal_and_log(server):
 def test_a_stopped_server_is_noticed_without_waiting_for_the_stall_bound(server):
     watch = Watchdog(server, "check", poll_s=0.2, stall_s=60)
     os.kill(server.proc.pid, signal.SIGSTOP)
-    down, took = _until_down(watch, 5)
-    assert took < 1.5 and "is stopped (SIGSTOP)" in str(down)
+    down, _ = _until_down(watch, 5)  # far inside the 60 s stall bound: the state was asked, not the probe
+    assert "is stopped (SIGSTOP)" in str(down)
 
 
 def test_a_silent_server_fails_after_the_stall_bound_and_not_before(server):

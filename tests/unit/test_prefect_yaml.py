@@ -1,4 +1,4 @@
-"""prefect.yaml has one deployment per shipped profile, each pointing at the specdec flow."""
+"""prefect.yaml is what `specops deployments` generates from the profiles, and what it generates is right."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -6,20 +6,60 @@ from pathlib import Path
 import yaml
 
 from specops.backends import BACKENDS
+from specops.deployments import COMMAND, CPU_POOL, GPU_POOL, HF_TOKEN_BLOCK, pool_env, render
 from specops.profile.loader import list_profile_names, load_profile
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
+def test_checked_in_prefect_yaml_is_current():
+    assert (ROOT / "prefect.yaml").read_text() == render(), f"prefect.yaml is stale: run `{COMMAND}`"
+
+
 def _deployments(entrypoint: str) -> dict[str, dict]:
-    doc = yaml.safe_load((ROOT / "prefect.yaml").read_text())
+    doc = yaml.safe_load(render())
     return {d["name"]: d for d in doc["deployments"] if d["entrypoint"] == entrypoint}
 
 
-def test_every_deployment_runs_a_known_flow():
-    doc = yaml.safe_load((ROOT / "prefect.yaml").read_text())
-    assert {d["entrypoint"] for d in doc["deployments"]} == {
-        "flows/specdec.py:specdec", "flows/train_draft.py:train_draft"}
+def test_one_specdec_deployment_per_profile_on_the_pool_its_backend_needs():
+    deployments = _deployments("flows/specdec.py:specdec")
+    assert sorted(deployments) == list_profile_names()
+    for name, d in deployments.items():
+        profile = load_profile(name).profile
+        gpu = BACKENDS.get(profile.backend.kind).needs_gpu
+        assert d["parameters"] == {"profile": name}
+        assert d["description"] == profile.description
+        assert d["tags"] == ["specops", profile.method.kind, profile.backend.kind]
+        assert d["work_pool"]["name"] == (GPU_POOL if gpu else CPU_POOL)
+
+
+def test_every_gpu_deployment_has_its_pool_limit_and_job_variables():
+    gpu = [d for d in yaml.safe_load(render())["deployments"] if d["work_pool"]["name"] == GPU_POOL]
+    assert gpu
+    for d in gpu:
+        assert d["concurrency_limit"] == {"limit": 1, "collision_strategy": "ENQUEUE"}, d["name"]
+        assert set(d["work_pool"]["job_variables"]["env"]) == {"SPECOPS_CACHE", "SPECOPS_ARTIFACTS",
+                                                               "SPECOPS_RESULTS_URL"}
+    cpu = [d for d in yaml.safe_load(render())["deployments"] if d["work_pool"]["name"] == CPU_POOL]
+    assert cpu and all("concurrency_limit" not in d for d in cpu)
+
+
+def test_the_token_is_no_deployment_variable_but_the_gpu_pools_default():
+    assert "prefect.blocks" not in render()  # `prefect deploy` would store it resolved, in plain text
+    assert pool_env(GPU_POOL) == {"HF_TOKEN": f"{{{{ prefect.blocks.secret.{HF_TOKEN_BLOCK} }}}}"}
+    assert pool_env(CPU_POOL) == {}
+
+
+def test_pull_steps_clone_the_pinned_commit_then_check_the_environment():
+    doc = yaml.safe_load(render())
+    clone, install = doc["pull"]
+    assert clone["prefect.deployments.steps.git_clone"]["commit_sha"] == "{{ deployed-commit.stdout }}"
+    assert clone["prefect.deployments.steps.git_clone"]["repository"] == "{{ deployed-repository.stdout }}"
+    step = install["prefect.deployments.steps.run_shell_script"]
+    assert step["directory"] == "{{ clone.directory }}" and step["script"] == "python3 tools/worker_env.py"
+    assert (ROOT / "tools" / "worker_env.py").is_file() and (ROOT / "tools" / "deploy_source.py").is_file()
+    ids = [next(iter(s.values()))["id"] for s in doc["build"]]
+    assert ids == ["deployed-commit", "deployed-repository"]
 
 
 def test_one_train_draft_deployment_per_trainable_profile():
@@ -29,27 +69,36 @@ def test_one_train_draft_deployment_per_trainable_profile():
     assert trainable and sorted(deployments) == trainable
     for name, d in deployments.items():
         assert d["parameters"]["profile"] == name
-        assert d["work_pool"]["name"] == "specops-cpu"
+        assert d["work_pool"]["name"] == CPU_POOL
 
 
-def test_train_draft_flow_is_named_for_the_deployments():
+def test_flows_are_named_for_the_deployments():
+    from flows.specdec import specdec
     from flows.train_draft import train_draft
 
-    assert train_draft.name == "train-draft"
+    assert specdec.name == "specdec" and train_draft.name == "train-draft"
 
 
-def test_one_deployment_per_profile():
-    deployments = _deployments("flows/specdec.py:specdec")
-    assert sorted(deployments) == list_profile_names()
-    for name, d in deployments.items():
-        assert d["entrypoint"] == "flows/specdec.py:specdec"
-        assert d["parameters"]["profile"] == name
-        assert load_profile(name).profile.name == name  # deployment name = profile name
-        gpu = BACKENDS.get(load_profile(name).profile.backend.kind).needs_gpu
-        assert d["work_pool"]["name"] == ("specops-gpu" if gpu else "specops-cpu")
+def test_pool_template_is_prefects_process_template_with_the_token_default():
+    from prefect.workers.process import ProcessWorker
+
+    from cli.deployments import pool_template
+
+    default = ProcessWorker.get_default_base_job_template()
+    gpu = pool_template(GPU_POOL)
+    assert gpu["job_configuration"] == default["job_configuration"]
+    assert gpu["variables"]["properties"]["env"]["default"] == pool_env(GPU_POOL)
+    assert pool_template(CPU_POOL)["variables"]["properties"]["env"]["default"] == {}
 
 
-def test_entrypoint_is_the_specdec_flow():
-    from flows.specdec import specdec
+def test_prefect_reads_the_file_as_written():
+    """Prefect 3.8.8's own model of prefect.yaml (the one `prefect deploy` validates with) takes every key."""
+    from prefect.cli.deploy._models import PrefectYamlModel
+    from prefect.client.schemas.objects import ConcurrencyLimitConfig
 
-    assert specdec.name == "specdec"
+    doc = yaml.safe_load(render())
+    model = PrefectYamlModel.model_validate(doc)
+    assert len(model.deployments) == len(doc["deployments"])
+    for d in doc["deployments"]:
+        if "concurrency_limit" in d:
+            assert ConcurrencyLimitConfig.model_validate(d["concurrency_limit"]).collision_strategy.value == "ENQUEUE"

@@ -1,9 +1,20 @@
-"""A real Prefect server, `prefect deploy --all` from prefect.yaml, and the ngram-local deployment
-run to completion by a process worker (`--run-once`), as `make up` + `prefect deployment run` do."""
+"""Two hosts on one machine: a Prefect server on a real PostgreSQL, the deployments of the generated
+prefect.yaml pinned to a commit of this checkout (a temporary repository holding the working tree as one
+commit, so the test neither needs nor touches a clean tree), and a process worker started in an empty
+directory under another HOME, with no checkout and no SPECOPS_* settings of its own: the pull steps
+clone the commit and check the worker's Python, the job variables say where the run's files and results
+go, and the flow imports the clone's code (the RunResult records the temporary commit, not /work/main's).
+
+Also: a GPU deployment's limit and job variables as stored, the HF token resolved by the worker from the
+Secret block (never stored in the deployment), a missing block's error, and a cancelled run leaving
+nothing behind."""
 from __future__ import annotations
 
 import asyncio
+import json
 import os
+import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -13,11 +24,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.support import REPO_ROOT, port_free, processes_mentioning, service_env
+from cli.deployments import pool_template
+from tests.integration.postgres import create_database
+from tests.integration.support import REPO_ROOT, SHARED_CACHE, port_free, processes_mentioning, service_env
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 BIN = Path(sys.executable).parent
+TOKEN = "hf_test_token_not_a_real_one"
 
 
 def free_port() -> int:
@@ -39,22 +53,62 @@ def wait_healthy(url: str, server: subprocess.Popen, timeout_s: float = 180) -> 
     raise TimeoutError("prefect server not healthy")
 
 
+def run(cmd: list[str], env: dict, cwd: Path, timeout: float = 300) -> subprocess.CompletedProcess:
+    proc = subprocess.run(cmd, env=env, cwd=cwd, capture_output=True, text=True, timeout=timeout)
+    assert proc.returncode == 0, f"{' '.join(cmd)}:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+    return proc
+
+
+def commit_of_working_tree(dest: Path) -> str:
+    """A repository whose one commit is this checkout's working tree (tracked and new files, as they are)."""
+    listed = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=REPO_ROOT, check=True,
+                            capture_output=True).stdout.decode().split("\0")
+    for rel in filter(None, listed):
+        src = REPO_ROOT / rel
+        if src.is_file():  # a tracked file deleted in the working tree is left out, as a commit would
+            (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, dest / rel)
+    git = ["git", "-c", "user.name=specops-test", "-c", "user.email=test@specops.invalid"]
+    for args in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "the working tree, deployed by a test"]):
+        subprocess.run([*git, *args], cwd=dest, check=True, capture_output=True)
+    return subprocess.run(["git", "rev-parse", "HEAD"], cwd=dest, check=True, capture_output=True,
+                          text=True).stdout.strip()
+
+
 @pytest.fixture(scope="module")
-def prefect_server(tmp_path_factory):
-    tmp_path = tmp_path_factory.mktemp("prefect")
+def deployed(tmp_path_factory, postgres_server):
+    tmp = tmp_path_factory.mktemp("two-hosts")
+    source = tmp / "source"
+    source.mkdir()
+    commit = commit_of_working_tree(source)
     port = free_port()
     api = f"http://127.0.0.1:{port}/api"
-    env = service_env(tmp_path, PREFECT_API_URL=api)
-    log = (tmp_path / "prefect-server.log").open("w")
+    prefect_db = create_database(postgres_server).replace("postgresql+psycopg://", "postgresql+asyncpg://")
+    results_url = create_database(postgres_server)
+    env = service_env(tmp, PREFECT_API_URL=api, SPECOPS_WORKER_ARTIFACTS=str(tmp / "artifacts"),
+                      SPECOPS_WORKER_CACHE=str(SHARED_CACHE), SPECOPS_WORKER_RESULTS_URL=results_url)
+    env.pop("SPECOPS_DEPLOY_REPOSITORY", None)  # the default: this checkout's path (it has no origin)
+    log = (tmp / "prefect-server.log").open("w")
     server = subprocess.Popen([str(BIN / "prefect"), "server", "start", "--host", "127.0.0.1", "--port", str(port)],
-                              env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+                              env=dict(env, PREFECT_API_DATABASE_CONNECTION_URL=prefect_db), stdout=log,
+                              stderr=subprocess.STDOUT, start_new_session=True)
     try:
+        t0 = time.monotonic()
         wait_healthy(api, server)
-        for pool in ("specops-cpu", "specops-gpu"):
-            prefect(env, "work-pool", "create", pool, "--type", "process")
-        deployed = prefect(env, "--no-prompt", "deploy", "--all")
-        assert "specdec/ngram-local" in deployed.stdout
-        yield api, env
+        print(f"Prefect server on PostgreSQL healthy after {time.monotonic() - t0:.0f}s")
+        for pool in ("specops-cpu", "specops-gpu"):  # as `make deploy` creates them
+            template = tmp / f"{pool}.json"
+            template.write_text(json.dumps(pool_template(pool)))
+            run([str(BIN / "prefect"), "work-pool", "create", pool, "--type", "process", "--base-job-template",
+                 str(template)], env, source)
+        # the two deployments the tests run, not all of them (CI time); Prefect's own model of prefect.yaml
+        # takes the whole file in tests/unit/test_prefect_yaml.py
+        deployed = run([str(BIN / "prefect"), "--no-prompt", "deploy", "-n", "specdec/ngram-local", "-n",
+                        "specdec/eagle3-trtllm"], env, source)
+        assert "specdec/ngram-local" in deployed.stdout and "specdec/eagle3-trtllm" in deployed.stdout
+        print(f"server on PostgreSQL + pools + deploy: {time.monotonic() - t0:.0f}s")
+        yield {"api": api, "env": env, "commit": commit, "source": source, "results_url": results_url,
+               "artifacts": tmp / "artifacts", "tmp": tmp}
     finally:
         server.terminate()
         try:
@@ -65,93 +119,146 @@ def prefect_server(tmp_path_factory):
         log.close()
 
 
-def prefect(env, *args, timeout=300) -> subprocess.CompletedProcess:
-    proc = subprocess.run([str(BIN / "prefect"), *args], env=env, cwd=REPO_ROOT, capture_output=True, text=True,
-                          timeout=timeout)
-    assert proc.returncode == 0, f"prefect {' '.join(args)}:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
-    return proc
-
-
-def test_deployment_runs_through_process_worker(prefect_server, embedded_model):
-    api, env = prefect_server
-    artifacts = Path(env["SPECOPS_ARTIFACTS"])
-
+def read(api: str, coro_fn):
     from prefect.client.orchestration import get_client
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    async def go():
+        async with get_client() as client:
+            return await coro_fn(client)
+
+    with temporary_settings({PREFECT_API_URL: api}):
+        return asyncio.run(go())
+
+
+def test_a_worker_without_checkout_runs_the_deployed_commit(deployed, embedded_model):
     from prefect.deployments import run_deployment
     from prefect.settings import PREFECT_API_URL, temporary_settings
 
+    from specops.results.store import ResultsStore
+
+    tmp, api = deployed["tmp"], deployed["api"]
+    home, empty = tmp / "worker-home", tmp / "worker-cwd"
+    home.mkdir()
+    empty.mkdir()
+    worker_env = {k: v for k, v in os.environ.items()
+                  if not k.startswith(("SPECOPS_", "PREFECT_", "VIRTUAL_ENV", "PYTHONPATH"))}
+    worker_env.update(HOME=str(home), PREFECT_API_URL=api, PREFECT_SERVER_ANALYTICS_ENABLED="false",
+                      PREFECT_LOGGING_LEVEL="INFO", PATH=os.pathsep.join([str(BIN), os.environ.get("PATH", "")]))
     overrides = ["benchmark.num_requests=2", "benchmark.warmup_requests=0", "benchmark.output_tokens=16",
-                 "comparison.lossless_prompts=2", "comparison.lossless_max_tokens=16"]
+                 "comparison.lossless_prompts=1", "comparison.lossless_max_tokens=8"]
+    t0 = time.monotonic()
     with temporary_settings({PREFECT_API_URL: api}):
         flow_run = run_deployment("specdec/ngram-local", parameters={"overrides": overrides, "run_id": "via-worker"},
                                   timeout=0)
-        worker = subprocess.run([str(BIN / "prefect"), "worker", "start", "--pool", "specops-cpu", "--type",
-                                 "process", "--run-once"], env=env, cwd=artifacts.parent, capture_output=True, text=True,
-                                timeout=1200)
+    worker = subprocess.run([str(BIN / "prefect"), "worker", "start", "--pool", "specops-cpu", "--type", "process",
+                             "--run-once"], env=worker_env, cwd=empty, capture_output=True, text=True, timeout=1200)
+    print(f"deployment run through the worker: {time.monotonic() - t0:.0f}s")
+    output = worker.stdout[-4000:] + worker.stderr[-4000:]
 
-        async def final_state():
-            async with get_client() as client:
-                return (await client.read_flow_run(flow_run.id)).state
+    state = read(api, lambda c: c.read_flow_run(flow_run.id)).state
+    assert state.is_completed(), f"{state}\n{output}"
+    assert "nothing to install" in worker.stdout + worker.stderr, output  # the pull step found the pins met
 
-        state = asyncio.run(final_state())
-    assert state.is_completed(), f"{state}\n{worker.stdout[-4000:]}\n{worker.stderr[-4000:]}"
-    run_dir = artifacts / "ngram-local" / "via-worker"
-    assert (run_dir / "report.md").is_file() and (run_dir / "comparison.csv").is_file()
-    assert "**VALID**" in (run_dir / "report.md").read_text()
+    deployment = read(api, lambda c: c.read_deployment_by_name("specdec/ngram-local"))
+    clone = deployment.pull_steps[0]["prefect.deployments.steps.git_clone"]
+    assert clone["commit_sha"] == deployed["commit"] and clone["repository"] == str(deployed["source"])
+
+    with ResultsStore.open(deployed["results_url"]) as store:
+        result = store.get("via-worker")
+    assert result.status.value == "ok" and result.verdict.value == "VALID"
+    # the flow ran the clone's code: the commit specops records is the temporary one, not /work/main's HEAD
+    assert result.software.git_commit == deployed["commit"] and result.software.git_dirty is False
+    assert Path(result.run_dir) == deployed["artifacts"] / "ngram-local" / "via-worker"
+    assert (Path(result.run_dir) / "report.md").is_file()
 
 
-def test_cancelling_during_benchmark_leaves_nothing_behind(prefect_server, embedded_model):
+def test_gpu_deployment_waits_for_its_gpu_and_gets_the_token_from_the_worker(deployed):
+    from prefect.blocks.system import Secret
+    from prefect.client.schemas.objects import ConcurrencyLimitStrategy
+    from prefect.exceptions import ObjectNotFound
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+    from prefect.workers.process import ProcessJobConfiguration
+
+    api, env = deployed["api"], deployed["env"]
+    deployment = read(api, lambda c: c.read_deployment_by_name("specdec/eagle3-trtllm"))
+    # 3.8.8 stores a deployment's limit as a global concurrency limit (DeploymentResponse.concurrency_limit
+    # is always None, kept for old clients)
+    assert deployment.work_pool_name == "specops-gpu" and deployment.global_concurrency_limit.limit == 1
+    assert deployment.concurrency_options.collision_strategy == ConcurrencyLimitStrategy.ENQUEUE
+    assert deployment.job_variables["env"] == {"SPECOPS_CACHE": str(SHARED_CACHE),
+                                               "SPECOPS_ARTIFACTS": str(deployed["artifacts"]),
+                                               "SPECOPS_RESULTS_URL": deployed["results_url"]}
+
+    async def resolve(client):
+        """What a worker of the GPU pool builds for a run of this deployment (no GPU needed)."""
+        pool = await client.read_work_pool("specops-gpu")
+        flow_run = await client.create_flow_run_from_deployment(deployment.id)
+        try:
+            return await ProcessJobConfiguration.resolve_for_flow_run(
+                flow_run, client=client, work_pool=pool, worker_name="test", deployment=deployment)
+        except ObjectNotFound as err:
+            return err
+        finally:
+            await client.delete_flow_run(flow_run.id)
+
+    missing = read(api, resolve)
+    assert isinstance(missing, ObjectNotFound) and "Block not found: 'hf-token' of type 'secret'" in str(missing)
+
+    with temporary_settings({PREFECT_API_URL: api}):
+        Secret(value=TOKEN).save("hf-token")
+    config = read(api, resolve)
+    assert config.env["HF_TOKEN"] == TOKEN and config.env["SPECOPS_ARTIFACTS"] == env["SPECOPS_WORKER_ARTIFACTS"]
+    stored = read(api, lambda c: c.read_deployment_by_name("specdec/eagle3-trtllm"))
+    assert TOKEN not in stored.model_dump_json() and TOKEN not in (config.command or "")
+
+
+def test_cancelling_during_benchmark_leaves_nothing_behind(deployed, embedded_model):
     """Cancel from the API while genai-perf runs: the worker stops the flow run, and no server,
     stub or benchmark process nor bound port survives (finally + on_cancellation + pdeathsig)."""
-    import json
-    import signal
-
-    from prefect.client.orchestration import get_client
     from prefect.client.schemas.objects import StateType
     from prefect.deployments import run_deployment
     from prefect.settings import PREFECT_API_URL, temporary_settings
     from prefect.states import Cancelling
 
-    api, env = prefect_server
-    run_dir = Path(env["SPECOPS_ARTIFACTS"]) / "ngram-local" / "to-cancel"
+    api, env = deployed["api"], deployed["env"]
+    run_dir = deployed["artifacts"] / "ngram-local" / "to-cancel"
     overrides = ["benchmark.num_requests=200", "comparison.lossless_prompts=1", "comparison.lossless_max_tokens=8"]
     worker_env = dict(env, PREFECT_WORKER_QUERY_SECONDS="2", PREFECT_RUNNER_POLL_FREQUENCY="2")
     with temporary_settings({PREFECT_API_URL: api}):
         flow_run = run_deployment("specdec/ngram-local", parameters={"overrides": overrides, "run_id": "to-cancel"},
                                   timeout=0)
-        log = (run_dir.parent.parent / "cancel-worker.log")
-        log.parent.mkdir(parents=True, exist_ok=True)
-        with log.open("w") as sink:
-            worker = subprocess.Popen([str(BIN / "prefect"), "worker", "start", "--pool", "specops-cpu", "--type",
-                                       "process"], env=worker_env, cwd=REPO_ROOT, stdout=sink,
-                                      stderr=subprocess.STDOUT, start_new_session=True)
-        try:
-            deadline = time.monotonic() + 600
-            while not (run_dir / "logs" / "bench-speculative-round0.log").exists():
-                assert time.monotonic() < deadline and worker.poll() is None, log.read_text()[-3000:]
-                time.sleep(1)
-            time.sleep(8)
-            record = json.loads((run_dir / "servers" / "speculative.json").read_text())
-            assert processes_mentioning(str(run_dir))
+    log = deployed["tmp"] / "cancel-worker.log"
+    with log.open("w") as sink:
+        worker = subprocess.Popen([str(BIN / "prefect"), "worker", "start", "--pool", "specops-cpu", "--type",
+                                   "process"], env=worker_env, cwd=deployed["tmp"], stdout=sink,
+                                  stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 600
+        while not (run_dir / "logs" / "bench-speculative-round0.log").exists():
+            assert time.monotonic() < deadline and worker.poll() is None, log.read_text()[-3000:]
+            time.sleep(1)
+        time.sleep(8)
+        record = json.loads((run_dir / "servers" / "speculative.json").read_text())
+        assert processes_mentioning(str(run_dir))
 
-            async def cancel_and_wait():
-                async with get_client() as client:
-                    await client.set_flow_run_state(flow_run.id, Cancelling(), force=True)
-                    for _ in range(120):
-                        state = (await client.read_flow_run(flow_run.id)).state
-                        if state.type == StateType.CANCELLED:
-                            return state
-                        await asyncio.sleep(1)
+        async def cancel_and_wait(client):
+            await client.set_flow_run_state(flow_run.id, Cancelling(), force=True)
+            for _ in range(120):
+                state = (await client.read_flow_run(flow_run.id)).state
+                if state.type == StateType.CANCELLED:
                     return state
+                await asyncio.sleep(1)
+            return state
 
-            state = asyncio.run(cancel_and_wait())
-        finally:
-            os.killpg(worker.pid, signal.SIGTERM)
-            try:
-                worker.wait(60)
-            except subprocess.TimeoutExpired:
-                os.killpg(worker.pid, signal.SIGKILL)
-                worker.wait()
+        state = read(api, cancel_and_wait)
+    finally:
+        os.killpg(worker.pid, signal.SIGTERM)
+        try:
+            worker.wait(60)
+        except subprocess.TimeoutExpired:
+            os.killpg(worker.pid, signal.SIGKILL)
+            worker.wait()
     assert state.type == StateType.CANCELLED, f"{state}\n{log.read_text()[-3000:]}"
     deadline = time.monotonic() + 30
     while processes_mentioning(str(run_dir)) and time.monotonic() < deadline:

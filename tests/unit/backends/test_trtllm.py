@@ -235,3 +235,21 @@ def test_plan_benchmark_sends_the_output_length_as_the_sampling_param_model_py_r
     text = format_plan(load_profile("draft-target-trtllm", ["benchmark.output_tokens=77"]))
     bench = next(line for line in text.splitlines() if "genai-perf profile" in line)
     assert "--backend tensorrtllm" in bench and '"sampling_param_max_tokens": 77' in bench
+
+
+def test_the_container_resolves_hub_ids_in_specops_hub_cache(load_gpu_profile, tmp_path, monkeypatch):
+    """LLM-API profiles name the target by hub id and mount the tutorial's ~/.cache/huggingface: the server
+    container's hub cache is specops' <cache>/hf, where the download step already put the snapshot, so
+    TensorRT-LLM finds it there instead of downloading the target a second time."""
+    from specops.backends.container import HF_CACHE_IN_CONTAINER, HF_HUB_IN_CONTAINER
+
+    monkeypatch.setenv("SPECOPS_CACHE", str(tmp_path / "cache"))
+    profile = load_gpu_profile("eagle3-trtllm")
+    backend = backend_for(profile)
+    spec = backend.server_spec(Variant("speculative", profile.method), "/repo", [], backend.plan_endpoint())
+    mounts = {m.target: str(m.source) for m in spec.mounts}
+    assert mounts[HF_HUB_IN_CONTAINER] == str(tmp_path / "cache" / "hf")  # fetch_hf's snapshot_download cache_dir
+    assert HF_CACHE_IN_CONTAINER in mounts  # the rest of the tutorial's HF home
+    assert spec.env["HF_HUB_CACHE"] == HF_HUB_IN_CONTAINER
+    build = backend.spec(["true"], [], {}, secrets=False)  # one-shot steps read mounted checkpoints only
+    assert not build.mounts and "HF_HUB_CACHE" not in build.env

@@ -112,7 +112,7 @@ def test_container_flags_match_the_playbook(load_gpu_profile):
     assert spec.gpus == "all" and spec.ipc_mode == "host" and spec.network_mode == "host"
     assert {u.name: u.soft for u in spec.ulimits} == {"memlock": -1, "stack": 67108864}
     assert spec.secret_env == ("HF_TOKEN",) and "HF_TOKEN" not in spec.env
-    assert spec.env == {"TIKTOKEN_ENCODINGS_BASE": "/tmp/harmony-reqs"}
+    assert spec.env == {"TIKTOKEN_ENCODINGS_BASE": "/tmp/harmony-reqs", "HF_HUB_CACHE": "/root/.cache/huggingface/hub"}
     assert spec.labels["specops.backend"] == "trtllm-serve"
     assert spec.command[:2] == ["bash", "-c"] and "exec trtllm-serve /models/target" in spec.command[2]
     assert "o200k_base.tiktoken" in spec.command[2] and "cl100k_base.tiktoken" in spec.command[2]

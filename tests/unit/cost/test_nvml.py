@@ -110,6 +110,9 @@ class FakeNvml(SimpleNamespace):
     def nvmlDeviceGetMemoryInfo(self, handle):
         return SimpleNamespace(total=(80 if handle == 0 else 24) * 2**30)
 
+    def nvmlDeviceGetCudaComputeCapability(self, handle):
+        return (9, 0) if handle == 0 else (8, 9)
+
     def nvmlSystemGetDriverVersion(self):
         return "550.54.15"
 
@@ -123,12 +126,16 @@ def test_nvml_calls_through_a_recorded_driver(monkeypatch):
     assert nvml_available() is None
     assert nvml.energy_mj(None) == AFTER and nvml.energy_mj([1]) == {1: AFTER[1]}
     gpus, driver, cuda = nvml.gpu_host_info()
-    assert gpus == [{"index": 0, "name": "NVIDIA H100 80GB HBM3", "memory_gb": 80.0},
-                    {"index": 1, "name": "NVIDIA L4", "memory_gb": 24.0}]
+    assert gpus == [{"index": 0, "name": "NVIDIA H100 80GB HBM3", "memory_gb": 80.0, "compute_capability": "9.0"},
+                    {"index": 1, "name": "NVIDIA L4", "memory_gb": 24.0, "compute_capability": "8.9"}]
+    assert nvml.gpu_architecture([1]) == [{"name": "NVIDIA L4", "compute_capability": "8.9"}]
+    assert [d["compute_capability"] for d in nvml.gpu_architecture(None)] == ["9.0", "8.9"]
+    assert nvml.gpu_architecture([]) == []
     assert (driver, cuda) == ("550.54.15", "12.4")
     assert nvml.energy_source([0, 1]) == (True, "NVML total energy, GPU 0,1")
     record = host_record()
     assert [g.name for g in record.gpus] == ["NVIDIA H100 80GB HBM3", "NVIDIA L4"] and record.cuda == "12.4"
+    assert [g.compute_capability for g in record.gpus] == ["9.0", "8.9"] and record.driver == "550.54.15"
     assert fake.inits == fake.shutdowns > 0
 
 

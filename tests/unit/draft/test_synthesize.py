@@ -56,6 +56,17 @@ def test_answers_are_written_as_completion_records(tmp_path):
     assert any("5/5 answered" in line and "/s" in line and "ETA" in line for line in logs)
 
 
+def test_progress_hears_of_every_finished_request_of_this_runs_share(tmp_path):
+    out = tmp_path / "d.jsonl"
+    synthesize(_items(2), Recorder(), out, concurrency=1, text_format="completion", log=lambda m: None)
+    seen: list[tuple[float, str]] = []
+    fail = Recorder(fail=lambda prompt: prompt == "prompt 3")
+    synthesize(_items(6), fail, out, concurrency=2, text_format="completion", log=lambda m: None,
+               progress=lambda fraction, note: seen.append((fraction, note)))
+    assert [f for f, _ in seen] == [0.25, 0.5, 0.75, 1.0]  # 4 to do: 2 were already in the file
+    assert seen[-1][1] == "4/4 answered (1 failed)"
+
+
 def test_requests_really_overlap_up_to_concurrency(tmp_path):
     answer = Recorder(delay_s=0.1)
     synthesize(_items(12), answer, tmp_path / "d.jsonl", concurrency=4, text_format="chat", log=lambda m: None)

@@ -83,3 +83,46 @@ def test_built_engines_are_verified_on_a_cache_hit(tmp_path):
     with pytest.raises(CacheCorruptError, match=r"rank0.engine: size changed \(512 -> 100 bytes\).*builds the engines"):
         render.build_engines(backend, VARIANT, TARGET, None, tmp_path)
     assert render.build_engines(backend, VARIANT, TARGET, None, tmp_path) == engines and backend.builds == 2
+
+
+class CrashingBackend(FakeBackend):
+    def build(self, variant, target, draft, out_dir):
+        (out_dir / "rank0.engine").write_bytes(b"\x05" * 10)  # half an engine, then the build dies
+        raise RuntimeError("trtllm-build killed")
+
+
+def test_a_build_that_dies_leaves_no_entry_behind(tmp_path):
+    with pytest.raises(RuntimeError, match="killed"):
+        render.build_engines(CrashingBackend(), VARIANT, TARGET, None, tmp_path)
+    assert list((tmp_path / "engines").iterdir()) == []  # neither a half entry nor its scratch directory
+    assert render.build_engines(FakeBackend(), VARIANT, TARGET, None, tmp_path).is_dir()
+
+
+class RacingBackend(FakeBackend):
+    """Another run publishes the same entry while this one builds (what a concurrent run does)."""
+
+    def build(self, variant, target, draft, out_dir):
+        other = FakeBackend()
+        self.theirs = render.build_engines(other, variant, target, draft, out_dir.parent.parent)
+        return super().build(variant, target, draft, out_dir)
+
+
+def test_a_concurrent_build_that_published_first_is_kept_and_used(tmp_path):
+    backend = RacingBackend()
+    engines = render.build_engines(backend, VARIANT, TARGET, None, tmp_path)
+    assert engines == backend.theirs and (engines / render.COMPLETE).is_file()
+    assert [p.name for p in (tmp_path / "engines").iterdir()] == [engines.name]  # our scratch copy is gone
+
+
+def test_a_render_racing_a_published_one_keeps_it(tmp_path):
+    class Racing(FakeBackend):
+        def render(self, variant, target, draft, out_dir):
+            theirs = render.render_repository(FakeBackend(), variant, target, draft, out_dir.parent.parent)
+            self.theirs = theirs.stat().st_ino  # tells the two entries apart
+            super().render(variant, target, draft, out_dir)
+
+    backend = Racing()
+    repo = render.render_repository(backend, VARIANT, TARGET, None, tmp_path)
+    assert repo.stat().st_ino == backend.theirs
+    render.stage_repository(repo, tmp_path / "run")  # whole and as published
+    assert [p.name for p in (tmp_path / "repos").iterdir()] == [repo.name]

@@ -149,3 +149,144 @@ def test_fetch_hf_asks_the_api_when_the_path_hides_the_commit(tmp_path, monkeypa
 
     monkeypatch.setattr(huggingface_hub, "HfApi", FakeApi)
     assert fetch_hf("org/name", "v1", tmp_path, log=lambda line: None).revision == COMMIT
+
+
+class FakeHubRepo:
+    """A hub repository, faked (the hub is unreachable here): model_info lists its files, and
+    snapshot_download writes those its allow_patterns select (matched by huggingface_hub's own
+    filter_repo_objects, as the real client does) into the snapshot of the revision asked for."""
+
+    FILES = {"config.json": b'{"model_type": "llama"}', "tokenizer.json": b"{}", "generation_config.json": b"{}",
+             "model.safetensors": b"\x07" * 64, "pytorch_model.bin": b"\x08" * 64,
+             "original/consolidated.00.pth": b"\x09" * 64, "README.md": b"# card"}
+
+    def __init__(self, files=None, offline=False):
+        self.files = dict(files or self.FILES)
+        self.offline = offline
+        self.calls: list[dict] = []
+        self.info_calls: list[dict] = []
+
+    def model_info(self, repo_id, revision=None, token=None):
+        self.info_calls.append({"repo_id": repo_id, "revision": revision, "token": token})
+        if self.offline:
+            from huggingface_hub.errors import OfflineModeIsEnabled
+
+            raise OfflineModeIsEnabled("HF_HUB_OFFLINE is set")
+        siblings = [type("Sibling", (), {"rfilename": name})() for name in self.files]
+        return type("Info", (), {"sha": COMMIT, "siblings": siblings})()
+
+    def snapshot_download(self, **kwargs):
+        from huggingface_hub.utils import filter_repo_objects
+
+        self.calls.append(kwargs)
+        snap = Path(kwargs["cache_dir"]) / "models--org--name" / "snapshots" / COMMIT
+        for name in filter_repo_objects(self.files, allow_patterns=kwargs.get("allow_patterns")):
+            (snap / name).parent.mkdir(parents=True, exist_ok=True)
+            (snap / name).write_bytes(self.files[name])
+        return str(snap)
+
+
+@pytest.fixture
+def hub_repo(monkeypatch):
+    repo = FakeHubRepo()
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", repo.snapshot_download)
+    monkeypatch.setattr(huggingface_hub, "HfApi", lambda: repo)
+    return repo
+
+
+def _snapshot_files(art) -> set[str]:
+    return {str(p.relative_to(art.path)) for p in art.path.rglob("*") if p.is_file()}
+
+
+def test_only_the_files_the_backend_reads_are_downloaded_at_the_resolved_commit(tmp_path, hub_repo):
+    from specops.sources.hub_files import CHECKPOINT
+
+    art = fetch_hf("org/name", "main", tmp_path, log=lambda line: None, files=CHECKPOINT)
+    call = hub_repo.calls[0]
+    assert call["revision"] == COMMIT  # keyed by the commit "main" resolved to, not by the moving ref
+    assert call["allow_patterns"] == [*CHECKPOINT.always, "*.safetensors"]
+    assert _snapshot_files(art) == {"config.json", "tokenizer.json", "generation_config.json", "model.safetensors"}
+    assert art.revision == COMMIT and art.source == "hf://org/name@main"
+    manifests = list((tmp_path / "hf" / hf.MANIFESTS / "org--name").iterdir())
+    assert [m.name.split(".")[0] for m in manifests] == [COMMIT] and manifests[0].name != f"{COMMIT}.json"
+
+
+@pytest.mark.parametrize("weights, taken", [
+    ({"pytorch_model.bin": b"\x01"}, "*.bin"),  # an older checkpoint without safetensors
+    ({"medusa_lm_head.pt": b"\x02"}, "*.pt"),  # Medusa heads
+])
+def test_the_first_weight_format_the_repository_has_is_taken(tmp_path, monkeypatch, weights, taken):
+    from specops.sources.hub_files import CHECKPOINT
+
+    repo = FakeHubRepo({"config.json": b"{}", **weights})
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", repo.snapshot_download)
+    monkeypatch.setattr(huggingface_hub, "HfApi", lambda: repo)
+    art = fetch_hf("org/name", None, tmp_path, log=lambda line: None, files=CHECKPOINT)
+    assert repo.calls[0]["allow_patterns"][-1] == taken and _snapshot_files(art) == {"config.json", *weights}
+
+
+def test_a_wider_download_of_the_same_commit_leaves_the_narrower_one_valid(tmp_path, hub_repo):
+    """One snapshot directory per commit, shared by downloads with other patterns (another backend, a
+    container resolving the hub id in the shared cache): each is checked on its own files only."""
+    from specops.sources.hub_files import CHECKPOINT
+
+    narrow = fetch_hf("org/name", None, tmp_path, log=lambda line: None, files=CHECKPOINT)
+    whole = fetch_hf("org/name", None, tmp_path, log=lambda line: None)  # adds .bin, .pth, README
+    assert whole.path == narrow.path and whole.sha256 != narrow.sha256
+    assert verify_hf(narrow, tmp_path, log=lambda line: None).sha256 == narrow.sha256
+    (narrow.path / "model.safetensors").write_bytes(b"\x00" * 64)  # its own file damaged: refused
+    with pytest.raises(CacheCorruptError, match="model.safetensors: content changed"):
+        verify_hf(narrow, tmp_path, log=lambda line: None)
+
+
+def test_a_snapshot_gone_is_fetched_again_with_the_same_files_of_the_same_commit(tmp_path, hub_repo):
+    from specops.sources.hub_files import CHECKPOINT
+
+    art = fetch_hf("org/name", "main", tmp_path, log=lambda line: None, files=CHECKPOINT)
+    shutil.rmtree(art.path)
+    again = verify_hf(art, tmp_path, log=lambda line: None)
+    assert again == art and hub_repo.calls[1]["revision"] == COMMIT
+    assert hub_repo.calls[1]["allow_patterns"] == hub_repo.calls[0]["allow_patterns"]
+    assert len(hub_repo.info_calls) == 1  # the commit and the patterns were kept with the artifact
+
+
+def test_offline_every_weight_format_is_allowed_and_the_cache_answers(tmp_path, monkeypatch):
+    from specops.sources.hub_files import CHECKPOINT
+
+    repo = FakeHubRepo(offline=True)
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", repo.snapshot_download)
+    monkeypatch.setattr(huggingface_hub, "HfApi", lambda: repo)
+    lines: list[str] = []
+    art = fetch_hf("org/name", "main", tmp_path, log=lines.append, files=CHECKPOINT)
+    assert repo.calls[0]["revision"] == "main"
+    assert repo.calls[0]["allow_patterns"] == [*CHECKPOINT.always, *CHECKPOINT.weights]
+    assert "README.md" not in _snapshot_files(art) and any("hub unreachable" in line for line in lines)
+
+
+def test_every_backend_names_the_files_it_reads():
+    from specops.backends import BACKENDS
+    from specops.sources.hub_files import HubFiles
+
+    for name in BACKENDS.names():
+        assert isinstance(BACKENDS.get(name).hub_files, HubFiles), name
+
+
+def test_offline_the_real_client_serves_the_cached_snapshot(tmp_path, monkeypatch):
+    """huggingface_hub itself, no fake: HF_HUB_OFFLINE refuses model_info, and snapshot_download finds
+    the snapshot a previous download left in <cache>/hf (refs/main -> the commit)."""
+    import huggingface_hub.constants
+
+    from specops.sources.hub_files import CHECKPOINT
+
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
+    repo = tmp_path / "hf" / "models--org--name"
+    snap = repo / "snapshots" / COMMIT
+    snap.mkdir(parents=True)
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text(COMMIT)
+    for name in ("config.json", "model.safetensors"):
+        (snap / name).write_text(name)
+    lines: list[str] = []
+    art = fetch_hf("org/name", None, tmp_path, log=lines.append, files=CHECKPOINT)
+    assert art.path == snap and art.revision == COMMIT and art.sha256 == hash_dir(snap)
+    assert any("hub unreachable (OfflineModeIsEnabled)" in line for line in lines)

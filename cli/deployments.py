@@ -1,0 +1,39 @@
+"""`specops deployments`: prefect.yaml from the profiles, and the work pools' base job templates."""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+
+def pool_template(pool: str) -> dict:
+    """Prefect's process-worker template with the pool's environment as the `env` default: the
+    worker resolves its `{{ prefect.blocks.secret... }}` when it starts a run. A default, not the
+    job configuration itself: the server refuses placeholders there that are not declared variables
+    (prefect/server/schemas/actions.py validate_base_job_template)."""
+    from prefect.workers.process import ProcessWorker
+
+    from specops.deployments import pool_env
+
+    template = ProcessWorker.get_default_base_job_template()
+    env = template["variables"]["properties"]["env"]
+    env["default"] = {**(env.get("default") or {}), **pool_env(pool)}
+    return template
+
+
+def cmd_deployments(args) -> int:
+    from specops.deployments import CPU_POOL, GPU_POOL, render
+
+    if args.pool_template:
+        if args.pool_template not in (CPU_POOL, GPU_POOL):
+            print(f"specops: --pool-template {args.pool_template!r}: the pools are {CPU_POOL}, {GPU_POOL}",
+                  file=sys.stderr)
+            return 2
+        text = json.dumps(pool_template(args.pool_template), indent=2) + "\n"
+    else:
+        text = render()
+    if args.output:
+        Path(args.output).write_text(text)
+    else:
+        sys.stdout.write(text)
+    return 0

@@ -1,0 +1,111 @@
+"""Hold a run's accelerator slots (specops/slots.py) as Prefect global concurrency limits of 1: a second
+run on the same GPU waits, and its log says for which slot and behind which flow run.
+
+prefect.concurrency.sync.concurrency skips a limit that does not exist (a warning, no wait), so each
+is created first with limit 1; one an operator has changed is left as it is. Prefect's API does not
+say who holds a global limit, so while a run holds its slots its flow run carries a tag per slot
+(`slot:<name>`, visible in the UI); a waiting run names the running flow runs with that tag.
+"""
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass, field
+
+from prefect import get_run_logger, runtime
+from prefect.client.orchestration import get_client
+from prefect.client.schemas.actions import GlobalConcurrencyLimitCreate
+from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterState, FlowRunFilterStateType, FlowRunFilterTags
+from prefect.client.schemas.objects import ConcurrencyLeaseHolder, StateType
+from prefect.concurrency.sync import concurrency
+from prefect.exceptions import ObjectAlreadyExists, ObjectNotFound
+
+TAG = "slot:"
+REPORT_EVERY_S = 60.0  # a waiting run says again whom it waits for (the holder may change)
+
+
+@dataclass
+class Held:
+    names: list[str]
+    started_at: float = field(default_factory=time.time)  # once every slot was held
+    waited_s: float = 0.0
+
+
+def _ensure_limits(client, names: list[str]) -> list[str]:
+    """Create the missing limits (limit 1); the names of those that are full right now."""
+    full = []
+    for name in names:
+        try:
+            limit = client.read_global_concurrency_limit_by_name(name)
+        except ObjectNotFound:
+            try:
+                client.create_global_concurrency_limit(GlobalConcurrencyLimitCreate(name=name, limit=1))
+            except ObjectAlreadyExists:  # another run created it meanwhile
+                pass
+            limit = client.read_global_concurrency_limit_by_name(name)
+        if limit.active and limit.active_slots >= limit.limit:
+            full.append(name)
+    return full
+
+
+def holders(client, names: list[str]) -> list[str]:
+    """The running flow runs tagged with any of these slots, as `name (id)`."""
+    found = {}
+    for name in names:
+        runs = client.read_flow_runs(flow_run_filter=FlowRunFilter(
+            tags=FlowRunFilterTags(all_=[TAG + name]),
+            state=FlowRunFilterState(type=FlowRunFilterStateType(any_=[StateType.RUNNING]))))
+        found.update({str(r.id): f"flow run {r.name} ({r.id})" for r in runs})
+    return sorted(found.values())
+
+
+def _waiting(client, names: list[str], full: list[str]) -> str:
+    who = holders(client, full) or ["a run that has not tagged itself yet"]
+    return (f"waiting for {', '.join(full)} (one benchmark per {'GPU' if names[0].startswith('gpu:') else 'host'}): "
+            f"held by {', '.join(who)}")
+
+
+def _tag(client, flow_run_id, names: list[str], held: bool) -> None:
+    """Add (held) or remove this run's slot tags; a failure only costs the waiting runs a name."""
+    try:
+        tags = set(client.read_flow_run(flow_run_id).tags)
+        mine = {TAG + n for n in names}
+        client.update_flow_run(flow_run_id, tags=sorted(tags | mine if held else tags - mine))
+    except Exception as exc:  # noqa: BLE001
+        get_run_logger().warning("could not %s the slot tags of flow run %s: %s", "set" if held else "clear",
+                                 flow_run_id, exc)
+
+
+@contextmanager
+def hold_slots(names: list[str]) -> Iterator[Held]:
+    """Hold every slot in `names` (none: hold nothing) for the duration; waits as long as they are taken."""
+    if not names:
+        yield Held([])
+        return
+    logger = get_run_logger()
+    flow_run_id = runtime.flow_run.id
+    holder = ConcurrencyLeaseHolder(type="flow_run", id=flow_run_id) if flow_run_id else None
+    stack = ExitStack()
+    with get_client(sync_client=True) as client:
+        full = _ensure_limits(client, names)
+        if full:
+            logger.info(_waiting(client, names, full))
+        start = time.monotonic()
+        while True:
+            try:  # the lease is renewed while held and expires 300 s after a holder is killed
+                stack.enter_context(concurrency(names, occupy=1, timeout_seconds=REPORT_EVERY_S, strict=True,
+                                                holder=holder, raise_on_lease_renewal_failure=False))
+                break
+            except TimeoutError:
+                logger.info("still " + _waiting(client, names, names))
+        held = Held(list(names), waited_s=time.monotonic() - start)
+        logger.info("holding %s%s", ", ".join(names), f" after waiting {held.waited_s:.0f}s" if full else "")
+        if flow_run_id:
+            _tag(client, flow_run_id, names, held=True)
+        with stack:
+            try:
+                yield held
+            finally:
+                if flow_run_id:
+                    _tag(client, flow_run_id, names, held=False)
