@@ -101,7 +101,7 @@ def cmd_run(args) -> int:
         return EXIT_PREREQUISITES
     total = time.monotonic() - start
     measured = sum(result.phases.phase_s.values())
-    queued = result.window.waited_s if result.window else 0.0  # for the slots (behind other runs on them)
+    queued = result.waited_s  # for the slots, behind other runs: not orchestration
     print(f"\nreport: {Path(result.run_dir) / 'report.md'}\n{summary(result)}")
     print(f"orchestration overhead: {total - measured - queued:.1f}s of specops run's {total:.1f}s "
           f"(Prefect start-up, validation, download, render, report; serve+check+benchmark took {measured:.1f}s"

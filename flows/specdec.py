@@ -84,7 +84,8 @@ def _value(state, facts: RunFacts, step: str):
 def prepare_models(loaded: LoadedProfile, backend: Backend, run: RunDir, cache_dir: Path,
                    facts: RunFacts) -> tuple[ModelArtifact, ModelArtifact | None]:
     p = loaded.profile
-    target = _value(download_model(p.target.source, cache_dir, run, "target", return_state=True), facts,
+    files = backend.registration.hub_files  # of a hub repository, only what this backend's loaders read
+    target = _value(download_model(p.target.source, cache_dir, run, "target", files, return_state=True), facts,
                     "download target")
     # A cached download comes back without looking at the cache: verify what will be served.
     target = verify_model(target, cache_dir, run, "target")
@@ -93,7 +94,7 @@ def prepare_models(loaded: LoadedProfile, backend: Backend, run: RunDir, cache_d
     if p.draft is not None and p.draft.train is not None:
         draft, _ = prepare_trained_draft(loaded, backend, target, run, cache_dir)
     elif p.draft is not None:
-        draft = _value(download_model(p.draft.source, cache_dir, run, "draft", return_state=True), facts,
+        draft = _value(download_model(p.draft.source, cache_dir, run, "draft", files, return_state=True), facts,
                        "download draft")
         draft = verify_model(draft, cache_dir, run, "draft")
         with run.timed("download", "draft"):  # so a mismatch is reported at this step, not at "flow"

@@ -65,7 +65,8 @@ def train_draft(profile: str = "eagle3-local", overrides: list[str] | None = Non
         backend = backend_for(loaded.profile)
         check_prerequisites(backend, tool_for(loaded.profile), run)
         cache_dir = cache_root()
-        target = verify_model(download_model(loaded.profile.target.source, cache_dir, run), cache_dir, run)
+        target = verify_model(download_model(loaded.profile.target.source, cache_dir, run, "target",
+                                             backend.registration.hub_files), cache_dir, run)
         draft, result = prepare_trained_draft(loaded, backend, target, run, cache_dir)
     except BaseException as error:
         step, variant = run.progress.failed_at or ("train-draft", None)

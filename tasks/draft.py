@@ -23,7 +23,7 @@ from specops.progress import within
 from specops.rundir import RunDir
 from specops.sources.base import ModelArtifact
 from specops.variant import Variant
-from tasks.caching import ContentKey
+from tasks.caching import ContentKey, locked
 from tasks.progress import ProgressArtifact
 from tasks.report import artifact_key
 
@@ -74,7 +74,7 @@ def _synthesize(profile: Profile, backend: Backend, server: Server | None, varia
     return store.finished_data(directory, f"synthesized:{target.source}")
 
 
-@task(cache_policy=ContentKey(recipe=store.DRAFT_RECIPE, ignore=("run",)), persist_result=True)
+@task(cache_policy=locked(ContentKey(recipe=store.DRAFT_RECIPE, ignore=("run",))), persist_result=True)
 def train_draft_module(train: TrainSpec, length: int, target: ModelArtifact, data: ModelArtifact,
                        cache_dir: Path, run: RunDir) -> ModelArtifact:
     """Train the draft (ModelOpt heads or a distilled draft model) and export it into the cache."""

@@ -135,7 +135,8 @@ def notes(result: RunResult) -> list[str]:
            f"served by {result.served.framework or result.served.backend}"
            + (f" in {result.served.image}" if result.served.image else "")
            + "".join(f"; {tool} {version}" for tool, version in result.served.servers.items()),
-           f"flow wall {ph.wall_s:.1f}s; {measured}; orchestration overhead {ph.overhead_s:.1f}s"]
+           f"flow wall {ph.wall_s:.1f}s; {measured}; orchestration overhead {result.overhead_s:.1f}s"
+           + (f"; queued {result.waited_s:.1f}s for {', '.join(result.window.slots)}" if result.waited_s >= 1 else "")]
     if result.cached_steps:
         out.append("cached: " + ", ".join(f"{k} {'hit' if hit else 'miss'}" for k, hit in result.cached_steps.items()))
     return out + list(b.notes) + list(result.notes)

@@ -38,4 +38,5 @@ def summary(result: RunResult) -> str:
     speedup = result.speedup.text() if result.speedup else "n/a"
     where = f" at {result.failure.step}" if result.failure else ""
     return (f"{result.verdict.value}{where}; speedup vs base {speedup}; flow wall {result.phases.wall_s:.1f}s; "
-            f"orchestration overhead {result.phases.overhead_s:.1f}s")
+            f"orchestration overhead {result.overhead_s:.1f}s"
+            + (f"; queued {result.waited_s:.1f}s for its slots" if result.waited_s >= 1 else ""))

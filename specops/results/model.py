@@ -226,6 +226,16 @@ class RunResult(Record):
     notes: list[str] = Field(default_factory=list)
     window: Window | None = None  # None: no server was started (and records from before it existed)
 
+    @property
+    def waited_s(self) -> float:
+        """What the run spent queued for its accelerator slots (behind other runs, not orchestration)."""
+        return self.window.waited_s if self.window else 0.0
+
+    @property
+    def overhead_s(self) -> float:
+        """The flow's wall time outside serve, check, benchmark, draft and the slot queue."""
+        return self.phases.overhead_s - self.waited_s
+
     def variant(self, name: str) -> VariantRecord | None:
         return next((v for v in self.variants if v.name == name), None)
 

@@ -7,6 +7,8 @@ import json
 import pytest
 from pydantic import ValidationError
 
+from specops.report.tables import notes
+from specops.report.writer import summary
 from specops.results.model import RunResult, Window
 from tests.results_factory import T0, run_result
 
@@ -26,3 +28,14 @@ def test_the_window_round_trips():
 def test_a_window_has_no_unknown_fields():
     with pytest.raises(ValidationError):
         Window(started_at=T0, finished_at=T0, slot="x")
+
+
+def test_time_queued_for_the_slots_is_not_orchestration_overhead():
+    plain = run_result()
+    queued = plain.model_copy(update={"window": Window(started_at=T0 + 10, finished_at=T0 + 70,
+                                                       slots=["gpu:h:GPU-1"], waited_s=40.0)})
+    assert plain.overhead_s == plain.phases.overhead_s
+    assert queued.overhead_s == pytest.approx(plain.overhead_s - 40.0)
+    assert f"orchestration overhead {queued.overhead_s:.1f}s; queued 40.0s for its slots" in summary(queued)
+    assert any("queued 40.0s for gpu:h:GPU-1" in line for line in notes(queued))
+    assert "queued" not in summary(plain)
