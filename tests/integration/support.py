@@ -3,10 +3,17 @@ from __future__ import annotations
 
 import os
 import socket
+import subprocess
 import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import psutil
+
+from specops.processes import kill_process_tree, pick_free_ports
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 # The embedded model conversion is shared by every test (and by `make demo`) through this cache.
@@ -50,3 +57,31 @@ def processes_mentioning(text: str) -> list[dict]:
         except psutil.NoSuchProcess:
             pass
     return found
+
+
+@contextmanager
+def prefect_server(env: dict[str, str], log_path: Path, timeout_s: float = 180) -> Iterator[str]:
+    """`prefect server start` on a free 127.0.0.1 port, in a session of its own, with `env`; yields its
+    API URL once /health answers, and stops its process group (SIGTERM, SIGKILL after 30 s) after."""
+    port = pick_free_ports("127.0.0.1", 1)[0]
+    api = f"http://127.0.0.1:{port}/api"
+    with log_path.open("w") as log:
+        server = subprocess.Popen([str(Path(sys.executable).parent / "prefect"), "server", "start", "--host",
+                                   "127.0.0.1", "--port", str(port)], env=dict(env, PREFECT_API_URL=api),
+                                  stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        deadline = time.monotonic() + timeout_s
+        while True:
+            assert server.poll() is None, f"prefect server exited:\n{log_path.read_text()[-3000:]}"
+            try:
+                with urllib.request.urlopen(f"{api}/health", timeout=2) as response:
+                    if response.status == 200:
+                        break
+            except OSError:
+                pass
+            assert time.monotonic() < deadline, f"prefect server not healthy after {timeout_s}s:\n" \
+                                                f"{log_path.read_text()[-3000:]}"
+            time.sleep(1)
+        yield api
+    finally:
+        kill_process_tree(server, timeout_s=30)

@@ -14,43 +14,29 @@ import asyncio
 import json
 import os
 import shutil
-import signal
-import socket
 import subprocess
 import sys
 import time
-import urllib.request
 from pathlib import Path
 
 import pytest
 
 from cli.deployments import pool_template
+from specops.processes import kill_process_tree
 from tests.integration.postgres import create_database
-from tests.integration.support import REPO_ROOT, SHARED_CACHE, port_free, processes_mentioning, service_env
+from tests.integration.support import (
+    REPO_ROOT,
+    SHARED_CACHE,
+    port_free,
+    prefect_server,
+    processes_mentioning,
+    service_env,
+)
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 BIN = Path(sys.executable).parent
 TOKEN = "hf_test_token_not_a_real_one"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_healthy(url: str, server: subprocess.Popen, timeout_s: float = 180) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        assert server.poll() is None, "prefect server exited"
-        try:
-            with urllib.request.urlopen(f"{url}/health", timeout=2) as r:
-                if r.status == 200:
-                    return
-        except OSError:
-            time.sleep(1)
-    raise TimeoutError("prefect server not healthy")
 
 
 def run(cmd: list[str], env: dict, cwd: Path, timeout: float = 300) -> subprocess.CompletedProcess:
@@ -81,20 +67,14 @@ def deployed(tmp_path_factory, postgres_server):
     source = tmp / "source"
     source.mkdir()
     commit = commit_of_working_tree(source)
-    port = free_port()
-    api = f"http://127.0.0.1:{port}/api"
     prefect_db = create_database(postgres_server).replace("postgresql+psycopg://", "postgresql+asyncpg://")
     results_url = create_database(postgres_server)
-    env = service_env(tmp, PREFECT_API_URL=api, SPECOPS_WORKER_ARTIFACTS=str(tmp / "artifacts"),
+    env = service_env(tmp, SPECOPS_WORKER_ARTIFACTS=str(tmp / "artifacts"),
                       SPECOPS_WORKER_CACHE=str(SHARED_CACHE), SPECOPS_WORKER_RESULTS_URL=results_url)
     env.pop("SPECOPS_DEPLOY_REPOSITORY", None)  # the default: this checkout's path (it has no origin)
-    log = (tmp / "prefect-server.log").open("w")
-    server = subprocess.Popen([str(BIN / "prefect"), "server", "start", "--host", "127.0.0.1", "--port", str(port)],
-                              env=dict(env, PREFECT_API_DATABASE_CONNECTION_URL=prefect_db), stdout=log,
-                              stderr=subprocess.STDOUT, start_new_session=True)
-    try:
-        t0 = time.monotonic()
-        wait_healthy(api, server)
+    t0 = time.monotonic()
+    with prefect_server(dict(env, PREFECT_API_DATABASE_CONNECTION_URL=prefect_db), tmp / "prefect-server.log") as api:
+        env["PREFECT_API_URL"] = api
         print(f"Prefect server on PostgreSQL healthy after {time.monotonic() - t0:.0f}s")
         for pool in ("specops-cpu", "specops-gpu"):  # as `make deploy` creates them
             template = tmp / f"{pool}.json"
@@ -109,15 +89,6 @@ def deployed(tmp_path_factory, postgres_server):
         print(f"server on PostgreSQL + pools + deploy: {time.monotonic() - t0:.0f}s")
         yield {"api": api, "env": env, "commit": commit, "source": source, "results_url": results_url,
                "artifacts": tmp / "artifacts", "tmp": tmp}
-    finally:
-        server.terminate()
-        try:
-            server.wait(30)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
-        log.close()
-
 
 def read(api: str, coro_fn):
     from prefect.client.orchestration import get_client
@@ -253,12 +224,7 @@ def test_cancelling_during_benchmark_leaves_nothing_behind(deployed, embedded_mo
 
         state = read(api, cancel_and_wait)
     finally:
-        os.killpg(worker.pid, signal.SIGTERM)
-        try:
-            worker.wait(60)
-        except subprocess.TimeoutExpired:
-            os.killpg(worker.pid, signal.SIGKILL)
-            worker.wait()
+        kill_process_tree(worker, timeout_s=60)
     assert state.type == StateType.CANCELLED, f"{state}\n{log.read_text()[-3000:]}"
     deadline = time.monotonic() + 30
     while processes_mentioning(str(run_dir)) and time.monotonic() < deadline:

@@ -11,19 +11,15 @@ profile holds its GPUs' slots), against one real Prefect API server:
 from __future__ import annotations
 
 import json
-import os
-import signal
 import socket
 import subprocess
-import sys
 import time
-from pathlib import Path
 
 import pandas as pd
 import pytest
 
 from tests.integration.faults.support import SHRINK, specops, start_run
-from tests.integration.support import SHARED_CACHE, service_env
+from tests.integration.support import SHARED_CACHE, prefect_server, service_env
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -32,38 +28,14 @@ EXCLUSIVE = [*SHRINK, "serving.exclusive=true"]
 LOSSY = ["backend.relaxed_topk=4", "comparison.lossless_prompts=3", "comparison.lossless_max_tokens=64"]
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture
 def prefect_api(tmp_path):
     """A Prefect server of its own (SQLite); a waiting run retries every 2 s at most, not 30."""
-    port = free_port()
-    api = f"http://127.0.0.1:{port}/api"
     (tmp_path / "server").mkdir()
-    env = service_env(tmp_path / "server", PREFECT_API_URL=api, PREFECT_UI_ENABLED="false",
+    env = service_env(tmp_path / "server", PREFECT_UI_ENABLED="false",
                       PREFECT_SERVER_CONCURRENCY_MAXIMUM_CONCURRENCY_SLOT_WAIT_SECONDS="2")
-    with (tmp_path / "prefect-server.log").open("w") as log:
-        server = subprocess.Popen([str(Path(sys.executable).parent / "prefect"), "server", "start", "--host",
-                                   "127.0.0.1", "--port", str(port)], env=env, stdout=log, stderr=subprocess.STDOUT,
-                                  start_new_session=True)
-    try:
-        deadline = time.monotonic() + 180
-        while subprocess.run(["curl", "-sf", f"{api}/health"], capture_output=True).returncode != 0:
-            assert server.poll() is None and time.monotonic() < deadline, (tmp_path / "prefect-server.log").read_text()
-            time.sleep(1)
+    with prefect_server(env, tmp_path / "prefect-server.log") as api:
         yield api
-    finally:
-        if server.poll() is None:
-            os.killpg(server.pid, signal.SIGTERM)
-            try:
-                server.wait(30)
-            except subprocess.TimeoutExpired:
-                os.killpg(server.pid, signal.SIGKILL)
-                server.wait()
 
 
 def wait_for_line(run, text: str, timeout_s: float) -> None:
