@@ -13,15 +13,22 @@ PREFECT_PORT ?= 4200
 # workers on other hosts reach it (PREFECT_API_URL=http://<this host>:$(PREFECT_PORT)/api there).
 PREFECT_HOST ?= 127.0.0.1
 PREFECT_API_HOST := $(if $(filter 0.0.0.0,$(PREFECT_HOST)),127.0.0.1,$(PREFECT_HOST))
+# The name other hosts reach this one by: workers' PREFECT_API_URL, and the API address the UI's
+# pages call from a browser (Prefect defaults it to this host's profile URL, 127.0.0.1, which a
+# browser elsewhere would take for itself).
+PREFECT_PUBLIC_HOST ?= $(if $(filter 0.0.0.0,$(PREFECT_HOST)),$(shell hostname -f 2>/dev/null || hostname),$(PREFECT_HOST))
 # Prefect's own database: empty = SQLite under $(PREFECT_HOME); a team's server runs on PostgreSQL,
 # postgresql+asyncpg://user:password@host:5432/prefect (passed in the environment, never echoed).
 PREFECT_DB_URL ?=
 # What the deployments tell the workers (prefect.yaml's job variables, read by `prefect deploy`):
-# where runs keep their files on the worker hosts, the shared results database, and the
-# repository workers clone the deployed commit from (default: origin, else this checkout).
-WORKER_ARTIFACTS ?= $(or $(SPECOPS_ARTIFACTS),$(CURDIR)/artifacts)
-WORKER_CACHE ?= $(SPECOPS_CACHE)
-RESULTS_URL ?= $(SPECOPS_RESULTS_URL)
+# where runs keep their files and their cache on the worker hosts, the shared results database,
+# and the repository workers clone the deployed commit from (default: origin, else this checkout).
+# `make deploy` has no defaults, this host's paths are not the worker hosts': without one,
+# tools/deploy_source.py refuses to deploy (a stored "" would replace the worker host's own
+# setting). `make up`'s worker is this host: its runs keep what `specops run` here would.
+up: WORKER_ARTIFACTS ?= $(abspath $(or $(SPECOPS_ARTIFACTS),artifacts))
+up: WORKER_CACHE ?= $(abspath $(SPECOPS_CACHE))
+up: RESULTS_URL ?= $(or $(SPECOPS_RESULTS_URL),sqlite:///$(WORKER_ARTIFACTS)/results.db)
 DEPLOY_REPOSITORY ?=
 STOP_TIMEOUT ?= 10
 DEBIAN_PACKAGES := libb64-0d docker.io busybox-static postgresql
@@ -101,6 +108,14 @@ bench-drafts: install
 schema: install
 	$(BIN)/specops schema -o profiles/profile.schema.json
 
+# prefect.yaml's build steps, once before anything starts or changes: refused (an unset worker setting,
+# uncommitted changes) or warned (credentials dropped from the repository URL) here, since `prefect
+# deploy` runs them per deployment and shows what they say only when they fail
+define deploy_check
+	@PATH=$(BIN):$$PATH python3 tools/deploy_source.py commit >/dev/null
+	@PATH=$(BIN):$$PATH python3 tools/deploy_source.py repository >/dev/null
+endef
+
 define deploy_recipe
 	@mkdir -p $(PREFECT_HOME)
 	@$(BIN)/specops deployments -o prefect.yaml
@@ -114,26 +129,34 @@ define deploy_recipe
 endef
 
 ## up: a Prefect server on $(PREFECT_HOST):$(PREFECT_PORT) (SQLite, or PostgreSQL with PREFECT_DB_URL),
-## the deployments (`make deploy`) and a process worker on $(POOL), each in a session of its own (pid
-## files in $(PREFECT_HOME)); the project's Prefect profile points at the server until `make down`
+## the deployments (`make deploy`, for this host's worker: WORKER_ARTIFACTS default artifacts/ or
+## $SPECOPS_ARTIFACTS, WORKER_CACHE $SPECOPS_CACHE, RESULTS_URL $SPECOPS_RESULTS_URL or results.db under
+## the artifacts) and a process worker on $(POOL), each in a session of its own (pid files in
+## $(PREFECT_HOME)); the project's Prefect profile points at the server until `make down`
 up: install
+	$(deploy_check)
 	@mkdir -p $(PREFECT_HOME)
 	@$(BIN)/python tools/stop_services.py $(PREFECT_HOME)/worker.pid $(PREFECT_HOME)/server.pid  # a previous `up`
 	@$(BIN)/prefect config set PREFECT_API_URL=http://$(PREFECT_API_HOST):$(PREFECT_PORT)/api >/dev/null
 	@if [ -n "$$PREFECT_DB_URL" ]; then echo "Prefect database: $$(echo "$$PREFECT_DB_URL" | sed -E 's#(://[^:/@]*):[^@]*@#\1:***@#')"; \
 	  export PREFECT_API_DATABASE_CONNECTION_URL="$$PREFECT_DB_URL"; fi; \
+	PREFECT_UI_API_URL=http://$(PREFECT_PUBLIC_HOST):$(PREFECT_PORT)/api \
 	setsid $(BIN)/prefect server start --host $(PREFECT_HOST) --port $(PREFECT_PORT) > $(PREFECT_HOME)/server.log 2>&1 < /dev/null & echo $$! > $(PREFECT_HOME)/server.pid
 	@for i in $$(seq 1 120); do curl -sf http://$(PREFECT_API_HOST):$(PREFECT_PORT)/api/health >/dev/null && exit 0; sleep 1; done; \
 	  echo "Prefect server not healthy after 120s; $(PREFECT_HOME)/server.log ends with:"; tail -20 $(PREFECT_HOME)/server.log; exit 1
 	$(deploy_recipe)
 	@PATH=$(BIN):$$PATH setsid $(BIN)/prefect worker start --pool $(POOL) --type process > $(PREFECT_HOME)/worker.log 2>&1 < /dev/null & echo $$! > $(PREFECT_HOME)/worker.pid
-	@echo "Prefect UI: http://$(PREFECT_API_HOST):$(PREFECT_PORT)  (PREFECT_HOME=$(PREFECT_HOME))"
+	@echo "Prefect UI: http://$(PREFECT_PUBLIC_HOST):$(PREFECT_PORT)  (PREFECT_HOME=$(PREFECT_HOME))"
+	@echo "workers on other hosts: PREFECT_API_URL=http://$(PREFECT_PUBLIC_HOST):$(PREFECT_PORT)/api"
 	@echo "run:  PREFECT_HOME=$(PREFECT_HOME) $(BIN)/prefect deployment run specdec/$(PROFILE)"
 
 ## deploy: prefect.yaml regenerated from the profiles, the pools specops-cpu/-gpu created or updated
 ## (the GPU pool's runs get HF_TOKEN from the Secret block hf-token), every deployment pinned to this
 ## checkout's HEAD (refused with uncommitted changes to tracked files; SPECOPS_DEPLOY_DIRTY=1 overrides)
+## and telling its runs the worker hosts' settings, which have no defaults: `make deploy
+## WORKER_ARTIFACTS=/srv/specops/artifacts WORKER_CACHE=/srv/specops/cache RESULTS_URL=postgresql://specops@db/specops`
 deploy: install
+	$(deploy_check)
 	$(deploy_recipe)
 
 ## down: stop what `up` started, worker first (its flow runs too: SIGTERM, SIGKILL after

@@ -61,7 +61,10 @@ def holders(client, names: list[str]) -> list[str]:
 
 
 def _waiting(client, names: list[str], full: list[str]) -> str:
-    who = holders(client, full) or ["a run that has not tagged itself yet"]
+    try:
+        who = holders(client, full) or ["a run that has not tagged itself yet"]
+    except Exception as exc:  # noqa: BLE001 -- naming the holder must not fail a run that waits
+        who = [f"a run the API did not name ({exc})"]
     return (f"waiting for {', '.join(full)} (one benchmark per {'GPU' if names[0].startswith('gpu:') else 'host'}): "
             f"held by {', '.join(who)}")
 
@@ -86,8 +89,9 @@ def hold_slots(names: list[str]) -> Iterator[Held]:
     logger = get_run_logger()
     flow_run_id = runtime.flow_run.id
     holder = ConcurrencyLeaseHolder(type="flow_run", id=flow_run_id) if flow_run_id else None
-    stack = ExitStack()
-    with get_client(sync_client=True) as client:
+    # Entered before the lease is taken: whatever interrupts the run after that (a cancellation
+    # between two API calls) releases it, instead of leaving its renewal thread running.
+    with get_client(sync_client=True) as client, ExitStack() as stack:
         full = _ensure_limits(client, names)
         if full:
             logger.info(_waiting(client, names, full))
@@ -100,12 +104,9 @@ def hold_slots(names: list[str]) -> Iterator[Held]:
             except TimeoutError:
                 logger.info("still " + _waiting(client, names, names))
         held = Held(list(names), waited_s=time.monotonic() - start)
+        if flow_run_id:
+            stack.callback(_tag, client, flow_run_id, names, held=False)
         logger.info("holding %s%s", ", ".join(names), f" after waiting {held.waited_s:.0f}s" if full else "")
         if flow_run_id:
             _tag(client, flow_run_id, names, held=True)
-        with stack:
-            try:
-                yield held
-            finally:
-                if flow_run_id:
-                    _tag(client, flow_run_id, names, held=False)
+        yield held

@@ -162,17 +162,18 @@ def measure(loaded: LoadedProfile, backend: Backend, tool: BenchTool, run: RunDi
     cache_dir = cache_root()
     target, draft = prepare_models(loaded, backend, run, cache_dir, facts)
     variants = variants_of(p.method, p.comparison.baseline)
-    repos = {}
-    for v in variants:
-        engines = _value(build_engine(backend, v, target, draft, cache_dir, run, return_state=True), facts,
-                         f"build {v.name}")
-        repos[v.name] = _value(render_repository(backend, v, target, draft, cache_dir, engines, run,
-                                                 return_state=True), facts, f"render {v.name}")
     prompts, tokenizer = bench_prompts(p.benchmark), backend.tokenizer_dir(target)
     outputs: dict[str, list[str]] = {}
-    # Serve -> check -> benchmark -> teardown holds the host's accelerator slots: one benchmark per GPU.
+    # Build -> serve -> check -> benchmark -> teardown holds the host's accelerator slots: one benchmark
+    # per GPU, and an engine build (trtllm-build runs on the GPU) never beside another run's benchmark.
     with hold_slots(slot_names(p.serving.exclusive, backend.gpus())) as held:
         try:
+            repos = {}
+            for v in variants:
+                engines = _value(build_engine(backend, v, target, draft, cache_dir, run, return_state=True), facts,
+                                 f"build {v.name}")
+                repos[v.name] = _value(render_repository(backend, v, target, draft, cache_dir, engines, run,
+                                                         return_state=True), facts, f"render {v.name}")
             serve_and_benchmark(loaded, backend, tool, run, facts, variants, repos, prompts, tokenizer, outputs)
         finally:
             facts.window = Window(started_at=held.started_at, finished_at=time.time(), slots=held.names,

@@ -28,9 +28,10 @@ SPECDEC, TRAIN_DRAFT = "flows/specdec.py:specdec", "flows/train_draft.py:train_d
 GPU_CONCURRENCY = {"limit": 1, "collision_strategy": "ENQUEUE"}
 # The Secret block that holds the Hugging Face token of the GPU pool's workers.
 HF_TOKEN_BLOCK = "hf-token"
-# Where a flow run keeps its files on the worker: the deployer's environment names them at
-# `prefect deploy` time ({{ $VAR }}); unset, the variable reaches the run empty and specops' own
-# default applies (SPECOPS_ARTIFACTS must be set: tools/deploy_source.py refuses to deploy without).
+# Where a flow run keeps its files and cache on the worker, and its results database: the deployer's
+# environment names them at `prefect deploy` time ({{ $VAR }}). Unset, `prefect deploy` would store ""
+# and the worker would put that over its host's own setting, so the build step (tools/deploy_source.py,
+# which reads this literal from the source: keep it one) refuses to deploy while any is unset or empty.
 WORKER_ENV = {
     "SPECOPS_CACHE": "SPECOPS_WORKER_CACHE",
     "SPECOPS_ARTIFACTS": "SPECOPS_WORKER_ARTIFACTS",

@@ -32,11 +32,14 @@ def _nvml_uuids() -> dict[int, str] | None:
 
 
 def _devices(request: str | int | list[str], uuids: dict[int, str] | None) -> list[str]:
-    """The boards a GPU request names: UUIDs where NVML answers, else the request's indices."""
+    """The boards a GPU request names: UUIDs where NVML answers. Without NVML an index cannot be
+    told from a board (nor "all" from "0"), so every GPU request holds the one host-wide slot."""
+    if not uuids:
+        return ["all"]
     if request == "all":
-        return sorted(uuids.values()) if uuids else ["all"]
+        return sorted(uuids.values())
     ids = [str(i) for i in range(request)] if isinstance(request, int) else list(request)
-    return sorted({uuids.get(int(d), d) if uuids and d.isdigit() else d for d in ids})
+    return sorted({uuids.get(int(d), d) if d.isdigit() else d for d in ids})
 
 
 def slot_names(exclusive: bool | None, gpus: str, hostname: str | None = None,

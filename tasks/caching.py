@@ -8,30 +8,37 @@ directory is part of every key, so deleting the cache invalidates the Prefect re
 point into it instead of handing back paths that no longer exist.
 
 Every cached task takes `locked(ContentKey(...))`: Prefect's SERIALIZABLE isolation with a
-file-system lock manager in the shared cache, so two runs of one profile (two processes, two
+lock manager on flock(2) in the shared cache (CacheLockManager), so two runs of one profile (two processes, two
 workers on one host) compute a key once; the second waits for the first's commit and reads its
-record. A lock whose holder process died is broken, not waited on forever.
+record. The kernel drops a lock when its holder's process ends, so a killed run never blocks
+later ones; a run that waits says in its logs whom it waits for.
 """
 from __future__ import annotations
 
 import dataclasses
+import fcntl
 import hashlib
 import json
+import logging
 import os
 import secrets
 import socket
+import threading
+import time
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import psutil
+import anyio
 from prefect.cache_policies import TASK_SOURCE, CachePolicy
-from prefect.locking.filesystem import FileSystemLockManager
+from prefect.locking.protocol import LockManager
 from pydantic import BaseModel
 
 from specops.rundir import cache_root
 from specops.sources.base import ModelArtifact
 from specops.sources.integrity import GENERATION
+from tasks.run_logs import LOGGER
 
 LOCKS = ".prefect-locks"  # <cache>/.prefect-locks/<cache key>.lock, beside what the keys point into
 
@@ -53,63 +60,225 @@ def cache_generation(cache_dir: Path) -> str:
     return marker.read_text().strip()
 
 
-class CacheLockManager(FileSystemLockManager):
-    """Prefect's file-system lock manager, with its directory in the cache the run uses
-    ($SPECOPS_CACHE, read when a lock is taken, not at import) and stale locks broken.
+class CacheLockManager(LockManager):
+    """Prefect's LockManager (prefect/locking/protocol.py) on flock(2), its lock files in the cache
+    the run uses ($SPECOPS_CACHE, read when a lock is taken, not at import).
 
-    Prefect takes these locks without a hold timeout (transactions.py Transaction.begin ->
-    ResultStore.acquire_lock), so a killed run's lock file would make every later run of the key
-    wait forever: a lock whose holder (Prefect's "host:pid:thread...") is a process of this host
-    that no longer exists is removed. A lock file caught between its creation and its content
-    counts as held.
+    A key's lock is an exclusive flock on `<key>.lock`, which the kernel drops when the holding
+    process ends, however it ends (killed, crashed, or a zombie that nobody reaps): no waiter ever
+    judges whether another run is alive, or breaks a lock by deleting its file. Prefect takes these
+    locks without a hold timeout and names each holder by a random uuid (transactions.py
+    BaseTransaction._holder, passed by Transaction.begin -> ResultStore.acquire_lock), which says
+    nothing about the process, so the file also records host, pid and since for the logs of whoever
+    waits. The descriptor is close-on-exec: servers and tools started under the lock do not keep it.
     """
 
     def __init__(self, lock_files_directory: Path | None = None) -> None:
-        self._directory = lock_files_directory
-        super().__init__(Path(lock_files_directory or "."))
+        self._directory = Path(lock_files_directory) if lock_files_directory is not None else None
 
     @property
-    def lock_files_directory(self) -> Path:  # type: ignore[override]
-        return Path(self._directory) if self._directory is not None else cache_root() / LOCKS
-
-    @lock_files_directory.setter
-    def lock_files_directory(self, value: Path) -> None:  # FileSystemLockManager.__init__ sets it
-        pass
+    def lock_files_directory(self) -> Path:
+        return (self._directory if self._directory is not None else cache_root() / LOCKS).expanduser().resolve()
 
     def _lock_path_for_key(self, key: str) -> Path:
-        return self.lock_files_directory.joinpath(key).with_suffix(".lock")
+        return self.lock_files_directory.joinpath(key).with_suffix(".lock")  # as FileSystemLockManager names it
 
-    def _get_lock_info(self, key: str, use_cache: bool = True):
+    def acquire_lock(self, key: str, holder: str, acquire_timeout: float | None = None,
+                     hold_timeout: float | None = None) -> bool:
+        attempt = _Attempt(self._lock_path_for_key(key), key, holder, acquire_timeout, hold_timeout)
+        while (got := attempt.step()) is None:
+            time.sleep(POLL_S)
+        return got
+
+    async def aacquire_lock(self, key: str, holder: str, acquire_timeout: float | None = None,
+                            hold_timeout: float | None = None) -> bool:
+        attempt = _Attempt(self._lock_path_for_key(key), key, holder, acquire_timeout, hold_timeout)
+        while (got := attempt.step()) is None:
+            await anyio.sleep(POLL_S)
+        return got
+
+    def release_lock(self, key: str, holder: str) -> None:
+        path = self._lock_path_for_key(key)
+        with _GUARD:
+            held = _HELD.get(path)
+            if held is not None and held.holder == holder:
+                del _HELD[path]
+        if held is None or held.holder != holder:  # what Prefect's FileSystemLockManager raises
+            if not self.is_locked(key):
+                raise ValueError(f"No lock for transaction with key {key}")
+            raise ValueError(f"No lock held by {holder} for transaction with key {key}")
+        try:  # unlinked while still locked: a waiter that opened this file sees it gone and opens anew
+            os.unlink(path)
+        except OSError:
+            pass
+        fcntl.flock(held.fd, fcntl.LOCK_UN)  # for a child forked under the lock too, which shares it
+        os.close(held.fd)
+
+    def is_locked(self, key: str, use_cache: bool = False) -> bool:
+        path = self._lock_path_for_key(key)
+        with _GUARD:
+            if path in _HELD:
+                return True
         try:
-            info = super()._get_lock_info(key, use_cache=use_cache)
-        except ValueError:  # created, not yet written by its holder
-            return {"holder": "", "expiration": None, "path": self._lock_path_for_key(key)}
-        if info is not None and holder_gone(info["holder"], _mtime(info["path"])):
-            Path(info["path"]).unlink(missing_ok=True)
-            self._locks.pop(key, None)
-            return None
-        return info
+            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        except FileNotFoundError:
+            return False
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)  # shared: two lookers do not block each other
+        except BlockingIOError:
+            return True
+        finally:
+            os.close(fd)
+        return False
+
+    def is_lock_holder(self, key: str, holder: str) -> bool:
+        with _GUARD:
+            held = _HELD.get(self._lock_path_for_key(key))
+        return held is not None and held.holder == holder
+
+    def wait_for_lock(self, key: str, timeout: float | None = None) -> bool:
+        wait = _Wait(self._lock_path_for_key(key), key, timeout)
+        while (free := wait.step(busy=self.is_locked(key))) is None:
+            time.sleep(POLL_S)
+        return free
+
+    async def await_for_lock(self, key: str, timeout: float | None = None) -> bool:
+        wait = _Wait(self._lock_path_for_key(key), key, timeout)
+        while (free := wait.step(busy=self.is_locked(key))) is None:
+            await anyio.sleep(POLL_S)
+        return free
 
 
-def _mtime(path: Path) -> float | None:
-    try:
-        return Path(path).stat().st_mtime
-    except FileNotFoundError:
+POLL_S = 0.1  # as often as Prefect's own wait_for_lock looks
+WAIT_LOG_EVERY_S = 60.0
+LOG = logging.getLogger(f"{LOGGER}.cache")  # in the run's logs (tasks/run_logs.py)
+
+
+@dataclass(frozen=True)
+class _Held:
+    holder: str
+    fd: int
+
+
+# The locks this process holds, by lock file: every manager instance (Prefect deep-copies cache
+# policies) and every thread sees them, and two threads never both hold one, even where flock
+# cannot tell them apart (NFS emulates it with POSIX locks, which are per process).
+_HELD: dict[Path, _Held] = {}
+_GUARD = threading.Lock()
+
+
+def _forget_locks_in_child() -> None:
+    """A child forked without exec (a data loader's worker) shares the parent's lock descriptors:
+    it closes its copies so it neither releases the parent's locks nor keeps them past its death."""
+    global _GUARD
+    _GUARD = threading.Lock()  # another thread may have held it at the fork; none runs here
+    for held in _HELD.values():
+        try:
+            os.close(held.fd)
+        except OSError:
+            pass
+    _HELD.clear()
+
+
+os.register_at_fork(after_in_child=_forget_locks_in_child)
+
+
+class _Wait:
+    """A wait for a lock: logs who holds it when the wait starts and every WAIT_LOG_EVERY_S while
+    it lasts (Prefect's own wait_for_lock polls silently), and how long it took."""
+
+    def __init__(self, path: Path, key: str, timeout: float | None) -> None:
+        self.path, self.key = path, key
+        self.started = time.monotonic()
+        self.deadline = None if timeout is None else self.started + timeout
+        self.next_log: float | None = None
+
+    def step(self, busy: bool) -> bool | None:
+        """True once free, False when the timeout is up, None to look again after POLL_S."""
+        now = time.monotonic()
+        if not busy:
+            if self.next_log is not None:
+                LOG.info("cache key %s: lock free after %.0f s of waiting", self.key[:12], now - self.started)
+            return True
+        if self.deadline is not None and now >= self.deadline:
+            return False
+        if self.next_log is None or now >= self.next_log:
+            LOG.info("%s for cache key %s: %s holds its lock (%s)",
+                     "waiting" if self.next_log is None else f"still waiting after {now - self.started:.0f} s",
+                     self.key[:12], _describe_holder(self.path), self.path)
+            self.next_log = now + WAIT_LOG_EVERY_S
         return None
 
 
-def holder_gone(holder: str, locked_at: float | None = None) -> bool:
-    """Whether a Prefect lock holder ("host:pid:thread_id:thread_name[:task]") is a dead process of this
-    host; a process that reuses the pid but started after the lock was taken (`locked_at`) is not it."""
-    host, _, rest = holder.partition(":")
-    pid = rest.partition(":")[0]
-    if host != socket.gethostname() or not pid.isdigit():
-        return False  # another host's process (a shared cache over NFS): not ours to judge
+class _Attempt(_Wait):
+    """One acquire_lock: a non-blocking try each step, so the wait can say what it waits for."""
+
+    def __init__(self, path: Path, key: str, holder: str, timeout: float | None,
+                 hold_timeout: float | None) -> None:
+        if hold_timeout is not None:  # Prefect 3.8.8 passes none (results.py ResultStore.acquire_lock)
+            raise NotImplementedError("a CacheLockManager lock is held until released or until its holder's "
+                                      "process ends: hold_timeout is not supported")
+        super().__init__(path, key, timeout)
+        self.holder = holder
+        path.parent.mkdir(parents=True, exist_ok=True)
+
+    def step(self, busy: bool = True) -> bool | None:
+        with _GUARD:
+            held = _HELD.get(self.path)
+            if held is not None and held.holder == self.holder:
+                return True  # re-entrant, as Prefect's
+            fd = _try_flock(self.path) if held is None else None
+            if fd is not None:
+                _HELD[self.path] = _Held(self.holder, fd)
+        if fd is not None:
+            _write_holder(fd, self.holder)
+        return super().step(busy=fd is None)
+
+
+def _try_flock(path: Path) -> int | None:
+    """A descriptor holding the exclusive flock of the file now at `path`; None while another holds it."""
+    while True:
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
+        except PermissionError:  # another user's file (0644 under the usual umask): flock needs no write
+            try:
+                fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+            except FileNotFoundError:
+                continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            return None
+        except BaseException:
+            os.close(fd)
+            raise
+        try:
+            now_there = os.stat(path)
+        except FileNotFoundError:
+            now_there = None
+        mine = os.fstat(fd)
+        if now_there is not None and (now_there.st_dev, now_there.st_ino) == (mine.st_dev, mine.st_ino):
+            return fd
+        os.close(fd)  # its holder released (and unlinked) it after we opened it: this file locks nothing now
+
+
+def _write_holder(fd: int, holder: str) -> None:
+    info = {"holder": holder, "host": socket.gethostname(), "pid": os.getpid(),
+            "since": datetime.now(UTC).isoformat(timespec="seconds")}
     try:
-        started = psutil.Process(int(pid)).create_time()
-    except psutil.NoSuchProcess:
-        return True
-    return locked_at is not None and started > locked_at + 1.0  # create_time is rounded to clock ticks
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, json.dumps(info).encode(), 0)
+    except OSError:  # opened read-only: waiters learn less, the lock holds all the same
+        pass
+
+
+def _describe_holder(path: Path) -> str:
+    try:
+        info = json.loads(Path(path).read_text())
+        return f"pid {info['pid']} on {info['host']} (since {info['since']})"
+    except (OSError, ValueError, KeyError, TypeError):
+        return "a process that has not recorded its name yet"
 
 
 def canonical(value: Any) -> Any:

@@ -53,9 +53,21 @@ def synthesize_training_data(profile: Profile, backend: Backend, server: Server 
 def _synthesize(profile: Profile, backend: Backend, server: Server | None, variant: Variant, target: ModelArtifact,
                 cache_dir: Path) -> ModelArtifact:
     log = get_run_logger()
+    directory = store.data_dir(cache_dir, profile.draft.train.data, target)
+    waiting = lambda: log.info("waiting for another run synthesizing %s", directory)  # noqa: E731
+    with store.exclusive(directory, waiting):
+        found = store.finished_data(directory, f"synthesized:{target.source}")
+        if found is not None:  # the run we waited for finished it
+            log.info("training data %s: finished by another run", directory)
+            return found
+        directory.mkdir(parents=True, exist_ok=True)
+        return _answer_all(profile, backend, server, variant, target, directory)
+
+
+def _answer_all(profile: Profile, backend: Backend, server: Server | None, variant: Variant, target: ModelArtifact,
+                directory: Path) -> ModelArtifact:
+    log = get_run_logger()
     data = profile.draft.train.data
-    directory = store.data_dir(cache_dir, data, target)
-    directory.mkdir(parents=True, exist_ok=True)
     if data.endpoint:
         answer = openai_answerer(data.endpoint, data.endpoint_model or target.source, data.max_tokens,
                                  profile.serving.request_timeout_s, os.environ.get(ENDPOINT_KEY_ENV))
@@ -80,17 +92,16 @@ def train_draft_module(train: TrainSpec, length: int, target: ModelArtifact, dat
     """Train the draft (ModelOpt heads or a distilled draft model) and export it into the cache."""
     log = get_run_logger()
     out = store.draft_dir(cache_dir, train, length, target, data)
-    if not (out / store.COMPLETE).exists():
-        # Partial output of a failed attempt stays for inspection until this retrains over it.
-        shutil.rmtree(out / "export", ignore_errors=True)
+    if not store.is_complete(out):
+        scratch = store.training_dir(out)
+        shutil.rmtree(scratch, ignore_errors=True)
         holdout = load_prompts("humaneval")[:EVAL_PROMPTS]
         progress = ProgressArtifact(f"draft training ({train.mode})")
         with run.timed("draft", "train"):
-            train_draft(train, length, target.path, data.path, out, log=log.info, eval_prompts=holdout,
+            train_draft(train, length, target.path, data.path, scratch, log=log.info, eval_prompts=holdout,
                         progress=within(progress.report, 0.0, 0.9))  # then export, held-out acceptance
+        store.publish_draft(scratch, out)
         progress.done("trained and exported")
-        store.publish_draft(out, TrainResult.read(out / RESULT_FILE).export_dir)
-        store.mark_complete(out)
     result = TrainResult.read(out / RESULT_FILE)
     return ModelArtifact(result.export_dir, f"trained:{train.mode}", store.verified_export(out, result.export_dir),
                          extra={"train_result": str(out / RESULT_FILE)})

@@ -5,6 +5,8 @@ import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+RESULT_FILE = "train_result.json"  # next to the export, in the cache entry and the run directory
+
 
 @dataclass
 class TrainResult:

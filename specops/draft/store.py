@@ -6,19 +6,35 @@ written last, so an interrupted step is redone (synthesis resumes its JSONL) rat
 reused half-made. A trained draft's export also records a file manifest and is verified
 against it on every use (specops/sources/integrity.py); the data set is small enough to be
 hashed whole each time it is used.
+
+Runs on one host share the cache. A draft trains in a `.partial` sibling and is published
+by one rename, so a reader sees no entry or a finished one. Synthesis appends to its data
+set in place (that is how a killed run resumes), so one run at a time holds the data set's
+lock; a second run of the same data waits, then finds it finished.
 """
 from __future__ import annotations
 
 import dataclasses
+import fcntl
 import hashlib
 import json
-from collections.abc import Callable
+import shutil
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from specops.draft.prompt_sources import PromptItem, conversation_prompts, humaneval_prompts, stdlib_prompts
+from specops.draft.result import RESULT_FILE, TrainResult
 from specops.draft.spec import DataSpec, TrainSpec
 from specops.sources.base import ModelArtifact, hash_file
-from specops.sources.integrity import CacheCorruptError, Entry, forget_cached_results, publish, verify
+from specops.sources.integrity import (
+    CacheCorruptError,
+    Entry,
+    forget_cached_results,
+    publish,
+    rename_into_place,
+    verify,
+)
 
 DATA_RECIPE = "train-data-1"  # bump when the synthesized record format changes
 DRAFT_RECIPE = "draft-2"  # bump when training or the export layout changes
@@ -57,14 +73,48 @@ def mark_complete(directory: Path) -> None:
     (directory / COMPLETE).write_text("")
 
 
+def is_complete(directory: Path) -> bool:
+    return (directory / COMPLETE).is_file()
+
+
+@contextmanager
+def exclusive(directory: Path, waiting: Callable[[], None] = lambda: None) -> Iterator[None]:
+    """Hold `directory`'s lock (a sibling `<name>.lock`, flock'ed) for the block; `waiting` is
+    called once if another process holds it. The kernel drops the lock when its holder dies."""
+    directory.parent.mkdir(parents=True, exist_ok=True)
+    with open(directory.with_name(directory.name + ".lock"), "a") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            waiting()
+            fcntl.flock(handle, fcntl.LOCK_EX)
+        yield
+
+
+def training_dir(out: Path) -> Path:
+    """Where the draft for `out` trains; a failed attempt's output stays there for inspection
+    until the next attempt trains over it."""
+    return out.with_name(out.name + ".partial")
+
+
 def _draft_entry(out: Path, export_dir: Path) -> Entry:
     """<cache>/drafts/<key>: moved aside as a whole; its export is what is served and verified."""
     return Entry(root=out, content=export_dir, manifest=out / MANIFEST, cache_dir=out.parents[1], rebuild=_RETRAIN)
 
 
-def publish_draft(out: Path, export_dir: Path) -> str:
-    """Record the freshly trained export's files; call before mark_complete."""
-    return publish(_draft_entry(out, export_dir))
+def publish_draft(scratch: Path, out: Path) -> TrainResult:
+    """Record the export trained in `scratch` (training_dir(out)) and publish it as `out` in
+    one rename. If another run published `out` first, its draft stands and ours is dropped."""
+    result = TrainResult.read(scratch / RESULT_FILE)
+    publish(_draft_entry(scratch, result.export_dir))
+    # The record names the export where readers will find it; the rename keeps every file's
+    # inode and ctime, so the manifest written above stays valid.
+    result.export_dir = out / result.export_dir.relative_to(scratch)
+    result.write(scratch / RESULT_FILE)
+    mark_complete(scratch)
+    if not rename_into_place(scratch, out, is_complete):
+        shutil.rmtree(scratch, ignore_errors=True)
+    return TrainResult.read(out / RESULT_FILE)
 
 
 def verified_export(out: Path, export_dir: Path, expected: str | None = None) -> str:
@@ -75,7 +125,7 @@ def verified_export(out: Path, export_dir: Path, expected: str | None = None) ->
 def verified_draft(draft: ModelArtifact) -> ModelArtifact:
     """A (possibly cached) training step's draft, checked against what training published."""
     out = Path(draft.extra["train_result"]).parent
-    if not (out / COMPLETE).is_file():  # deleted, or moved aside by an earlier run
+    if not is_complete(out):  # deleted, or moved aside by an earlier run
         forget_cached_results(out.parents[1])
         raise CacheCorruptError(out, ["the entry is missing or unfinished"], None, _RETRAIN)
     return dataclasses.replace(draft, sha256=verified_export(out, draft.path, expected=draft.sha256))

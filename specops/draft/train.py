@@ -6,7 +6,7 @@ from pathlib import Path
 
 from specops.draft.conversations import read_conversations
 from specops.draft.evaluate import measure_acceptance
-from specops.draft.result import TrainResult
+from specops.draft.result import RESULT_FILE, TrainResult
 from specops.draft.spec import TrainSpec
 from specops.progress import Progress
 from specops.registry import Registry
@@ -17,8 +17,6 @@ TRAINERS.register("eagle3", "specops.draft.eagle_train:train_eagle")
 TRAINERS.register("eagle", "specops.draft.eagle_train:train_eagle")
 TRAINERS.register("medusa", "specops.draft.medusa_train:train_medusa")
 TRAINERS.register("distill", "specops.draft.distill:train_distill")
-
-RESULT_FILE = "train_result.json"
 
 
 def train_draft(spec: TrainSpec, draft_length: int, target_dir: Path, data_path: Path, out_dir: Path,

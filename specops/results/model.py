@@ -12,7 +12,10 @@ from pydantic import BaseModel, ConfigDict, Field
 from specops.acceptance.model import Acceptance, analytical_bound
 from specops.bench.metrics import BenchMetrics, RequestSample
 
-SCHEMA_VERSION = 1  # of the RunResult JSON; bump with a migration of stored records
+# Of the RunResult JSON; bump with every change of its fields (and a migration of stored records
+# when old ones no longer load). 2: window, image identity, compute capability; schema-1 records
+# load as they are, and a specops of schema 1 refuses schema-2 records naming both versions.
+SCHEMA_VERSION = 2
 
 
 class Record(BaseModel):
@@ -188,7 +191,7 @@ class Phases(Record):
 
 
 class Window(Record):
-    """From the first server start to the last server stop: what the run held the accelerator slots for."""
+    """From the first engine build to the last server stop: what the run held the accelerator slots for."""
 
     started_at: float  # Unix time (UTC), once the slots were held
     finished_at: float

@@ -16,9 +16,11 @@ run stops with one message naming the entry, the files that differ, where it wen
 """
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
+import secrets
 import shutil
 import tempfile
 import time
@@ -120,17 +122,46 @@ def rename_into_place(scratch: Path, dest: Path, published: Callable[[Path], boo
     (`published(dest)`), its entry stays and scratch is left for the caller to remove: False.
     A leftover dest that is not published (a crash of an older layout) is replaced.
     """
-    if published(dest):
-        return False
-    if dest.exists():
-        shutil.rmtree(dest, ignore_errors=True)
-    try:
-        os.rename(scratch, dest)
-    except OSError:  # ENOTEMPTY/EEXIST: a concurrent writer renamed its own into place first
+    # Only a rename changes what dest names (a leftover never becomes published in place), so
+    # nothing here deletes by the name dest: a leftover is renamed aside first and judged there.
+    for _ in range(_RENAME_ATTEMPTS):
         if published(dest):
             return False
-        raise
-    return True
+        try:
+            os.rename(scratch, dest)  # replaces a missing or empty dest, never a full one
+            return True
+        except OSError as err:
+            if err.errno not in (errno.ENOTEMPTY, errno.EEXIST, errno.ENOTDIR, errno.EISDIR):
+                raise
+        _move_leftover_aside(dest, published)
+    raise RuntimeError(f"could not publish {scratch} as {dest}: something keeps putting an unpublished "
+                       f"entry there ({_RENAME_ATTEMPTS} attempts). Fix: stop whatever writes into {dest}, "
+                       "delete it and run again")
+
+
+_RENAME_ATTEMPTS = 5
+
+
+def _move_leftover_aside(dest: Path, published: Callable[[Path], bool]) -> None:
+    """Remove dest if it is an unpublished leftover; a published entry stays at dest."""
+    aside = dest.with_name(f".{dest.name}.leftover-{secrets.token_hex(4)}")
+    try:
+        os.rename(dest, aside)
+    except FileNotFoundError:  # a concurrent writer moved it first
+        return
+    if published(aside):
+        # A writer published dest between our look and the move: put its entry back. If yet
+        # another writer filled dest meanwhile, this copy is reachable by no name a reader
+        # looks up, and files already open stay readable after their names go.
+        try:
+            os.rename(aside, dest)
+            return
+        except OSError:
+            pass
+    if aside.is_dir() and not aside.is_symlink():
+        shutil.rmtree(aside, ignore_errors=True)
+    else:
+        aside.unlink(missing_ok=True)
 
 
 def quarantine(entry: Entry, damaged: list[str] | None = None) -> Path:

@@ -37,10 +37,10 @@ def test_runs_on_all_gpus_and_on_one_of_them_share_a_slot():
     assert not set(names(None, "device=0")) & set(names(None, "device=1"))
 
 
-def test_without_nvml_the_request_names_the_devices():
-    assert names(None, "all", boards=None) == ["gpu:gpu-host-1:all"]
-    assert names(None, "0,2", boards=None) == ["gpu:gpu-host-1:0", "gpu:gpu-host-1:2"]
-    assert names(None, "2", boards=None) == ["gpu:gpu-host-1:0", "gpu:gpu-host-1:1"]
+@pytest.mark.parametrize("gpus", ["all", "0,2", "2", "device=1", "GPU-0c9e8d7f-bbbb"])
+def test_without_nvml_every_gpu_request_holds_the_host_wide_slot(gpus):
+    """"all" and "0" must exclude each other, and without NVML nothing says which board an index is."""
+    assert names(None, gpus, boards=None) == ["gpu:gpu-host-1:all"]
 
 
 def test_a_gpu_profile_can_opt_out():

@@ -5,15 +5,22 @@ directory under another HOME, with no checkout and no SPECOPS_* settings of its 
 clone the commit and check the worker's Python, the job variables say where the run's files and results
 go, and the flow imports the clone's code (the RunResult records the temporary commit, not /work/main's).
 
+ngram-local is deployed as a GPU deployment would be (`--pool specops-gpu --concurrency-limit 1
+--collision-strategy ENQUEUE`, the settings prefect.yaml gives every GPU profile, and `serving.exclusive`,
+which GPU profiles hold their GPUs' slots with): two runs queued on it never overlap their serve-to-teardown
+windows, and the second says what it waits for.
+
 Also: a GPU deployment's limit and job variables as stored, the HF token resolved by the worker from the
-Secret block (never stored in the deployment), a missing block's error, and a cancelled run leaving
-nothing behind."""
+Secret block (never stored in the deployment, nor in anything a run writes), a missing block's error, the
+run's progress artifacts and specops' own log lines in the flow run, and a cancelled run leaving nothing
+behind."""
 from __future__ import annotations
 
 import asyncio
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import time
@@ -22,6 +29,7 @@ from pathlib import Path
 import pytest
 
 from cli.deployments import pool_template
+from specops.deployments import GPU_CONCURRENCY, GPU_POOL
 from specops.processes import kill_process_tree
 from tests.integration.postgres import create_database
 from tests.integration.support import (
@@ -73,7 +81,10 @@ def deployed(tmp_path_factory, postgres_server):
                       SPECOPS_WORKER_CACHE=str(SHARED_CACHE), SPECOPS_WORKER_RESULTS_URL=results_url)
     env.pop("SPECOPS_DEPLOY_REPOSITORY", None)  # the default: this checkout's path (it has no origin)
     t0 = time.monotonic()
-    with prefect_server(dict(env, PREFECT_API_DATABASE_CONNECTION_URL=prefect_db), tmp / "prefect-server.log") as api:
+    # A run refused by the deployment's limit is retried after 2 s, not the default 30.
+    server_env = dict(env, PREFECT_API_DATABASE_CONNECTION_URL=prefect_db,
+                      PREFECT_SERVER_DEPLOYMENTS_CONCURRENCY_SLOT_WAIT_SECONDS="2")
+    with prefect_server(server_env, tmp / "prefect-server.log") as api:
         env["PREFECT_API_URL"] = api
         print(f"Prefect server on PostgreSQL healthy after {time.monotonic() - t0:.0f}s")
         for pool in ("specops-cpu", "specops-gpu"):  # as `make deploy` creates them
@@ -82,10 +93,13 @@ def deployed(tmp_path_factory, postgres_server):
             run([str(BIN / "prefect"), "work-pool", "create", pool, "--type", "process", "--base-job-template",
                  str(template)], env, source)
         # the two deployments the tests run, not all of them (CI time); Prefect's own model of prefect.yaml
-        # takes the whole file in tests/unit/test_prefect_yaml.py
-        deployed = run([str(BIN / "prefect"), "--no-prompt", "deploy", "-n", "specdec/ngram-local", "-n",
-                        "specdec/eagle3-trtllm"], env, source)
-        assert "specdec/ngram-local" in deployed.stdout and "specdec/eagle3-trtllm" in deployed.stdout
+        # takes the whole file in tests/unit/test_prefect_yaml.py. The embedded profile goes to the GPU pool
+        # with a GPU deployment's limit (GPU_CONCURRENCY), so a worker of that pool can run it here.
+        gpu = ["--pool", GPU_POOL, "--concurrency-limit", str(GPU_CONCURRENCY["limit"]),
+               "--collision-strategy", GPU_CONCURRENCY["collision_strategy"]]
+        for name, options in (("specdec/ngram-local", gpu), ("specdec/eagle3-trtllm", [])):
+            deployed = run([str(BIN / "prefect"), "--no-prompt", "deploy", "-n", name, *options], env, source)
+            assert name in deployed.stdout, deployed.stdout
         print(f"server on PostgreSQL + pools + deploy: {time.monotonic() - t0:.0f}s")
         yield {"api": api, "env": env, "commit": commit, "source": source, "results_url": results_url,
                "artifacts": tmp / "artifacts", "tmp": tmp}
@@ -100,48 +114,6 @@ def read(api: str, coro_fn):
 
     with temporary_settings({PREFECT_API_URL: api}):
         return asyncio.run(go())
-
-
-def test_a_worker_without_checkout_runs_the_deployed_commit(deployed, embedded_model):
-    from prefect.deployments import run_deployment
-    from prefect.settings import PREFECT_API_URL, temporary_settings
-
-    from specops.results.store import ResultsStore
-
-    tmp, api = deployed["tmp"], deployed["api"]
-    home, empty = tmp / "worker-home", tmp / "worker-cwd"
-    home.mkdir()
-    empty.mkdir()
-    worker_env = {k: v for k, v in os.environ.items()
-                  if not k.startswith(("SPECOPS_", "PREFECT_", "VIRTUAL_ENV", "PYTHONPATH"))}
-    worker_env.update(HOME=str(home), PREFECT_API_URL=api, PREFECT_SERVER_ANALYTICS_ENABLED="false",
-                      PREFECT_LOGGING_LEVEL="INFO", PATH=os.pathsep.join([str(BIN), os.environ.get("PATH", "")]))
-    overrides = ["benchmark.num_requests=2", "benchmark.warmup_requests=0", "benchmark.output_tokens=16",
-                 "comparison.lossless_prompts=1", "comparison.lossless_max_tokens=8"]
-    t0 = time.monotonic()
-    with temporary_settings({PREFECT_API_URL: api}):
-        flow_run = run_deployment("specdec/ngram-local", parameters={"overrides": overrides, "run_id": "via-worker"},
-                                  timeout=0)
-    worker = subprocess.run([str(BIN / "prefect"), "worker", "start", "--pool", "specops-cpu", "--type", "process",
-                             "--run-once"], env=worker_env, cwd=empty, capture_output=True, text=True, timeout=1200)
-    print(f"deployment run through the worker: {time.monotonic() - t0:.0f}s")
-    output = worker.stdout[-4000:] + worker.stderr[-4000:]
-
-    state = read(api, lambda c: c.read_flow_run(flow_run.id)).state
-    assert state.is_completed(), f"{state}\n{output}"
-    assert "nothing to install" in worker.stdout + worker.stderr, output  # the pull step found the pins met
-
-    deployment = read(api, lambda c: c.read_deployment_by_name("specdec/ngram-local"))
-    clone = deployment.pull_steps[0]["prefect.deployments.steps.git_clone"]
-    assert clone["commit_sha"] == deployed["commit"] and clone["repository"] == str(deployed["source"])
-
-    with ResultsStore.open(deployed["results_url"]) as store:
-        result = store.get("via-worker")
-    assert result.status.value == "ok" and result.verdict.value == "VALID"
-    # the flow ran the clone's code: the commit specops records is the temporary one, not /work/main's HEAD
-    assert result.software.git_commit == deployed["commit"] and result.software.git_dirty is False
-    assert Path(result.run_dir) == deployed["artifacts"] / "ngram-local" / "via-worker"
-    assert (Path(result.run_dir) / "report.md").is_file()
 
 
 def test_gpu_deployment_waits_for_its_gpu_and_gets_the_token_from_the_worker(deployed):
@@ -184,6 +156,95 @@ def test_gpu_deployment_waits_for_its_gpu_and_gets_the_token_from_the_worker(dep
     assert TOKEN not in stored.model_dump_json() and TOKEN not in (config.command or "")
 
 
+def test_a_worker_without_checkout_runs_the_deployed_commit_one_run_at_a_time(deployed, embedded_model):
+    """Runs after the GPU deployment test, which saves the pool's Secret block (a GPU-pool worker needs it)."""
+    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId, LogFilter, LogFilterFlowRunId
+    from prefect.deployments import run_deployment
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    from specops.results.store import ResultsStore
+
+    tmp, api = deployed["tmp"], deployed["api"]
+    home, empty = tmp / "worker-home", tmp / "worker-cwd"
+    home.mkdir()
+    empty.mkdir()
+    worker_env = {k: v for k, v in os.environ.items()
+                  if not k.startswith(("SPECOPS_", "PREFECT_", "VIRTUAL_ENV", "PYTHONPATH", "HF_"))}
+    worker_env.update(HOME=str(home), PREFECT_API_URL=api, PREFECT_SERVER_ANALYTICS_ENABLED="false",
+                      PREFECT_LOGGING_LEVEL="INFO", PREFECT_WORKER_QUERY_SECONDS="2",
+                      PATH=os.pathsep.join([str(BIN), os.environ.get("PATH", "")]))
+    overrides = ["benchmark.num_requests=2", "benchmark.warmup_requests=0", "benchmark.output_tokens=16",
+                 "comparison.lossless_prompts=1", "comparison.lossless_max_tokens=8", "serving.exclusive=true"]
+    run_ids = ("via-worker", "queued-behind")
+    t0 = time.monotonic()
+    # The queued run serves its speculative variant alone (UNCHECKED: no baseline), enough for its window.
+    runs_overrides = {"via-worker": overrides, "queued-behind": [*overrides, "comparison.baseline=false"]}
+    with temporary_settings({PREFECT_API_URL: api}):
+        flow_runs = {run_id: run_deployment("specdec/ngram-local", timeout=0,
+                                            parameters={"overrides": runs_overrides[run_id], "run_id": run_id})
+                     for run_id in run_ids}
+    log = tmp / "gpu-pool-worker.log"
+    seen: dict[str, list[tuple[str, str | None]]] = {run_id: [] for run_id in run_ids}
+    with log.open("w") as sink:
+        worker = subprocess.Popen([str(BIN / "prefect"), "worker", "start", "--pool", GPU_POOL, "--type", "process"],
+                                  env=worker_env, cwd=empty, stdout=sink, stderr=subprocess.STDOUT,
+                                  start_new_session=True)
+    try:
+        deadline = time.monotonic() + 1200
+        while True:
+            states = {run_id: read(api, lambda c, i=flow_run.id: c.read_flow_run(i)).state
+                      for run_id, flow_run in flow_runs.items()}
+            for run_id, state in states.items():
+                if not seen[run_id] or seen[run_id][-1] != (state.name, state.message):
+                    seen[run_id].append((state.name, state.message))
+            if all(state.is_final() for state in states.values()):
+                break
+            assert time.monotonic() < deadline and worker.poll() is None, f"{seen}\n{log.read_text()[-4000:]}"
+            time.sleep(0.5)
+    finally:
+        kill_process_tree(worker, timeout_s=60)
+    print(f"two deployment runs through one GPU-pool worker: {time.monotonic() - t0:.0f}s; states seen: {seen}")
+    output = log.read_text()
+    assert all(state.is_completed() for state in states.values()), f"{seen}\n{output[-4000:]}"
+    assert output.count("nothing to install") == 2, output[-4000:]  # each run's pull step found the pins met
+    # One run at a time: the other waited, in the state the UI shows for a deployment's full limit
+    # (prefect/server/orchestration/core_policy.py SecureFlowConcurrencySlots).
+    assert any(name == "AwaitingConcurrencySlot" for names in seen.values() for name, _ in names), seen
+
+    deployment = read(api, lambda c: c.read_deployment_by_name("specdec/ngram-local"))
+    clone = deployment.pull_steps[0]["prefect.deployments.steps.git_clone"]
+    assert clone["commit_sha"] == deployed["commit"] and clone["repository"] == str(deployed["source"])
+
+    with ResultsStore.open(deployed["results_url"]) as store:
+        results = {run_id: store.get(run_id) for run_id in run_ids}
+    assert results["via-worker"].verdict.value == "VALID" and results["queued-behind"].verdict.value == "UNCHECKED"
+    for result in results.values():
+        assert result.status.value == "ok"
+        # the flow ran the clone's code: the commit specops records is the temporary one, not /work/main's HEAD
+        assert result.software.git_commit == deployed["commit"] and result.software.git_dirty is False
+        assert Path(result.run_dir) == deployed["artifacts"] / "ngram-local" / result.run_id
+        assert (Path(result.run_dir) / "report.md").is_file()
+        files = [f for f in Path(result.run_dir).rglob("*") if f.is_file()]
+        assert files and not [f for f in files if TOKEN.encode() in f.read_bytes()]  # the worker's HF_TOKEN
+    first, second = sorted((r.window for r in results.values()), key=lambda w: w.started_at)
+    assert first.finished_at <= second.started_at, (first, second)
+    print(f"serve-to-teardown windows: {first} then {second}")
+
+    run_id = flow_runs["via-worker"].id
+    artifacts = read(api, lambda c: c.read_artifacts(
+        artifact_filter=ArtifactFilter(flow_run_id=ArtifactFilterFlowRunId(any_=[run_id]))))
+    progress = [a for a in artifacts if a.type == "progress"]
+    assert progress and all(a.data == 100.0 for a in progress), [(a.type, a.data, a.description) for a in artifacts]
+    assert any(a.description.startswith("benchmark of ") for a in progress), [a.description for a in progress]
+    # create_link_artifact stores a markdown link in 3.8.8 (prefect/artifacts.py LinkArtifact.format)
+    link = [a.data for a in artifacts if a.key == "ngram-local-run-dir"]
+    assert link == [f"[{socket.gethostname()}:{results['via-worker'].run_dir}]"
+                    f"({Path(results['via-worker'].run_dir).as_uri()})"], [(a.key, a.data) for a in artifacts]
+    logs = read(api, lambda c: c.read_logs(log_filter=LogFilter(flow_run_id=LogFilterFlowRunId(any_=[run_id]))))
+    assert any(entry.name.startswith("specops.") for entry in logs), sorted({entry.name for entry in logs})
+    assert not [entry for entry in logs if TOKEN in entry.message]
+
+
 def test_cancelling_during_benchmark_leaves_nothing_behind(deployed, embedded_model):
     """Cancel from the API while genai-perf runs: the worker stops the flow run, and no server,
     stub or benchmark process nor bound port survives (finally + on_cancellation + pdeathsig)."""
@@ -194,14 +255,15 @@ def test_cancelling_during_benchmark_leaves_nothing_behind(deployed, embedded_mo
 
     api, env = deployed["api"], deployed["env"]
     run_dir = deployed["artifacts"] / "ngram-local" / "to-cancel"
-    overrides = ["benchmark.num_requests=200", "comparison.lossless_prompts=1", "comparison.lossless_max_tokens=8"]
+    # the speculative variant alone (no baseline): its benchmark starts without a whole base benchmark first
+    overrides = ["benchmark.num_requests=200", "comparison.baseline=false"]
     worker_env = dict(env, PREFECT_WORKER_QUERY_SECONDS="2", PREFECT_RUNNER_POLL_FREQUENCY="2")
     with temporary_settings({PREFECT_API_URL: api}):
         flow_run = run_deployment("specdec/ngram-local", parameters={"overrides": overrides, "run_id": "to-cancel"},
                                   timeout=0)
     log = deployed["tmp"] / "cancel-worker.log"
     with log.open("w") as sink:
-        worker = subprocess.Popen([str(BIN / "prefect"), "worker", "start", "--pool", "specops-cpu", "--type",
+        worker = subprocess.Popen([str(BIN / "prefect"), "worker", "start", "--pool", GPU_POOL, "--type",
                                    "process"], env=worker_env, cwd=deployed["tmp"], stdout=sink,
                                   stderr=subprocess.STDOUT, start_new_session=True)
     try:

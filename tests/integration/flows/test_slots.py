@@ -103,6 +103,11 @@ def test_two_runs_queue_on_one_slot_and_the_janitor_spares_the_running_one(prefe
     assert a["window"]["finished_at"] <= b["window"]["started_at"], (a["window"], b["window"])
     assert b["window"]["waited_s"] > 0 and (a["status"], a["verdict"]) == ("ok", "UNCHECKED")
     assert f"waited {b['window']['waited_s']:.1f}s for cpu:{host})" in second.tail(10**6)
+    # The slot is taken before the engine build and repository render (a GPU build never runs beside
+    # another run's benchmark), and only after the models were fetched.
+    log = second.tail(10**6)
+    assert log.index("Task run 'download_model-") < log.index(f"holding cpu:{host}") \
+        < log.index("Task run 'render_repository-"), log
     print(f"windows: first {a['window']}, second {b['window']}")
 
     assert holder.state.is_completed(), holder.state

@@ -2,11 +2,17 @@
 from __future__ import annotations
 
 import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
 from pathlib import Path
 
 import pytest
 
 from specops.draft import store
+from specops.draft.result import RESULT_FILE, TrainResult
 from specops.draft.spec import DataSpec, TrainSpec
 from specops.sources.base import ModelArtifact
 from specops.sources.integrity import CacheCorruptError
@@ -61,16 +67,81 @@ def test_unfinished_data_is_not_offered(tmp_path):
     assert found is not None and found.path == tmp_path / store.DATA_FILE and len(found.sha256) == 64
 
 
+def _train_into(scratch: Path, weights: bytes = b"\x03" * 2048) -> None:
+    """What train_draft leaves in its directory: the export and the record naming it."""
+    (scratch / "export").mkdir(parents=True)
+    (scratch / "export" / "config.json").write_text('{"architectures": ["LlamaForCausalLMEagle3"]}')
+    (scratch / "export" / "model.safetensors").write_bytes(weights)
+    TrainResult(mode="eagle3", export_dir=scratch / "export", sequences=1, tokens=2, steps=3, train_seconds=4.0,
+                prepare_seconds=5.0, final_loss=6.0).write(scratch / RESULT_FILE)
+
+
 def _trained(cache):
-    """A draft entry as the training step leaves it, and the artifact that step returns."""
+    """A draft entry as the training step publishes it, and the artifact that step returns."""
     out = cache / "drafts" / "key"
-    (out / "export").mkdir(parents=True)
-    (out / "export" / "config.json").write_text('{"architectures": ["LlamaForCausalLMEagle3"]}')
-    (out / "export" / "model.safetensors").write_bytes(b"\x03" * 2048)
-    (out / "train_result.json").write_text("{}")
-    digest = store.publish_draft(out, out / "export")
-    store.mark_complete(out)
-    return out, ModelArtifact(out / "export", "trained:eagle3", digest, extra={"train_result": str(out / "train_result.json")})
+    _train_into(store.training_dir(out))
+    result = store.publish_draft(store.training_dir(out), out)
+    digest = store.verified_export(out, result.export_dir)
+    return out, ModelArtifact(out / "export", "trained:eagle3", digest, extra={"train_result": str(out / RESULT_FILE)})
+
+
+def test_a_trained_draft_is_published_whole_by_one_rename_and_names_its_final_place(tmp_path):
+    out = tmp_path / "drafts" / "key"
+    scratch = store.training_dir(out)
+    _train_into(scratch)
+    assert not out.exists()  # nothing a reader could take while training runs
+    result = store.publish_draft(scratch, out)
+    assert not scratch.exists() and store.is_complete(out)
+    assert result.export_dir == out / "export" == TrainResult.read(out / RESULT_FILE).export_dir
+    store.verified_export(out, out / "export")  # the manifest recorded in scratch holds after the rename
+
+
+def test_a_draft_published_first_by_another_run_stands(tmp_path):
+    out, draft = _trained(tmp_path)
+    late = store.training_dir(out)
+    _train_into(late, weights=b"\x04" * 2048)
+    store.publish_draft(late, out)
+    assert not late.exists() and store.verified_draft(draft) == draft
+
+
+def test_an_unfinished_entry_of_an_older_layout_is_replaced(tmp_path):
+    out = tmp_path / "drafts" / "key"
+    (out / "export").mkdir(parents=True)  # trained in place, killed before its marker
+    _train_into(store.training_dir(out))
+    store.publish_draft(store.training_dir(out), out)
+    assert (out / "export" / "model.safetensors").stat().st_size == 2048 and store.is_complete(out)
+
+
+_HOLD = """
+import sys, time
+from pathlib import Path
+from specops.draft import store
+from specops.draft.result import RESULT_FILE, TrainResult
+with store.exclusive(Path(sys.argv[1])):
+    print("held", flush=True)
+    time.sleep(float(sys.argv[2]))
+"""
+
+
+def test_one_process_at_a_time_holds_a_data_sets_lock_and_a_dead_holder_releases_it(tmp_path):
+    directory = tmp_path / "train-data" / "key"
+    holder = subprocess.Popen([sys.executable, "-c", _HOLD, str(directory), "60"], stdout=subprocess.PIPE, text=True,
+                              cwd=Path(__file__).resolve().parents[3])
+    try:
+        assert holder.stdout.readline() == "held\n"
+        waited = []
+        killer = threading.Timer(1.0, holder.kill)
+        killer.start()
+        with store.exclusive(directory, waiting=lambda: waited.append(time.monotonic())):
+            acquired = time.monotonic()
+        killer.join()
+    finally:
+        holder.kill()
+        holder.wait()
+    assert len(waited) == 1 and holder.returncode == -signal.SIGKILL and acquired >= waited[0]
+    with store.exclusive(directory, waiting=lambda: waited.append("again")):
+        pass
+    assert len(waited) == 1  # free now: no waiting
 
 
 def test_a_cached_trained_draft_is_verified_against_what_training_published(tmp_path):

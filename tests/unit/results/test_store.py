@@ -211,3 +211,16 @@ def test_two_processes_open_a_new_file_and_append_at_once(url, tmp_path):
     assert [code for code, _ in outcomes] == [0, 0], outcomes
     with ResultsStore.open(url) as store:
         assert len(store.history(limit=100)) == 60
+
+
+def test_a_schema_1_record_loads_and_a_newer_schema_is_refused_naming_both():
+    from specops.results.model import SCHEMA_VERSION
+    from specops.results.store import _load
+
+    old = run_result().model_dump(mode="json")
+    old.pop("window")  # a field schema 1 did not have
+    assert _load({**old, "schema_version": 1}).window is None
+    newer = {**old, "schema_version": SCHEMA_VERSION + 1, "a_later_field": 1}
+    with pytest.raises(ResultsError, match=rf"record schema {SCHEMA_VERSION + 1}\) does not load as this specops' "
+                                           rf"RunResult \(schema {SCHEMA_VERSION}\)"):
+        _load(newer)

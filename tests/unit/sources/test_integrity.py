@@ -187,3 +187,106 @@ def test_the_error_survives_pickling(tmp_path):
     err = _corrupt(entry)
     again = pickle.loads(pickle.dumps(err))
     assert type(again) is CacheCorruptError and str(again) == str(err) and again.moved_to == err.moved_to
+
+
+# rename_into_place: a writer publishes a finished scratch sibling as the entry in one rename.
+
+def _scratch(parent, who):
+    scratch = parent / f".scratch-{who}"
+    (scratch / "model").mkdir(parents=True)
+    (scratch / "model" / "weights.bin").write_text(who)
+    (scratch / "COMPLETE").write_text(who)  # written last, before the rename: what makes it published
+    return scratch
+
+
+def _is_published(directory):
+    return (directory / "COMPLETE").is_file()
+
+
+def _leftover(dest):
+    (dest / "model").mkdir(parents=True)  # an older layout wrote in place and crashed: never published
+    (dest / "model" / "weights.bin").write_text("half")
+
+
+def test_rename_into_place_replaces_a_leftover_and_keeps_a_published_entry(tmp_path):
+    dest = tmp_path / "entry"
+    _leftover(dest)
+    assert integrity.rename_into_place(_scratch(tmp_path, "a"), dest, _is_published)
+    assert (dest / "COMPLETE").read_text() == "a" and (dest / "model" / "weights.bin").read_text() == "a"
+    late = _scratch(tmp_path, "b")
+    assert not integrity.rename_into_place(late, dest, _is_published)
+    assert (dest / "COMPLETE").read_text() == "a" and late.is_dir()  # left for the caller to remove
+    shutil.rmtree(late)
+    assert [p.name for p in tmp_path.iterdir()] == ["entry"]  # the leftover went, nothing parked beside it
+
+
+@pytest.mark.parametrize("when", ["before", "after"])
+@pytest.mark.parametrize("call", [1, 2, 3, 4])
+def test_an_entry_another_writer_publishes_meanwhile_is_never_deleted(tmp_path, call, when):
+    """Another writer publishes the entry at any point of ours (just before or just after our
+    `call`-th look): its entry stays at dest, the very directory it renamed there."""
+    dest, trash = tmp_path / "entry", tmp_path / "trash"
+    _leftover(dest)
+    trash.mkdir()
+    theirs = _scratch(tmp_path, "theirs")
+    their_inode = theirs.stat().st_ino
+    looks = []
+
+    def other_writer_publishes():  # what its own rename_into_place does: leftover out, entry in
+        if dest.exists() and not _is_published(dest):
+            os.rename(dest, trash / "leftover")
+        if not dest.exists():
+            os.rename(theirs, dest)
+
+    def published(path):
+        looks.append(path)
+        if when == "before" and len(looks) == call:
+            other_writer_publishes()
+        seen = _is_published(path)
+        if when == "after" and len(looks) == call:
+            other_writer_publishes()
+        return seen
+
+    won = integrity.rename_into_place(_scratch(tmp_path, "ours"), dest, published)
+    if theirs.exists():  # it came too late: ours was in place, so it kept its scratch
+        assert won and (dest / "COMPLETE").read_text() == "ours"
+    else:
+        assert not won and dest.stat().st_ino == their_inode
+        assert (dest / "model" / "weights.bin").read_text() == "theirs"
+    assert not [p.name for p in tmp_path.iterdir() if ".leftover-" in p.name]
+
+
+# One writer process: waits for the start file, publishes its scratch, prints whether it won.
+WRITER = """
+import sys, time
+from pathlib import Path
+from specops.sources.integrity import rename_into_place
+scratch, dest, go = map(Path, sys.argv[1:4])
+while not go.exists():
+    time.sleep(0.001)
+print(rename_into_place(scratch, dest, lambda d: (d / "COMPLETE").is_file()))
+"""
+
+
+def test_writer_processes_racing_over_a_leftover_publish_exactly_one_entry(tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).parents[3]
+    for _ in range(3):
+        dest, go = tmp_path / "entry", tmp_path / "go"
+        _leftover(dest)
+        writers = [subprocess.Popen([sys.executable, "-c", WRITER, str(_scratch(tmp_path, f"w{i}")), str(dest), str(go)],
+                                    stdout=subprocess.PIPE, text=True, cwd=root) for i in range(4)]
+        go.touch()
+        won = [w.communicate(timeout=60)[0].strip() for w in writers]
+        assert sorted(won) == ["False", "False", "False", "True"]
+        winner = f"w{won.index('True')}"
+        assert (dest / "COMPLETE").read_text() == winner and (dest / "model" / "weights.bin").read_text() == winner
+        assert not [p.name for p in tmp_path.iterdir() if ".leftover-" in p.name]
+        for p in tmp_path.iterdir():
+            if p.is_dir():
+                shutil.rmtree(p)
+            else:
+                p.unlink()

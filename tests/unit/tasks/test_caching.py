@@ -63,37 +63,269 @@ def dead_pid() -> int:
     return proc.pid
 
 
-def test_a_lock_held_by_a_dead_process_of_this_host_is_broken_not_waited_on(tmp_path):
-    import json
+# A run holding a cache key's lock, in a process of its own: prints "locked", then holds it.
+HOLDER = """
+import sys, time
+from pathlib import Path
+from prefect.filesystems import LocalFileSystem
+from prefect.results import ResultStore
+from prefect.transactions import IsolationLevel, transaction
+from tasks.caching import CacheLockManager
+
+work = Path(sys.argv[1])
+if sys.argv[2] == "transaction":  # as a cached task takes it: Prefect names the holder by a uuid
+    store = ResultStore(result_storage=LocalFileSystem(basepath=str(work / "results")),
+                        lock_manager=CacheLockManager(work / "locks"))
+    with transaction(key="k", store=store, isolation_level=IsolationLevel.SERIALIZABLE):
+        print("locked", flush=True)
+        time.sleep(120)
+elif sys.argv[2] == "fork":  # forks a child that outlives it (a data loader's worker), then holds
     import os
-    import socket
+    assert CacheLockManager(work / "locks").acquire_lock("k", "parent")
+    child = os.fork()
+    if child == 0:
+        time.sleep(120)
+        os._exit(0)
+    print(os.getpid(), flush=True)
+    print(child, flush=True)
+    print("locked", flush=True)
+    time.sleep(120)
+else:  # named as Prefect's default holder names a process (host:pid:thread), then exits holding it
+    import os, socket
+    assert CacheLockManager(work / "locks").acquire_lock("k", f"{socket.gethostname()}:{os.getpid()}:1:MainThread")
+    print("locked", flush=True)
+"""
+
+
+def start_holder(work, how):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    proc = subprocess.Popen([sys.executable, "-c", HOLDER, str(work), how], stdout=subprocess.PIPE, text=True,
+                            cwd=Path(__file__).parents[3])
+    assert proc.stdout.readline().strip() == "locked"
+    return proc
+
+
+def until_zombie(proc):
+    import time
 
     import psutil
 
-    from tasks.caching import CacheLockManager, holder_gone
-
-    host = socket.gethostname()
-    assert holder_gone(f"{host}:{dead_pid()}:1:MainThread")
-    assert not holder_gone(f"{host}:{os.getpid()}:1:MainThread")
-    assert not holder_gone(f"another-host:{dead_pid()}:1:MainThread")  # not ours to judge
-    me = f"{host}:{os.getpid()}:1:MainThread"
-    assert holder_gone(me, locked_at=psutil.Process().create_time() - 60)  # our pid, reused after the lock
-    assert not holder_gone(me, locked_at=psutil.Process().create_time() + 5)
-
-    manager = CacheLockManager(tmp_path / "locks")
-    (tmp_path / "locks").mkdir()
-    (tmp_path / "locks" / "k.lock").write_text(json.dumps({"holder": f"{host}:{dead_pid()}:1:M", "expiration": None}))
-    assert manager.acquire_lock("k", "me", acquire_timeout=5)  # without the check: False after 5 s
-    assert manager.is_lock_holder("k", "me")
-    live = CacheLockManager(tmp_path / "locks")
-    assert not live.acquire_lock("k", "someone-else", acquire_timeout=0.3)  # a live holder still counts
+    for _ in range(600):  # a bound, not a timing assertion: an exited child turns zombie at once
+        if psutil.Process(proc.pid).status() == psutil.STATUS_ZOMBIE:
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"holder {proc.pid} did not exit")
 
 
-def test_a_lock_file_not_yet_written_by_its_holder_counts_as_held(tmp_path):
+def test_a_killed_runs_lock_is_free_at_once(tmp_path):
+    """A run killed inside a cached task's transaction never blocks the next run of the key."""
+    import signal
+
     from tasks.caching import CacheLockManager
 
-    (tmp_path / "k.lock").touch()  # FileSystemLockManager creates it, then writes the holder
-    assert CacheLockManager(tmp_path).is_locked("k")  # Prefect's own raises on the empty file
+    proc = start_holder(tmp_path, "transaction")
+    try:
+        manager = CacheLockManager(tmp_path / "locks")
+        assert manager.is_locked("k")
+        assert not manager.acquire_lock("k", "me", acquire_timeout=0.3)  # a live holder counts
+        proc.send_signal(signal.SIGKILL)
+        until_zombie(proc)  # not reaped, as by a PID 1 that reaps no orphans
+        # A lock file naming its holder by uuid says nothing about the process: no liveness check can
+        # judge it, so the old manager waited out the timeout (False).
+        assert manager.acquire_lock("k", "me", acquire_timeout=10)
+        assert manager.is_lock_holder("k", "me")
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_a_lock_whose_holder_exited_unreaped_is_free(tmp_path):
+    """A holder that exited and is a zombie (dead, not yet reaped) no longer holds its lock."""
+    from tasks.caching import CacheLockManager
+
+    proc = start_holder(tmp_path, "exit")
+    try:
+        until_zombie(proc)
+        # Its lock file still names it as a live pid of this host: psutil calls a zombie running.
+        assert CacheLockManager(tmp_path / "locks").acquire_lock("k", "me", acquire_timeout=10)
+    finally:
+        proc.wait()
+
+
+# Runs the holder under a child subreaper (prctl PR_SET_CHILD_SUBREAPER), which reaps it and the child
+# it forks once they die: this host's init reaps no orphans.
+REAPER = """
+import ctypes, os, subprocess, sys
+ctypes.CDLL(None).prctl(36, 1, 0, 0, 0)
+subprocess.Popen([sys.executable, "-c", sys.argv[1], *sys.argv[2:]])
+while True:
+    try:
+        os.wait()
+    except ChildProcessError:
+        break
+"""
+
+
+def test_a_child_forked_under_the_lock_does_not_keep_it_after_its_parent_is_killed(tmp_path):
+    import os
+    import signal
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from tasks.caching import CacheLockManager
+
+    reaper = subprocess.Popen([sys.executable, "-c", REAPER, HOLDER, str(tmp_path), "fork"], stdout=subprocess.PIPE,
+                              text=True, cwd=Path(__file__).parents[3])
+    pids = [int(reaper.stdout.readline()) for _ in range(2)]  # the holder, the child it forked
+    try:
+        assert reaper.stdout.readline().strip() == "locked"
+        manager = CacheLockManager(tmp_path / "locks")
+        assert manager.is_locked("k")  # the parent's descriptor holds it
+        os.kill(pids[0], signal.SIGKILL)
+        os.kill(pids[1], 0)  # the child lives on (raises if it is gone)
+        # Without the child closing its copy at fork, the lock would be held until the child ends.
+        assert manager.acquire_lock("k", "me", acquire_timeout=10)
+    finally:
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        reaper.wait(timeout=60)
+
+
+def test_waiters_that_find_a_dead_runs_lock_take_it_one_at_a_time(tmp_path):
+    """Many waiters see one dead run's lock file at once; at any moment at most one holds the key.
+    (Breaking a stale lock by reading it, then deleting it by path, let a slow waiter delete the
+    lock a fast one had just taken, and both held it.)"""
+    import json
+    import os
+    import socket
+    import sys
+    import threading
+    import time
+
+    from tasks.caching import CacheLockManager
+
+    host = socket.gethostname()
+    locks = tmp_path / "locks"
+    locks.mkdir()
+    dead = {"holder": f"{host}:{dead_pid()}:1:MainThread", "expiration": None}  # as a killed run left it
+    inside, most, errors = [0], [0], []
+    count = threading.Lock()
+
+    def waiter(i: int, barrier: threading.Barrier) -> None:
+        manager, name = CacheLockManager(locks), f"{host}:{os.getpid()}:{i}:waiter-{i}"
+        barrier.wait()
+        try:
+            assert manager.acquire_lock("k", name, acquire_timeout=30)
+            with count:
+                inside[0] += 1
+                most[0] = max(most[0], inside[0])
+            time.sleep(0.005)
+            with count:
+                inside[0] -= 1
+            manager.release_lock("k", name)
+        except BaseException as err:  # noqa: BLE001 - reported below, with the others
+            errors.append(repr(err))
+
+    switch = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # interleave the waiters as finely as separate processes would be
+    try:
+        for _ in range(10):
+            (locks / "k.lock").write_text(json.dumps(dead))
+            barrier = threading.Barrier(4)
+            threads = [threading.Thread(target=waiter, args=(i, barrier)) for i in range(4)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join(timeout=60)
+    finally:
+        sys.setswitchinterval(switch)
+    assert (most[0], errors) == (1, [])
+
+
+def test_a_lock_is_held_until_released_and_only_by_its_holder(tmp_path):
+    import anyio
+    import pytest
+
+    from tasks.caching import CacheLockManager
+
+    manager, other = CacheLockManager(tmp_path / "locks"), CacheLockManager(tmp_path / "locks")
+    assert manager.acquire_lock("k", "me", acquire_timeout=0)
+    assert manager.acquire_lock("k", "me", acquire_timeout=0)  # re-entrant, as Prefect's
+    assert other.is_locked("k") and other.is_lock_holder("k", "me") and not other.is_lock_holder("k", "you")
+    assert not other.acquire_lock("k", "you", acquire_timeout=0.3)  # another thread of this process waits
+    assert not anyio.run(other.aacquire_lock, "k", "you", 0.3)
+    assert not other.wait_for_lock("k", timeout=0.3)
+    with pytest.raises(ValueError, match="No lock held by you"):
+        other.release_lock("k", "you")
+    manager.release_lock("k", "me")
+    assert not (tmp_path / "locks" / "k.lock").exists()  # released locks leave no files behind
+    assert not other.is_locked("k") and other.wait_for_lock("k", timeout=0)
+    with pytest.raises(ValueError, match="No lock for transaction"):
+        manager.release_lock("k", "me")
+    assert anyio.run(other.aacquire_lock, "k", "you", 0)
+    other.release_lock("k", "you")
+
+
+def test_a_lock_file_nobody_holds_is_free_and_a_holder_not_yet_named_holds(tmp_path):
+    from tasks.caching import CacheLockManager, _describe_holder
+
+    locks = tmp_path / "locks"
+    locks.mkdir()
+    (locks / "k.lock").write_text("")  # left by a run that died before it wrote its name
+    manager = CacheLockManager(locks)
+    assert not manager.is_locked("k")  # Prefect's own raises on the empty file
+    assert manager.acquire_lock("k", "me", acquire_timeout=0)
+    (locks / "k.lock").write_text("")  # as between taking the lock and writing the holder
+    assert CacheLockManager(locks).is_locked("k")
+    assert _describe_holder(locks / "k.lock") == "a process that has not recorded its name yet"
+    manager.release_lock("k", "me")
+
+
+def test_a_wait_says_whom_it_waits_for_when_it_starts_and_while_it_lasts(tmp_path, monkeypatch, caplog):
+    import logging
+    import os
+    import socket
+    import threading
+
+    from tasks import caching
+    from tasks.caching import CacheLockManager
+
+    monkeypatch.setattr(caching, "WAIT_LOG_EVERY_S", 0.2)  # a minute in a run
+    caplog.set_level(logging.INFO, logger="specops.cache")
+    holder = CacheLockManager(tmp_path / "locks")
+    assert holder.acquire_lock("abcdef0123456789", "first", acquire_timeout=0)
+    logged_twice = threading.Event()
+
+    class Seen(logging.Handler):
+        def emit(self, record):
+            if sum("waiting" in r.getMessage() for r in caplog.records) >= 2:
+                logged_twice.set()
+
+    seen = Seen()
+    logging.getLogger("specops.cache").addHandler(seen)
+    got = []
+    try:
+        waiter = threading.Thread(target=lambda: got.append(
+            CacheLockManager(tmp_path / "locks").acquire_lock("abcdef0123456789", "second")))
+        waiter.start()
+        assert logged_twice.wait(timeout=60)
+        holder.release_lock("abcdef0123456789", "first")
+        waiter.join(timeout=60)
+    finally:
+        logging.getLogger("specops.cache").removeHandler(seen)
+    assert got == [True]
+    messages = [r.getMessage() for r in caplog.records if r.name == "specops.cache"]
+    assert messages[0].startswith("waiting for cache key abcdef012345: ")
+    assert f"pid {os.getpid()} on {socket.gethostname()} (since " in messages[0]
+    assert messages[1].startswith("still waiting after ")
+    assert messages[-1].startswith("cache key abcdef012345: lock free after ")
 
 
 def test_the_lock_directory_follows_the_cache_the_run_uses(tmp_path, monkeypatch):

@@ -1,7 +1,9 @@
-"""tools/deploy_source.py: the commit `prefect deploy` pins (HEAD of a clean checkout) and the repository."""
+"""tools/deploy_source.py: the commit `prefect deploy` pins (HEAD of a clean checkout, every worker setting
+given) and the repository (without credentials)."""
 from __future__ import annotations
 
 import importlib.util
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -12,7 +14,8 @@ spec = importlib.util.spec_from_file_location("deploy_source", ROOT / "tools" / 
 deploy_source = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(deploy_source)
 
-ENV = {"SPECOPS_WORKER_ARTIFACTS": "/srv/specops/artifacts"}
+ENV = {"SPECOPS_WORKER_ARTIFACTS": "/srv/specops/artifacts", "SPECOPS_WORKER_CACHE": "/srv/specops/cache",
+       "SPECOPS_WORKER_RESULTS_URL": "postgresql://specops@db/specops"}
 
 
 def git(repo: Path, *args: str) -> str:
@@ -43,20 +46,182 @@ def test_uncommitted_changes_are_refused_naming_the_file_unless_allowed(repo):
     assert head == git(repo, "rev-parse", "HEAD") and "WITHOUT the uncommitted changes to a.txt" in warning
 
 
-def test_worker_artifacts_must_be_an_absolute_directory(repo):
-    for env in ({}, {"SPECOPS_WORKER_ARTIFACTS": "artifacts"}):
-        with pytest.raises(deploy_source.DeployError, match="SPECOPS_WORKER_ARTIFACTS.*absolute directory"):
-            deploy_source.commit(repo, env)
+def test_the_settings_checked_are_the_deployments_job_variables():
+    from specops.deployments import WORKER_ENV
+
+    assert deploy_source.worker_env() == WORKER_ENV  # read from the source, without importing specops
+    assert set(deploy_source.SETTINGS) == set(WORKER_ENV) and set(ENV) == set(WORKER_ENV.values())
+
+
+@pytest.mark.parametrize("deploy_var", sorted(ENV))
+@pytest.mark.parametrize("value", [None, "", "  "])
+def test_an_unset_or_empty_worker_setting_is_refused_naming_it_its_use_and_the_make_argument(repo, deploy_var, value):
+    """"" would be stored and replace the worker host's own setting: a GPU host's results would go to SQLite."""
+    from specops.deployments import WORKER_ENV
+
+    env = {k: v for k, v in ENV.items() if k != deploy_var}
+    if value is not None:
+        env[deploy_var] = value
+    run_var = next(r for r, d in WORKER_ENV.items() if d == deploy_var)
+    with pytest.raises(deploy_source.DeployError) as refused:
+        deploy_source.commit(repo, env)
+    message = str(refused.value)
+    argument = deploy_source.SETTINGS[run_var][2]
+    assert f"{deploy_var} (the runs' {run_var}: {deploy_source.SETTINGS[run_var][1]}) is " in message
+    assert ("is unset" if value is None else "is empty") in message
+    assert f"`make deploy {argument}`" in message
+    assert [line for line in message.splitlines() if line.startswith("  ")] == [line for line in message.splitlines()
+                                                                            if deploy_var in line]  # only that one
+
+
+def test_every_missing_setting_is_named_at_once_with_the_make_arguments_for_all(repo):
+    with pytest.raises(deploy_source.DeployError) as refused:
+        deploy_source.commit(repo, {})
+    message = str(refused.value)
+    assert all(var in message for var in ENV)
+    assert ("`make deploy WORKER_CACHE=/srv/specops/cache WORKER_ARTIFACTS=/srv/specops/artifacts "
+            "RESULTS_URL=postgresql://specops@db/specops`") in message
+
+
+@pytest.mark.parametrize(("deploy_var", "value", "why"), [
+    ("SPECOPS_WORKER_ARTIFACTS", "artifacts", r"is relative \('artifacts'\): .*temporary clone"),
+    ("SPECOPS_WORKER_CACHE", "./cache", r"is relative \('./cache'\)"),
+    ("SPECOPS_WORKER_RESULTS_URL", "results.db", r"is no database URL"),
+    ("SPECOPS_WORKER_RESULTS_URL", "sqlite:///results.db", r"is no absolute SQLite path"),
+])
+def test_a_setting_that_would_resolve_in_the_runs_temporary_clone_is_refused(repo, deploy_var, value, why):
+    with pytest.raises(deploy_source.DeployError, match=f"{deploy_var} .*{why}"):
+        deploy_source.commit(repo, {**ENV, deploy_var: value})
+
+
+def test_a_results_url_with_a_password_is_refused_without_showing_it(repo):
+    env = {**ENV, "SPECOPS_WORKER_RESULTS_URL": "postgresql+psycopg://specops:s3cret-pw@db:5432/specops"}
+    with pytest.raises(deploy_source.DeployError) as refused:
+        deploy_source.commit(repo, env)
+    assert "carries a password (postgresql+psycopg://specops:***@db:5432/specops)" in str(refused.value)
+    assert "~/.pgpass" in str(refused.value) and "s3cret-pw" not in str(refused.value)
+
+
+def test_absolute_directories_and_database_urls_pass(repo):
+    head = git(repo, "rev-parse", "HEAD")
+    for url in ("postgresql://specops@db/specops", "postgresql+psycopg://db.example:5432/specops",
+                "sqlite:////srv/specops/artifacts/results.db"):
+        assert deploy_source.commit(repo, {**ENV, "SPECOPS_WORKER_RESULTS_URL": url}) == (head, None)
 
 
 def test_repository_is_the_setting_else_origin_else_the_checkout(repo):
-    assert deploy_source.repository(repo, {}) == str(repo)
+    assert deploy_source.repository(repo, {}) == (str(repo), None)
     git(repo, "remote", "add", "origin", "https://example.invalid/specops.git")
-    assert deploy_source.repository(repo, {}) == "https://example.invalid/specops.git"
+    assert deploy_source.repository(repo, {}) == ("https://example.invalid/specops.git", None)
     assert deploy_source.repository(repo, {"SPECOPS_DEPLOY_REPOSITORY": "file:///srv/specops.git"}) == \
-        "file:///srv/specops.git"
+        ("file:///srv/specops.git", None)
+
+
+@pytest.mark.parametrize(("url", "clean"), [
+    ("https://oauth2:glpat-SECRET@git.example/team/specops.git", "https://git.example/team/specops.git"),
+    ("https://ghp_SECRET@github.com/team/specops.git", "https://github.com/team/specops.git"),
+    ("http://user:SECRET@git.example:8080/specops.git", "http://git.example:8080/specops.git"),
+    ("ssh://git:SECRET@git.example/specops.git", "ssh://git@git.example/specops.git"),
+])
+def test_credentials_in_the_origin_url_are_dropped_and_said_so_on_stderr(repo, url, clean, monkeypatch, capsys):
+    """Every deployment stores the URL in its pull steps, which the UI shows."""
+    git(repo, "remote", "add", "origin", url)
+    got, warning = deploy_source.repository(repo, {})
+    assert got == clean and "SECRET" not in warning
+    assert "credentials in the repository URL were dropped" in warning
+    assert "credential helper" in warning and "~/.netrc" in warning and "access_token" in warning
+
+    monkeypatch.chdir(repo)  # as the build step runs it, in the checkout
+    monkeypatch.delenv("SPECOPS_DEPLOY_REPOSITORY", raising=False)
+    assert deploy_source.main(["repository"]) == 0
+    out, err = capsys.readouterr()
+    assert out == clean + "\n" and "SECRET" not in out + err
+    assert err.startswith("deploy_source: WARNING: the deployments clone " + clean)
+
+
+def test_a_credential_in_the_deploy_repository_setting_is_dropped_too(repo):
+    got, warning = deploy_source.repository(repo, {"SPECOPS_DEPLOY_REPOSITORY": "https://u:SECRET@git.example/s.git"})
+    assert got == "https://git.example/s.git" and warning and "SECRET" not in warning
+
+
+@pytest.mark.parametrize("url", ["git@github.com:team/specops.git", "ssh://git@git.example/specops.git",
+                                 "https://git.example/specops.git", "/srv/git/specops.git"])
+def test_urls_without_a_secret_are_kept_as_they_are(repo, url):
+    assert deploy_source.repository(repo, {"SPECOPS_DEPLOY_REPOSITORY": url}) == (url, None)
 
 
 def test_outside_a_checkout_says_so(tmp_path):
     with pytest.raises(deploy_source.DeployError, match="is not a git checkout"):
         deploy_source.commit(tmp_path, ENV)
+
+
+# The Makefile's side, for real: `make up` / `make deploy` run with stand-ins for the venv's programs (BIN) and
+# for curl (the server health check), so nothing starts and prefect.yaml is not rewritten. The stand-in python3
+# that the build step's preflight runs records the SPECOPS_WORKER_* variables make exported, then stops make.
+MAKE = ["make", "--no-print-directory", "-o", ".venv/.installed", "-o", ".venv-aiperf/.installed"]
+
+
+@pytest.fixture
+def make_env(tmp_path) -> tuple[list[str], dict[str, str], Path]:
+    import os
+    import stat
+
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    record = tmp_path / "exported"
+    scripts = {name: "exit 0\n" for name in ("python", "prefect", "specops", "curl")}
+    scripts["python3"] = (f'[ "$2" = commit ] && env | grep "^SPECOPS_WORKER_" | sort > "{record}"\n'
+                          f'exec {shutil.which("python3")} "$@"\n')
+    for name, body in scripts.items():
+        (fake / name).write_text("#!/bin/sh\n" + body)
+        (fake / name).chmod(stat.S_IRWXU)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SPECOPS_", "WORKER_", "MAKE", "MFLAGS"))
+           and k not in ("RESULTS_URL", "PREFECT_DB_URL", "PREFECT_API_URL")}
+    env["PATH"] = f"{fake}:{env['PATH']}"
+    args = [f"BIN={fake}", f"PREFECT_HOME={tmp_path / 'prefect-home'}", "PREFECT_PORT=1"]
+    return args, env, record
+
+
+def _make(target: str, args: list[str], env: dict[str, str], *more: str) -> subprocess.CompletedProcess:
+    return subprocess.run([*MAKE, target, *args, *more], cwd=ROOT, env=env, capture_output=True, text=True,
+                          timeout=60)
+
+
+def _exported(record: Path) -> dict[str, str]:
+    return dict(line.split("=", 1) for line in record.read_text().splitlines())
+
+
+def test_make_up_tells_its_local_worker_what_specops_run_here_would_use(make_env):
+    args, env, record = make_env
+    _make("up", args, env)
+    assert _exported(record) == {"SPECOPS_WORKER_ARTIFACTS": f"{ROOT}/artifacts",
+                                 "SPECOPS_WORKER_CACHE": f"{ROOT}/.cache/specops",  # the Makefile's SPECOPS_CACHE
+                                 "SPECOPS_WORKER_RESULTS_URL": f"sqlite:///{ROOT}/artifacts/results.db"}
+
+    env = dict(env, SPECOPS_ARTIFACTS="runs", SPECOPS_CACHE="/srv/c", SPECOPS_RESULTS_URL="postgresql://s@db/r")
+    _make("up", args, env)
+    assert _exported(record) == {"SPECOPS_WORKER_ARTIFACTS": f"{ROOT}/runs", "SPECOPS_WORKER_CACHE": "/srv/c",
+                                 "SPECOPS_WORKER_RESULTS_URL": "postgresql://s@db/r"}
+
+    _make("up", args, env, "WORKER_ARTIFACTS=/srv/a", "RESULTS_URL=postgresql://t@db/t")
+    assert _exported(record) == {"SPECOPS_WORKER_ARTIFACTS": "/srv/a", "SPECOPS_WORKER_CACHE": "/srv/c",
+                                 "SPECOPS_WORKER_RESULTS_URL": "postgresql://t@db/t"}
+
+
+def test_make_deploy_has_no_defaults_and_is_refused_until_told(make_env):
+    """Not even this host's own settings: they are paths on the deployer's host, not on the workers'."""
+    args, env, record = make_env
+    env = dict(env, SPECOPS_ARTIFACTS=str(ROOT / "artifacts"), SPECOPS_RESULTS_URL="postgresql://s@db/r")
+    done = _make("deploy", args, env)
+    assert done.returncode != 0
+    assert _exported(record) == {"SPECOPS_WORKER_ARTIFACTS": "", "SPECOPS_WORKER_CACHE": "",
+                                 "SPECOPS_WORKER_RESULTS_URL": ""}
+    for var in ("SPECOPS_WORKER_ARTIFACTS", "SPECOPS_WORKER_CACHE", "SPECOPS_WORKER_RESULTS_URL"):
+        assert f"  {var} (the runs' " in done.stderr, done.stderr
+    assert ("`make deploy WORKER_CACHE=/srv/specops/cache WORKER_ARTIFACTS=/srv/specops/artifacts "
+            "RESULTS_URL=postgresql://specops@db/specops`") in done.stderr
+
+    told = _make("deploy", args, env, "WORKER_ARTIFACTS=/srv/a", "WORKER_CACHE=/srv/c", "RESULTS_URL=postgresql://t@db/t")
+    assert _exported(record) == {"SPECOPS_WORKER_ARTIFACTS": "/srv/a", "SPECOPS_WORKER_CACHE": "/srv/c",
+                                 "SPECOPS_WORKER_RESULTS_URL": "postgresql://t@db/t"}
+    assert "SPECOPS_WORKER_" not in told.stderr  # past the settings (then refused or not for the working tree)
