@@ -22,6 +22,7 @@ from specops.profile.schema import Profile
 from specops.progress import within
 from specops.rundir import RunDir
 from specops.sources.base import ModelArtifact
+from specops.sources.integrity import exclusive
 from specops.variant import Variant
 from tasks.caching import ContentKey, locked
 from tasks.progress import ProgressArtifact
@@ -55,7 +56,7 @@ def _synthesize(profile: Profile, backend: Backend, server: Server | None, varia
     log = get_run_logger()
     directory = store.data_dir(cache_dir, profile.draft.train.data, target)
     waiting = lambda: log.info("waiting for another run synthesizing %s", directory)  # noqa: E731
-    with store.exclusive(directory, waiting):
+    with exclusive(store.data_lock(directory), waiting):
         found = store.finished_data(directory, f"synthesized:{target.source}")
         if found is not None:  # the run we waited for finished it
             log.info("training data %s: finished by another run", directory)

@@ -15,12 +15,10 @@ lock; a second run of the same data waits, then finds it finished.
 from __future__ import annotations
 
 import dataclasses
-import fcntl
 import hashlib
 import json
 import shutil
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 
 from specops.draft.prompt_sources import PromptItem, conversation_prompts, humaneval_prompts, stdlib_prompts
@@ -77,18 +75,9 @@ def is_complete(directory: Path) -> bool:
     return (directory / COMPLETE).is_file()
 
 
-@contextmanager
-def exclusive(directory: Path, waiting: Callable[[], None] = lambda: None) -> Iterator[None]:
-    """Hold `directory`'s lock (a sibling `<name>.lock`, flock'ed) for the block; `waiting` is
-    called once if another process holds it. The kernel drops the lock when its holder dies."""
-    directory.parent.mkdir(parents=True, exist_ok=True)
-    with open(directory.with_name(directory.name + ".lock"), "a") as handle:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            waiting()
-            fcntl.flock(handle, fcntl.LOCK_EX)
-        yield
+def data_lock(directory: Path) -> Path:
+    """The lock a run holds while it synthesizes into `directory` (specops/sources/integrity.py exclusive)."""
+    return directory.with_name(directory.name + ".lock")
 
 
 def training_dir(out: Path) -> Path:

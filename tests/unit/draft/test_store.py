@@ -15,7 +15,7 @@ from specops.draft import store
 from specops.draft.result import RESULT_FILE, TrainResult
 from specops.draft.spec import DataSpec, TrainSpec
 from specops.sources.base import ModelArtifact
-from specops.sources.integrity import CacheCorruptError
+from specops.sources.integrity import CacheCorruptError, exclusive
 
 TARGET = ModelArtifact(Path("/t"), "embedded:smollm2-135m", "a" * 64)
 
@@ -116,8 +116,8 @@ _HOLD = """
 import sys, time
 from pathlib import Path
 from specops.draft import store
-from specops.draft.result import RESULT_FILE, TrainResult
-with store.exclusive(Path(sys.argv[1])):
+from specops.sources.integrity import exclusive
+with exclusive(store.data_lock(Path(sys.argv[1]))):
     print("held", flush=True)
     time.sleep(float(sys.argv[2]))
 """
@@ -132,14 +132,14 @@ def test_one_process_at_a_time_holds_a_data_sets_lock_and_a_dead_holder_releases
         waited = []
         killer = threading.Timer(1.0, holder.kill)
         killer.start()
-        with store.exclusive(directory, waiting=lambda: waited.append(time.monotonic())):
+        with exclusive(store.data_lock(directory), waiting=lambda: waited.append(time.monotonic())):
             acquired = time.monotonic()
         killer.join()
     finally:
         holder.kill()
         holder.wait()
     assert len(waited) == 1 and holder.returncode == -signal.SIGKILL and acquired >= waited[0]
-    with store.exclusive(directory, waiting=lambda: waited.append("again")):
+    with exclusive(store.data_lock(directory), waiting=lambda: waited.append("again")):
         pass
     assert len(waited) == 1  # free now: no waiting
 

@@ -55,6 +55,7 @@ def test_outside_a_prefect_step_the_running_python_is_the_workers():
 # consults no index, and a wheel needs no build, so no build isolation either); PIP_NO_INDEX makes any
 # attempt to reach an index fail instead of downloading.
 PROBE = "specops_worker_env_probe"
+PROBE_DIST = PROBE.replace("_", "-")  # as pip names the installed distribution
 
 
 def _wheel(dest: Path, name: str, version: str, module_source: str) -> Path:
@@ -108,6 +109,12 @@ def _clone_with(tmp: Path, dependencies: list[str]) -> Path:
     return clone
 
 
+def _probe_requirement(tmp: Path) -> str:
+    """The requirement the worker's venv lacks: the probe wheel, written here, pinned by its file URL."""
+    wheel = _wheel(tmp, PROBE, "1.0", "VALUE = 42\n")
+    return f"{PROBE_DIST} @ {wheel.as_uri()}"
+
+
 def _step(python: Path, clone: Path, env: dict) -> subprocess.CompletedProcess:
     return subprocess.run([str(python), "tools/worker_env.py"], cwd=clone, env=env, capture_output=True, text=True,
                           timeout=120)
@@ -116,8 +123,7 @@ def _step(python: Path, clone: Path, env: dict) -> subprocess.CompletedProcess:
 def test_the_missing_requirement_is_installed_into_the_workers_venv_and_a_rerun_installs_nothing(
         tmp_path, worker_venv):
     python, env = worker_venv
-    wheel = _wheel(tmp_path, PROBE, "1.0", "VALUE = 42\n")
-    wanted = f"{PROBE.replace('_', '-')} @ {wheel.as_uri()}"
+    wanted = _probe_requirement(tmp_path)
     clone = _clone_with(tmp_path, ["packaging", wanted])
 
     first = _step(python, clone, env)
@@ -126,7 +132,7 @@ def test_the_missing_requirement_is_installed_into_the_workers_venv_and_a_rerun_
     assert "packaging" not in first.stdout  # met: neither reported nor handed to pip
     assert f"running: {python} -m pip install --no-input {wanted}\n" in first.stdout
     installed = [line for line in first.stdout.splitlines() if line.startswith("Successfully installed")]
-    assert installed == [f"Successfully installed {PROBE.replace('_', '-')}-1.0"], first.stdout
+    assert installed == [f"Successfully installed {PROBE_DIST}-1.0"], first.stdout
 
     imported = subprocess.run([str(python), "-c", f"import {PROBE} as m; print(m.VALUE, m.__file__)"], env=env,
                               capture_output=True, text=True, timeout=60)
@@ -154,8 +160,7 @@ def test_a_commit_pinning_another_prefect_is_refused_and_nothing_is_installed(tm
     """pip would replace the Prefect the worker runs on, under the running worker: the operator upgrades it."""
     python, env = worker_venv
     running = metadata.version("prefect")  # the worker venv sees this venv's packages
-    wheel = _wheel(tmp_path, PROBE, "1.0", "VALUE = 42\n")
-    probe = f"{PROBE.replace('_', '-')} @ {wheel.as_uri()}"
+    probe = _probe_requirement(tmp_path)
     clone = _clone_with(tmp_path, ["prefect==0.0.1", probe])
 
     done = _step(python, clone, env)
@@ -174,8 +179,7 @@ def test_a_run_waits_for_another_runs_install_and_then_installs_nothing(tmp_path
     import threading
 
     python, env = worker_venv
-    wheel = _wheel(tmp_path, PROBE, "1.0", "VALUE = 42\n")
-    wanted = f"{PROBE.replace('_', '-')} @ {wheel.as_uri()}"
+    wanted = _probe_requirement(tmp_path)
     clone = _clone_with(tmp_path, ["packaging", wanted])
     lock = python.parents[1] / worker_env.LOCK_NAME  # <sys.prefix of the worker's python>/...
 
