@@ -11,7 +11,11 @@ requests. So specops starts its client tools through this guard, which
   guard, not to init, so it is still found (and reaped: this host's init reaps nothing);
 - runs CMD as its child in the guard's own process group, stdio and environment inherited, so
   killpg() of the guard's group still reaches the whole tool;
-- passes SIGTERM and SIGINT on to CMD and keeps waiting (a caller's graceful stop);
+- outlives a SIGTERM or SIGINT to its group (a caller's graceful stop: kill_process_tree and
+  the janitor signal the group) and waits for CMD, which got that same signal once. Passing it
+  on as well made CMD see it twice, and a second signal often means "stop now" (a shell trap
+  ran twice in CI). So stop the tool through its group: a signal to the guard alone reaches
+  nothing else;
 - when CMD ends, stops whatever it left running and ends the same way: its exit code, or death
   by the same signal (so a caller still sees -SIGKILL for a killed tool).
 
@@ -32,7 +36,6 @@ GIVE_UP_S = 10.0  # a descendant stuck in the kernel (D state) must not hold the
 _PR_SET_PDEATHSIG = 1
 _PR_SET_CHILD_SUBREAPER = 36
 _child: int | None = None  # CMD's pid while it runs
-_ended = False  # CMD has exited: the guard is stopping what it left
 _stopping = False  # the parent died: the guard is killing everything below it
 
 
@@ -116,15 +119,9 @@ def _parent_gone(signum, frame) -> None:
     os._exit(128 + signum)
 
 
-def _pass_on(signum, frame) -> None:
-    if _ended:  # already stopping the leftovers, within a bound
-        return
+def _outlive(signum, frame) -> None:
     if _child is None:  # nothing started yet: nothing to wait for
         os._exit(128 + signum)
-    try:
-        os.kill(_child, signum)
-    except ProcessLookupError:
-        pass
 
 
 def _exec(cmd: list[str]) -> None:  # in the forked child
@@ -149,7 +146,7 @@ def _end_like(status: int) -> None:
 
 
 def main(argv: list[str]) -> None:
-    global _child, _ended
+    global _child
     parent = None
     if argv[:1] == ["--parent"]:
         parent, argv = int(argv[1]), argv[2:]
@@ -166,7 +163,7 @@ def main(argv: list[str]) -> None:
         os._exit(128 + PARENT_GONE)
     for sig in (signal.SIGTERM, signal.SIGINT):
         if signal.getsignal(sig) is not signal.SIG_IGN:  # an ignored SIGINT stays ignored for CMD
-            signal.signal(sig, _pass_on)
+            signal.signal(sig, _outlive)
     pid = os.fork()
     if pid == 0:
         _exec(argv)
@@ -178,7 +175,6 @@ def main(argv: list[str]) -> None:
             os._exit(1)
         if done == pid:
             break
-    _ended = True
     stop_descendants(LEFTOVER_GRACE_S)
     _end_like(status)
 

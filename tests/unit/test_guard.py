@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import psutil
+import pytest
 
 from specops import guard
 from specops.processes import spawn_guarded
@@ -94,7 +95,11 @@ def test_the_guard_leads_the_group_and_a_group_sigterm_is_a_graceful_stop():
     try:
         assert proc.stdout.readline() == "ready\n"
         assert os.getpgid(proc.pid) == proc.pid
+        os.kill(proc.pid, signal.SIGTERM)  # to the guard alone: it reaches nothing and stops nothing
+        with pytest.raises(subprocess.TimeoutExpired):
+            proc.wait(timeout=1)
         os.killpg(proc.pid, signal.SIGTERM)  # what kill_process_tree and the janitor send first
+        # The command sees the signal once: the guard no longer passes on what the group got.
         assert proc.wait(timeout=10) == 5 and proc.stdout.read() == "stopping\n"
     finally:
         proc.kill()
