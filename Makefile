@@ -46,7 +46,7 @@ deploy: export SPECOPS_DEPLOY_REPOSITORY = $(DEPLOY_REPOSITORY)
 # need credentials or a network the worker lacks)
 up: export SPECOPS_DEPLOY_REPOSITORY = $(or $(DEPLOY_REPOSITORY),$(CURDIR))
 
-.PHONY: install demo test test-fast bench bench-intervals bench-tools bench-drafts up down deploy schema clean
+.PHONY: install demo test test-fast bench bench-intervals bench-tools bench-drafts bench-sweep bench-compare up down deploy schema clean
 
 $(VENV)/.installed: pyproject.toml
 	@command -v $(PYTHON) >/dev/null || { echo "need $(PYTHON)"; exit 1; }
@@ -104,6 +104,16 @@ bench-tools: install
 ## analytical bound, and the runtime vs HF transformers' speculative generate
 bench-drafts: install
 	$(BIN)/python benchmarks/draft_bench.py
+
+## bench-sweep: ngram-local over K 1..5 x concurrency 1,2,4 (flow `sweep`): the table, the crossover per K,
+## the recommended K per concurrency. SWEEP_SET adds overrides (default: 8 requests x 64 tokens)
+SWEEP_SET ?= --set benchmark.num_requests=8 --set benchmark.output_tokens=64
+bench-sweep: install
+	$(BIN)/specops sweep ngram-local --k 1,2,3,4,5 --concurrency 1,2,4 $(SWEEP_SET)
+
+## bench-compare: the five embedded profiles on SmolLM2-135M in one table (flow `compare`; drafts trained first)
+bench-compare: install
+	$(BIN)/specops compare-profiles draft-target-local eagle-local eagle3-local medusa-local ngram-local $(SWEEP_SET)
 
 schema: install
 	$(BIN)/specops schema -o profiles/profile.schema.json

@@ -1,4 +1,5 @@
-"""specops command line: run, plan, profiles, history, compare, schema, deployments, janitor."""
+"""specops command line: run, plan, profiles, history, compare, sweep, compare-profiles, schema, deployments,
+janitor."""
 from __future__ import annotations
 
 import argparse
@@ -35,9 +36,24 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_parser("profiles", help="list profiles and the method x backend matrix")
     history = sub.add_parser("history", help="runs in the results database, newest first")
     history.add_argument("profile", nargs="?", help="only this profile's runs")
-    history.add_argument("-n", "--limit", type=int, default=30)
+    history.add_argument("-n", "--limit", type=int, help="runs read (default 30; with --trend 500)")
+    history.add_argument("--trend", action="store_true", help="write each profile's trend report (HTML + PNG) "
+                         "under artifacts/trends/ and print the newest run's regression verdicts")
     compare = sub.add_parser("compare", help="two runs side by side (run id, uid or uid prefix)")
     compare.add_argument("runs", nargs=2, metavar="RUN")
+    sweep = sub.add_parser("sweep", help="a profile over draft length x concurrency (Prefect flow `sweep`): the "
+                           "table, where speculation stops paying, the best draft length per concurrency")
+    _profile_args(sweep)
+    sweep.add_argument("--k", type=_int_list, default=[1, 2, 4], metavar="K,K,...",
+                       help="draft lengths (method.num_speculative_tokens), default 1,2,4")
+    sweep.add_argument("--concurrency", type=_int_list, default=[1, 2, 4], metavar="C,C,...",
+                       help="benchmark.concurrency values, default 1,2,4")
+    sweep.add_argument("--run-id", help="name of the sweep's run directory (default: timestamp)")
+    versus = sub.add_parser("compare-profiles", help="several profiles on one target, run one after another, in "
+                            "one table (Prefect flow `compare`)")
+    versus.add_argument("profiles", nargs="+", metavar="PROFILE")
+    versus.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                        help="an override for every profile (repeatable)")
     schema = sub.add_parser("schema", help="print the profile JSON schema")
     schema.add_argument("-o", "--output", type=Path)
     deployments = sub.add_parser("deployments", help="write prefect.yaml from the profiles (or a work pool's "
@@ -51,6 +67,13 @@ def _parser() -> argparse.ArgumentParser:
     for command in sub.choices.values():  # also after the command: `specops run X --debug`
         command.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
     return parser
+
+
+def _int_list(text: str) -> list[int]:
+    try:
+        return [int(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: give whole numbers separated by commas, e.g. 1,2,4") from None
 
 
 def prefect_defaults() -> None:
@@ -109,6 +132,50 @@ def cmd_run(args) -> int:
     return EXIT_INVALID if result.status.value == "invalid" else 0
 
 
+def _flow_command(args, call):
+    """Run a flow under a private Prefect API (unless PREFECT_API_URL is set), SIGTERM as an interrupt."""
+    prefect_defaults()
+    signal.signal(signal.SIGTERM, _terminate_as_interrupt)
+    from cli.prefect_api import prefect_api
+
+    if not getattr(args, "debug", False):
+        from cli.console import drop_console_tracebacks
+
+        drop_console_tracebacks()
+    with prefect_api():
+        return call()
+
+
+def cmd_sweep(args) -> int:
+    from pydantic import ValidationError
+
+    from specops.sweep.grid import SweepGrid, validate_grid
+
+    try:
+        grid = SweepGrid(draft_lengths=args.k, concurrencies=args.concurrency)
+    except ValidationError as err:
+        raise ProfileError("sweep grid", [(str(e["loc"][0]), e["msg"]) for e in err.errors()]) from None
+    validate_grid(args.profile, args.overrides, grid)  # fail fast, before Prefect starts
+    from flows.sweep import sweep
+
+    outcome = _flow_command(args, lambda: sweep(args.profile, grid.draft_lengths, grid.concurrencies,
+                                                args.overrides, args.run_id))
+    print(f"\n{outcome.table}\n\nsweep: {outcome.run_dir}  (measured now: {', '.join(outcome.measured) or 'none'}; "
+          f"servers started: {dict(outcome.server_starts) or 'none'})")
+    return 0
+
+
+def cmd_compare_profiles(args) -> int:
+    from specops.profile.loader import load_profile
+
+    for profile in args.profiles:
+        load_profile(profile, args.overrides)  # fail fast, before Prefect starts
+    from flows.compare import compare
+
+    print("\n" + _flow_command(args, lambda: compare(args.profiles, args.overrides)))
+    return 0
+
+
 def cmd_plan(args) -> int:
     from specops.pipeline.plan import format_plan
     from specops.profile.loader import load_profile
@@ -125,19 +192,37 @@ def cmd_profiles(args) -> int:
 
 
 def cmd_history(args) -> int:
+    from specops.regression.verdict import HISTORY_LIMIT
     from specops.results.history import format_history
     from specops.results.store import ResultsStore
 
     store = ResultsStore.open()
     try:
-        runs = store.history(args.profile, limit=args.limit)
+        runs = store.history(args.profile, limit=args.limit or (HISTORY_LIMIT if args.trend else 30))
     finally:
         store.close()
     if not runs:
         print(f"no runs{' of ' + args.profile if args.profile else ''} in the results database")
         return 0
-    print(format_history(runs))
+    print(_trends(runs) if args.trend else format_history(runs))
     return 0
+
+
+def _trends(runs) -> str:
+    """Each profile's trend report written; where, and its newest run's verdicts (default policy)."""
+    from specops.regression.policy import RegressionPolicy
+    from specops.regression.trend import trend_dir, write_trend
+    from specops.regression.verdict import evaluate, profile_runs, verdict_table
+
+    policy, out = RegressionPolicy(), []
+    for profile in sorted({run.profile for run in runs}):
+        history = profile_runs([run for run in runs if run.profile == profile])
+        if not history:
+            continue
+        html, png = write_trend(history, policy, trend_dir(profile))
+        out.append(f"{profile}: {len(history)} runs\n  trend: {html}\n         {png}\n"
+                   f"{verdict_table(evaluate(history, policy))}")
+    return "\n\n".join(out)
 
 
 def cmd_compare(args) -> int:
@@ -189,7 +274,8 @@ def cmd_janitor(args) -> int:
 
 
 COMMANDS = {"run": cmd_run, "plan": cmd_plan, "profiles": cmd_profiles, "history": cmd_history,
-            "compare": cmd_compare, "schema": cmd_schema, "janitor": cmd_janitor, "deployments": cmd_deployments}
+            "compare": cmd_compare, "sweep": cmd_sweep, "compare-profiles": cmd_compare_profiles,
+            "schema": cmd_schema, "janitor": cmd_janitor, "deployments": cmd_deployments}
 
 
 def main(argv: list[str] | None = None) -> int:

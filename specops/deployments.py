@@ -19,10 +19,18 @@ import yaml
 from specops.backends import BACKENDS
 from specops.profile.loader import list_profile_names, load_profile
 from specops.profile.schema import Profile
+from specops.regression.suite import EVENT, RESOURCE_PREFIX
 
 COMMAND = "specops deployments -o prefect.yaml"
 CPU_POOL, GPU_POOL = "specops-cpu", "specops-gpu"
 SPECDEC, TRAIN_DRAFT = "flows/specdec.py:specdec", "flows/train_draft.py:train_draft"
+REGRESSION, ALERT = "flows/regression.py:regression", "flows/alert.py:regression_alert"
+# Nightly, in UTC so that workers in several time zones agree (prefect/cli/deploy/_schedules.py:
+# `cron` + `timezone` make a CronSchedule).
+NIGHTLY = {"cron": "0 2 * * *", "timezone": "UTC", "active": True}
+# The block the alert flow notifies through by default; an operator points the deployment's
+# `block` parameter at another (any Webhook or notification block).
+ALERT_BLOCK = "webhook/specops-regression"
 # One benchmark per GPU: a second run of a GPU deployment waits for the first (ENQUEUE), never
 # cancelled (CANCEL_NEW). Prefect 3.8.8: ConcurrencyLimitConfig in client/schemas/objects.py.
 GPU_CONCURRENCY = {"limit": 1, "collision_strategy": "ENQUEUE"}
@@ -111,9 +119,49 @@ def deployments() -> list[dict[str, Any]]:
     return specdec + train
 
 
+def regression_deployments(profiles: list[Profile]) -> list[dict[str, Any]]:
+    """`regression/nightly` on a cron schedule over the CPU pool's profiles (a GPU profile joins the
+    suite through the deployment's parameter and runs on its own pool), and `regression-alert/notify`,
+    whose trigger is the automation that turns each regression event into a notification."""
+    suite = [{"profile": p.name} for p in profiles if pool_of(p) == CPU_POOL]
+    nightly = {
+        "name": "nightly",
+        "description": "Every CPU-pool profile once; each metric judged against its history; Failed on a regression",
+        "entrypoint": REGRESSION,
+        "parameters": {"suite": suite},
+        "work_pool": work_pool(CPU_POOL),
+        "tags": ["specops", "regression"],
+        "schedules": [dict(NIGHTLY)],
+    }
+    trigger = {
+        "name": "specops-regression-detected",
+        "description": f"Each {EVENT} event runs regression-alert/notify with the event's payload",
+        "enabled": True,
+        "match": {"prefect.resource.id": f"{RESOURCE_PREFIX}*"},
+        "expect": [EVENT],
+        "posture": "Reactive",
+        "threshold": 1,
+        "within": 0,
+        # Rendered by the server when the event arrives (prefect/server/events/actions.py
+        # RunDeployment: a lone `{{ ... }}` keeps its JSON type), not by `prefect deploy`.
+        "parameters": {"payload": "{{ event.payload }}"},
+    }
+    alert = {
+        "name": "notify",
+        "description": f"Sends each regression to the {ALERT_BLOCK} block (a Webhook or notification block)",
+        "entrypoint": ALERT,
+        "parameters": {"block": ALERT_BLOCK},
+        "work_pool": work_pool(CPU_POOL),
+        "tags": ["specops", "regression"],
+        "triggers": [trigger],
+    }
+    return [nightly, alert]
+
+
 def document() -> dict[str, Any]:
+    profiles = [load_profile(name).profile for name in list_profile_names()]
     return {"name": "specops", "prefect-version": "3.8.8", "build": build_steps(),
-            "pull": pull_steps(), "deployments": deployments()}
+            "pull": pull_steps(), "deployments": deployments() + regression_deployments(profiles)}
 
 
 class _Dumper(yaml.SafeDumper):
@@ -124,3 +172,9 @@ class _Dumper(yaml.SafeDumper):
 def render() -> str:
     body = yaml.dump(document(), Dumper=_Dumper, sort_keys=False, width=120, default_flow_style=False)
     return HEADER + body
+
+
+def dispatched(profile: Profile) -> str | None:
+    """The deployment another flow runs this profile through (`run_deployment`), so that it reaches a
+    worker on its pool; None when it runs in the calling flow's process (the CPU pool's profiles)."""
+    return f"specdec/{profile.name}" if pool_of(profile) == GPU_POOL else None

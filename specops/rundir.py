@@ -115,6 +115,12 @@ class RunDir:
     def run_id(self) -> str:
         return self.path.name
 
+    def child(self, name: str) -> RunDir:
+        """A new run directory inside this one, with its own timings (a sweep's server or cell)."""
+        path = self.path / name
+        path.mkdir()
+        return RunDir(path)
+
     def sub(self, *parts: str) -> Path:
         target = self.path.joinpath(*parts)
         target.mkdir(parents=True, exist_ok=True)

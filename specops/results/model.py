@@ -18,6 +18,11 @@ from specops.bench.metrics import BenchMetrics, RequestSample
 SCHEMA_VERSION = 2
 
 
+# RunResult.notes of a sweep's cells begin with this: they are points of a grid, not runs of the
+# profile as it is served, so regression baselines and trends leave them out.
+SWEEP_CELL_NOTE = "sweep cell"
+
+
 class Record(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 

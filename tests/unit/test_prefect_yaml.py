@@ -1,6 +1,7 @@
 """prefect.yaml is what `specops deployments` generates from the profiles, and what it generates is right."""
 from __future__ import annotations
 
+import uuid
 from pathlib import Path
 
 import yaml
@@ -102,3 +103,39 @@ def test_prefect_reads_the_file_as_written():
     for d in doc["deployments"]:
         if "concurrency_limit" in d:
             assert ConcurrencyLimitConfig.model_validate(d["concurrency_limit"]).collision_strategy.value == "ENQUEUE"
+
+
+def test_the_nightly_regression_runs_the_cpu_pools_profiles_on_a_cron_schedule():
+    from prefect.cli.deploy._schedules import _schedule_config_to_deployment_schedule
+
+    doc = yaml.safe_load(render())
+    nightly = next(d for d in doc["deployments"] if d["entrypoint"] == "flows/regression.py:regression")
+    cpu = [name for name in list_profile_names() if BACKENDS.get(load_profile(name).profile.backend.kind).needs_gpu
+           is False]
+    assert nightly["parameters"]["suite"] == [{"profile": name} for name in cpu] and cpu
+    assert nightly["work_pool"]["name"] == CPU_POOL
+    schedule = _schedule_config_to_deployment_schedule(nightly["schedules"][0])["schedule"]
+    assert (schedule.cron, schedule.timezone) == ("0 2 * * *", "UTC")
+
+
+def test_the_automation_runs_the_alert_deployment_for_each_regression_event():
+    """What `prefect deploy` turns the trigger into (prefect/cli/deploy/_triggers.py), built here as it would."""
+    from prefect.cli.deploy._triggers import _initialize_deployment_triggers
+
+    from flows.alert import regression_alert
+    from specops.regression.suite import EVENT, resource_id
+
+    doc = yaml.safe_load(render())
+    alert = next(d for d in doc["deployments"] if d["entrypoint"] == "flows/alert.py:regression_alert")
+    (trigger,) = _initialize_deployment_triggers("regression-alert/notify", alert["triggers"])
+    trigger.set_deployment_id(uuid.uuid4())  # the server's id of the deployment, once deployed
+    automation = trigger.as_automation()
+    assert [a.type for a in automation.actions] == ["run-deployment"]
+    assert automation.trigger.expect == {EVENT} and automation.trigger.posture.value == "Reactive"
+    from prefect.events.schemas.events import Resource
+
+    assert automation.trigger.match.matches(Resource({"prefect.resource.id": resource_id("ngram-local")}))
+    assert not automation.trigger.match.matches(Resource({"prefect.resource.id": "prefect.flow-run.x"}))
+    assert trigger.parameters == {"payload": "{{ event.payload }}"}
+    # the parameters the trigger and the deployment give are the flow's own
+    assert set(trigger.parameters) | set(alert["parameters"]) == set(regression_alert.parameters.properties)

@@ -10,6 +10,11 @@ ngram-local is deployed as a GPU deployment would be (`--pool specops-gpu --conc
 which GPU profiles hold their GPUs' slots with): two runs queued on it never overlap their serve-to-teardown
 windows, and the second says what it waits for.
 
+The regression flow, run here on ngram-local until it has a baseline and then twice with a setting that
+lowers acceptance, says `suspicious` and then `regression`, ends Failed, and the automation `prefect deploy`
+registered from prefect.yaml runs the alert deployment on a CPU-pool worker, which calls a webhook served by
+the test.
+
 Also: a GPU deployment's limit and job variables as stored, the HF token resolved by the worker from the
 Secret block (never stored in the deployment, nor in anything a run writes), a missing block's error, the
 run's progress artifacts and specops' own log lines in the flow run, and a cancelled run leaving nothing
@@ -23,14 +28,17 @@ import shutil
 import socket
 import subprocess
 import sys
+import threading
 import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 
 from cli.deployments import pool_template
-from specops.deployments import GPU_CONCURRENCY, GPU_POOL
+from specops.deployments import ALERT_BLOCK, CPU_POOL, GPU_CONCURRENCY, GPU_POOL, NIGHTLY
 from specops.processes import kill_process_tree
+from specops.regression.suite import EVENT
 from tests.integration.postgres import create_database
 from tests.integration.support import (
     REPO_ROOT,
@@ -97,12 +105,29 @@ def deployed(tmp_path_factory, postgres_server):
         # with a GPU deployment's limit (GPU_CONCURRENCY), so a worker of that pool can run it here.
         gpu = ["--pool", GPU_POOL, "--concurrency-limit", str(GPU_CONCURRENCY["limit"]),
                "--collision-strategy", GPU_CONCURRENCY["collision_strategy"]]
-        for name, options in (("specdec/ngram-local", gpu), ("specdec/eagle3-trtllm", [])):
-            deployed = run([str(BIN / "prefect"), "--no-prompt", "deploy", "-n", name, *options], env, source)
-            assert name in deployed.stdout, deployed.stdout
+        # one `prefect deploy` per set of options (each pays the CLI's start and the build steps once)
+        for names, options in ((["specdec/ngram-local"], gpu),
+                               (["specdec/eagle3-trtllm", "regression/nightly", "regression-alert/notify"], [])):
+            deployed = run([str(BIN / "prefect"), "--no-prompt", "deploy", *(f"--name={n}" for n in names),
+                            *options], env, source)
+            assert all(name in deployed.stdout for name in names), deployed.stdout
         print(f"server on PostgreSQL + pools + deploy: {time.monotonic() - t0:.0f}s")
         yield {"api": api, "env": env, "commit": commit, "source": source, "results_url": results_url,
                "artifacts": tmp / "artifacts", "tmp": tmp}
+
+def host_without_checkout(where: Path, api: str) -> tuple[dict[str, str], Path]:
+    """A worker's environment as on another host: its own HOME, no SPECOPS_/PREFECT_ settings but the API,
+    and an empty working directory (returned) with no checkout."""
+    home, empty = where / "home", where / "cwd"
+    home.mkdir(parents=True)
+    empty.mkdir()
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("SPECOPS_", "PREFECT_", "VIRTUAL_ENV", "PYTHONPATH", "HF_"))}
+    env.update(HOME=str(home), PREFECT_API_URL=api, PREFECT_SERVER_ANALYTICS_ENABLED="false",
+               PREFECT_LOGGING_LEVEL="INFO", PREFECT_WORKER_QUERY_SECONDS="2",
+               PATH=os.pathsep.join([str(BIN), os.environ.get("PATH", "")]))
+    return env, empty
+
 
 def read(api: str, coro_fn):
     from prefect.client.orchestration import get_client
@@ -165,14 +190,7 @@ def test_a_worker_without_checkout_runs_the_deployed_commit_one_run_at_a_time(de
     from specops.results.store import ResultsStore
 
     tmp, api = deployed["tmp"], deployed["api"]
-    home, empty = tmp / "worker-home", tmp / "worker-cwd"
-    home.mkdir()
-    empty.mkdir()
-    worker_env = {k: v for k, v in os.environ.items()
-                  if not k.startswith(("SPECOPS_", "PREFECT_", "VIRTUAL_ENV", "PYTHONPATH", "HF_"))}
-    worker_env.update(HOME=str(home), PREFECT_API_URL=api, PREFECT_SERVER_ANALYTICS_ENABLED="false",
-                      PREFECT_LOGGING_LEVEL="INFO", PREFECT_WORKER_QUERY_SECONDS="2",
-                      PATH=os.pathsep.join([str(BIN), os.environ.get("PATH", "")]))
+    worker_env, empty = host_without_checkout(tmp / "worker", api)
     overrides = ["benchmark.num_requests=2", "benchmark.warmup_requests=0", "benchmark.output_tokens=16",
                  "comparison.lossless_prompts=1", "comparison.lossless_max_tokens=8", "serving.exclusive=true"]
     run_ids = ("via-worker", "queued-behind")
@@ -294,3 +312,100 @@ def test_cancelling_during_benchmark_leaves_nothing_behind(deployed, embedded_mo
     assert processes_mentioning(str(run_dir)) == []
     for port in record["ports"]:
         assert port_free("127.0.0.1", port), f"port {port} still bound"
+
+
+class _Hook(BaseHTTPRequestHandler):
+    received: list[dict] = []
+
+    def do_POST(self):  # noqa: N802 (http.server's name)
+        body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        _Hook.received.append(json.loads(body or b"{}"))
+        self.send_response(204)
+        self.end_headers()
+
+    def log_message(self, *args):
+        pass
+
+
+def test_regression_suspicious_then_regression_fails_and_the_automation_calls_the_webhook(
+        deployed, embedded_model, tmp_path, monkeypatch):
+    from prefect.blocks.webhook import Webhook
+    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterDeploymentId
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    from flows.regression import RegressionFound, regression
+    from specops.regression.policy import RegressionPolicy
+    from specops.regression.suite import SuiteEntry
+
+    api = deployed["api"]
+    # Registered by `prefect deploy` from prefect.yaml: the nightly cron schedule and the automation.
+    nightly = read(api, lambda c: c.read_deployment_by_name("regression/nightly"))
+    notify = read(api, lambda c: c.read_deployment_by_name("regression-alert/notify"))
+    schedules = read(api, lambda c: c.read_deployment_schedules(nightly.id))
+    assert [(s.schedule.cron, s.schedule.timezone, s.active) for s in schedules] == [
+        (NIGHTLY["cron"], NIGHTLY["timezone"], True)]
+    assert {"profile": "ngram-local"} in nightly.parameters["suite"] and nightly.work_pool_name == CPU_POOL
+    automations = read(api, lambda c: c.read_automations_by_name("specops-regression-detected"))
+    assert len(automations) == 1, automations
+    automation = automations[0]
+    assert automation.enabled and automation.trigger.expect == {EVENT}
+    assert [(a.type, a.deployment_id) for a in automation.actions] == [("run-deployment", notify.id)]
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Hook)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    _Hook.received.clear()
+    with temporary_settings({PREFECT_API_URL: api}):
+        Webhook(url=f"http://127.0.0.1:{server.server_port}/specops").save(ALERT_BLOCK.split("/")[1], overwrite=True)
+    worker_env, empty = host_without_checkout(tmp_path / "worker", api)
+    log = tmp_path / "cpu-pool-worker.log"
+    with log.open("w") as sink:
+        worker = subprocess.Popen([str(BIN / "prefect"), "worker", "start", "--pool", CPU_POOL, "--type", "process"],
+                                  env=worker_env, cwd=empty, stdout=sink, stderr=subprocess.STDOUT,
+                                  start_new_session=True)
+    # This test's own history: runs of other tests (other settings) must not form its baseline.
+    monkeypatch.setenv("SPECOPS_RESULTS_URL", f"sqlite:///{tmp_path / 'results.db'}")
+    monkeypatch.setenv("SPECOPS_ARTIFACTS", str(tmp_path / "artifacts"))
+    monkeypatch.setenv("SPECOPS_CACHE", str(SHARED_CACHE))
+    # The speculative variant alone (CI time): acceptance needs no base. 48 tokens, as ngram-local asks:
+    # at 16 prompt lookup has too little output to match in (acceptance length ~1.3 at any K).
+    shrink = ["benchmark.num_requests=2", "benchmark.output_tokens=48", "benchmark.warmup_requests=0",
+              "comparison.baseline=false"]
+    # K=1 caps a verification step at 2 tokens, against ~2.4 at ngram-local's K=4: a change of setting that
+    # really lowers acceptance. Throughput metrics get loose thresholds: two shared CPU cores make them
+    # noisier than 5%, and this test is about the rule's sequence, shown on a metric that is not.
+    policy = RegressionPolicy(min_baseline_runs=1, baseline_runs=3, thresholds={
+        "mean_acceptance_length": 0.9, "speedup": 0.3, "output_tokens_per_s": 0.3, "itl_p50_ms": 3.0,
+        "acceptance_rate_pos": 0.3})
+    verdicts = {}
+    t0 = time.monotonic()
+    try:
+        with temporary_settings({PREFECT_API_URL: api}):
+            for name, extra in (("baseline", []), ("degraded-1", ["method.num_speculative_tokens=1"])):
+                judged = regression([SuiteEntry(profile="ngram-local", overrides=shrink + extra)], policy)
+                verdicts[name] = {v.metric: v.verdict.value for v in judged}
+            with pytest.raises(RegressionFound) as found:
+                regression([SuiteEntry(profile="ngram-local", overrides=shrink + ["method.num_speculative_tokens=1"])],
+                           policy)
+            verdicts["degraded-2"] = {v.metric: v.verdict.value for v in found.value.verdicts}
+        print(f"three regression flow runs: {time.monotonic() - t0:.0f}s; verdicts {verdicts}")
+        assert set(verdicts["baseline"].values()) == {"insufficient-data"}, verdicts
+        assert verdicts["degraded-1"]["mean_acceptance_length"] == "suspicious", verdicts
+        assert "regression" not in verdicts["degraded-1"].values(), verdicts
+        assert verdicts["degraded-2"]["mean_acceptance_length"] == "regression", verdicts
+        flow_runs = read(api, lambda c: c.read_flow_runs())
+        regression_runs = sorted((r for r in flow_runs if r.flow_id == nightly.flow_id), key=lambda r: r.created)
+        assert [r.state.type.value for r in regression_runs][-3:] == ["COMPLETED", "COMPLETED", "FAILED"]
+        assert "mean_acceptance_length" in regression_runs[-1].state.message
+        deadline = time.monotonic() + 240
+        while not any(h.get("metric") == "mean_acceptance_length" for h in _Hook.received):
+            assert time.monotonic() < deadline and worker.poll() is None, log.read_text()[-4000:]
+            time.sleep(1)
+        print(f"webhook called {time.monotonic() - t0:.0f}s after the first run began: {_Hook.received}")
+        hook = next(h for h in _Hook.received if h.get("metric") == "mean_acceptance_length")
+        assert hook["profile"] == "ngram-local" and hook["value"] < hook["baseline"] and len(hook["runs"]) == 2
+        alert_runs = read(api, lambda c: c.read_flow_runs(flow_run_filter=FlowRunFilter(
+            deployment_id=FlowRunFilterDeploymentId(any_=[notify.id]))))
+        assert alert_runs and all(r.state.is_completed() for r in alert_runs if r.state.is_final())
+    finally:
+        kill_process_tree(worker, timeout_s=60)
+        server.shutdown()

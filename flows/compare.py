@@ -1,0 +1,29 @@
+"""The `compare` flow: several profiles on one target model, run one after another, in one table.
+
+Each profile runs as `specdec` would run it alone (its speculative variant against the target's
+base, in the same run), so each speedup is paired with a base measured beside it; the table and the
+plot put them side by side. The profiles must share the target: comparing methods on different
+models would say nothing about the methods.
+"""
+from __future__ import annotations
+
+from prefect import flow, get_run_logger
+
+from flows.specdec import RunFailed, run_specdec
+from specops.results.model import RunResult
+from tasks.compare import publish_comparison, validate_comparison
+
+
+@flow(name="compare", log_prints=True)
+def compare(profiles: list[str], overrides: list[str] | None = None, run_id: str | None = None) -> str:
+    """Run each profile (the same overrides for all) and return the one table of them."""
+    overrides = list(overrides or [])
+    validate_comparison(profiles, overrides)
+    results: list[RunResult] = []
+    for profile in profiles:
+        try:
+            results.append(run_specdec(profile, overrides))
+        except RunFailed as failed:  # recorded and reported; its row says FAILED
+            get_run_logger().error("%s", failed)
+            results.append(failed.result)
+    return publish_comparison(results, run_id)

@@ -1,0 +1,186 @@
+"""The `sweep` flow: one profile over a grid of draft length (num_speculative_tokens) x concurrency.
+
+The base is served once and measured at each concurrency; each draft length is served once and
+measured at every concurrency (a server restarts per draft length, never per cell). Every cell is
+a RunResult of its own (in the results database, with its report in <sweep run>/k<K>/c<C>/) and is
+kept under <cache>/sweeps/, so a sweep killed half-way, run again with the same settings, measures
+only the cells it lacks. The outcome: the table, the concurrency where speculation stops paying
+per K, the best K per concurrency as profile overrides and, where the backend's pinned version
+has a per-load schedule, in its own keys.
+"""
+from __future__ import annotations
+
+import time
+from collections import Counter
+from functools import partial
+
+from prefect import flow
+
+from flows.hooks import reap_servers
+from flows.slots import hold_slots
+from flows.specdec import finish, prepare_models, serve_and_check, set_final_status
+from specops.backends.base import Backend, Server
+from specops.bench.tool import BenchTool
+from specops.pipeline.backend import backend_for, tool_for
+from specops.pipeline.benchmark import bench_prompts, variant_record
+from specops.pipeline.result import RunFacts
+from specops.profile.loader import LoadedProfile, load_profile
+from specops.results.model import SWEEP_CELL_NOTE, Lossless, RunResult, VariantRecord, Window
+from specops.rundir import RunDir, cache_root
+from specops.slots import slot_names
+from specops.sweep.analysis import Cell, best_k, crossover
+from specops.sweep.cells import BaseCell, CellStore
+from specops.sweep.grid import SweepGrid, base_overrides, cell_key, cell_overrides
+from specops.sweep.outcome import SweepOutcome
+from specops.sweep.schedule import recommend
+from specops.sweep.table import format_sweep
+from specops.teardown import teardown_quietly
+from specops.variant import BASE, SPECULATIVE, Variant, base_method
+from tasks.benchmark import benchmark_round, read_acceptance
+from tasks.check import compare_check_outputs
+from tasks.profile import check_prerequisites, create_run_dir
+from tasks.render import build_engine, render_repository
+from tasks.report import summarize_run
+from tasks.serve import stop_server
+from tasks.sweep import find_measured_cells, keep_base_cell, keep_cell, publish_sweep, validate_sweep
+
+
+class Sweep:
+    """What every step of one sweep shares."""
+
+    def __init__(self, loaded: LoadedProfile, overrides: list[str], backend: Backend, tool: BenchTool, run: RunDir):
+        self.loaded, self.overrides, self.backend, self.tool, self.run = loaded, overrides, backend, tool, run
+        self.profile = str(loaded.path)
+        self.store = CellStore(cache_root() / "sweeps")
+        self.facts = RunFacts()
+        self.starts: Counter[str] = Counter()
+        self.measured: list[str] = []
+        self.tokenizer = None
+        self.target = self.draft = None
+
+    def at(self, k: int | None, c: int) -> LoadedProfile:
+        """The profile as the cell runs it (the user's overrides, then the cell's)."""
+        return load_profile(self.profile, [*self.overrides, *(cell_overrides(k, c) if k else base_overrides(c))])
+
+    def key(self, k: int | None, c: int) -> str:
+        return cell_key(self.loaded.sha256, self.overrides, k, c)
+
+    def serve(self, variant: Variant, server_run: RunDir, servers: dict[str, Server]) -> tuple[list[str], object]:
+        engines = build_engine(self.backend, variant, self.target, self.draft, cache_root(), server_run)
+        repo = render_repository(self.backend, variant, self.target, self.draft, cache_root(), engines, server_run)
+        outputs, pace = serve_and_check(self.backend, variant, repo, self.loaded, server_run, servers, self.facts)
+        self.starts[variant.name] += 1
+        return outputs, pace
+
+    def measure(self, server: Server, variant: Variant, cell: LoadedProfile, cell_run: RunDir, pace) -> VariantRecord:
+        """The variant's benchmark rounds at the cell's concurrency, on a server already up."""
+        bench = cell.profile.benchmark
+        before = read_acceptance(self.backend, server, variant, settle=True)
+        rounds = [benchmark_round(self.tool, self.backend, server, variant, self.tokenizer, bench,
+                                  bench_prompts(bench), cell_run, r, pace) for r in range(bench.rounds)]
+        after = read_acceptance(self.backend, server, variant, settle=True)
+        return variant_record(variant, rounds, after.since(before) if after is not None else None)
+
+
+def _stop_all(sweep: Sweep, servers: dict[str, Server], variant: Variant, server_run: RunDir) -> None:
+    for name, server in list(servers.items()):
+        teardown_quietly(partial(stop_server, server, sweep.loaded.profile.serving.stop_timeout_s, server_run,
+                                 variant), f"stopping the {name} server")
+        servers.pop(name)
+
+
+def measure_base(sweep: Sweep, concurrencies: list[int]) -> dict[int, BaseCell]:
+    """One base server, benchmarked at each concurrency asked; each kept as its cell."""
+    variant, server_run = Variant(BASE, base_method()), sweep.run.child("base")
+    servers: dict[str, Server] = {}
+    cells = {}
+    try:
+        outputs, pace = sweep.serve(variant, server_run, servers)
+        for c in concurrencies:
+            record = sweep.measure(servers[BASE], variant, sweep.at(None, c), server_run.child(f"c{c}"), pace)
+            cells[c] = BaseCell(concurrency=c, variant=record, outputs=outputs, servers=dict(sweep.facts.servers))
+            keep_base_cell(sweep.store, sweep.key(None, c), cells[c])
+            sweep.measured.append(f"base-c{c}")
+    finally:
+        _stop_all(sweep, servers, variant, server_run)
+    return cells
+
+
+def measure_k(sweep: Sweep, k: int, concurrencies: list[int], bases: dict[int, BaseCell], held) -> dict:
+    """One server at draft length k, benchmarked at each concurrency asked; each cell a RunResult."""
+    p = sweep.at(k, concurrencies[0]).profile
+    variant, server_run = Variant(SPECULATIVE, p.method), sweep.run.child(f"k{k}")
+    servers: dict[str, Server] = {}
+    results = {}
+    try:
+        outputs, pace = sweep.serve(variant, server_run, servers)
+        base_outputs = next(iter(bases.values())).outputs
+        lossless: Lossless | None = None
+        if p.comparison.lossless_prompts:
+            lossless = compare_check_outputs(base_outputs, outputs, server_run)
+        for c in concurrencies:
+            cell, cell_run = sweep.at(k, c), server_run.child(f"c{c}")
+            record = sweep.measure(servers[SPECULATIVE], variant, cell, cell_run, pace)
+            facts = RunFacts(models=dict(sweep.facts.models), variants=[record, bases[c].variant], lossless=lossless,
+                             cached_steps=dict(sweep.facts.cached_steps),
+                             servers={**bases[c].servers, **sweep.facts.servers},
+                             window=Window(started_at=held.started_at, finished_at=time.time(), slots=held.names,
+                                           waited_s=round(held.waited_s, 3)))
+            result = summarize_cell(cell, cell_run, sweep, facts)
+            keep_cell(sweep.store, sweep.key(k, c), result)
+            results[(k, c)] = result
+            sweep.measured.append(f"k{k}-c{c}")
+    finally:
+        _stop_all(sweep, servers, variant, server_run)
+    return results
+
+
+def summarize_cell(cell: LoadedProfile, cell_run: RunDir, sweep: Sweep, facts: RunFacts) -> RunResult:
+    """The cell's RunResult: its report in its directory, its row in the results database."""
+    result = summarize_run(cell, cell_run, sweep.backend, sweep.tool, facts)
+    note = f"{SWEEP_CELL_NOTE} of {sweep.run.path}: {' '.join(cell.overrides[len(sweep.overrides):])}"
+    result = result.model_copy(update={"notes": [note, *result.notes]})
+    finish(result, cell_run)
+    set_final_status(cell_run, result)
+    return result
+
+
+@flow(name="sweep", on_cancellation=[reap_servers], on_crashed=[reap_servers], log_prints=True)
+def sweep(profile: str = "ngram-local", draft_lengths: list[int] | None = None,
+          concurrencies: list[int] | None = None, overrides: list[str] | None = None,
+          run_id: str | None = None) -> SweepOutcome:
+    """Measure the profile at every draft length x concurrency (cells measured before come from the cache)."""
+    overrides = list(overrides or [])
+    grid = SweepGrid(draft_lengths=draft_lengths or [1, 2, 4], concurrencies=concurrencies or [1, 2, 4])
+    loaded = validate_sweep(profile, overrides, grid)
+    run = create_run_dir(loaded, run_id)
+    backend, tool = backend_for(loaded.profile), tool_for(loaded.profile)
+    state = Sweep(loaded, overrides, backend, tool, run)
+    keys = {(k, c): state.key(k, c) for k in [None, *grid.draft_lengths] for c in grid.concurrencies}
+    results, bases = find_measured_cells(state.store, keys)
+    missing = {k: [c for c in grid.concurrencies if (k, c) not in results] for k in grid.draft_lengths}
+    missing = {k: cs for k, cs in missing.items() if cs}
+    try:
+        if missing:
+            check_prerequisites(backend, tool, run)
+            state.target, state.draft = prepare_models(loaded, backend, run, cache_root(), state.facts)
+            state.tokenizer = backend.tokenizer_dir(state.target)
+            needed = sorted({c for cs in missing.values() for c in cs} - set(bases))
+            with hold_slots(slot_names(loaded.profile.serving.exclusive, backend.gpus())) as held:
+                if needed:
+                    bases.update(measure_base(state, needed))
+                for k, cs in missing.items():
+                    results.update(measure_k(state, k, cs, bases, held))
+    except BaseException as error:
+        run.set_status("failed", *(run.progress.failed_at or ("sweep", None)), f"{type(error).__name__}: {error}")
+        raise
+    cells = [Cell.from_result(k, c, results[(k, c)]) for k in grid.draft_lengths for c in grid.concurrencies]
+    crossovers, best = crossover(cells), best_k(cells)
+    recommendation = recommend(loaded, best)
+    outcome = SweepOutcome(profile=loaded.profile.name, overrides=overrides, grid=grid, run_dir=str(run.path),
+                           cells=cells, crossovers=crossovers, best=best, recommendation=recommendation,
+                           measured=state.measured, server_starts=dict(state.starts),
+                           table=format_sweep(cells, crossovers, best, recommendation))
+    publish_sweep(outcome, run)
+    run.set_status("ok")
+    return outcome

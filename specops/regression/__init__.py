@@ -1,0 +1,1 @@
+"""Regression watching: tracked metrics, the policy, the verdict rule and the trend report (Prefect-free)."""

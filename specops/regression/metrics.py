@@ -1,0 +1,100 @@
+"""The metrics a regression watches, one registry: how each is read from a RunResult, which way is
+better, and its default threshold.
+
+Per-position acceptance rates are a family: `acceptance_rate_pos<i>` for each draft position the
+run's acceptance source counted (0 = the first drafted token), all sharing one default threshold.
+"""
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from specops.results.model import RunResult, VariantRecord
+
+POSITION_PREFIX = "acceptance_rate_pos"
+_POSITION = re.compile(rf"{POSITION_PREFIX}(\d+)")
+
+
+@dataclass(frozen=True)
+class Metric:
+    name: str
+    label: str  # for tables and plots
+    higher_is_better: bool
+    default_threshold: float  # worse than baseline x this violates (see RegressionPolicy)
+    read: Callable[[RunResult], float | None] | None = field(default=None, repr=False, compare=False)
+
+
+def _speculative(result: RunResult) -> VariantRecord | None:
+    return result.variant("speculative")
+
+
+def _measured(name: str) -> Callable[[RunResult], float | None]:
+    def read(result: RunResult) -> float | None:
+        spec = _speculative(result)
+        return getattr(spec.metrics, name) if spec and spec.metrics else None
+    return read
+
+
+def _mean_acceptance_length(result: RunResult) -> float | None:
+    spec = _speculative(result)
+    if spec is None or spec.acceptance is None or not spec.acceptance.available:
+        return None
+    return spec.acceptance.mean_accepted_per_step
+
+
+METRICS: dict[str, Metric] = {m.name: m for m in (
+    Metric("speedup", "speedup (x)", True, 0.95, lambda r: r.speedup.point if r.speedup else None),
+    Metric("output_tokens_per_s", "output tokens/s (speculative)", True, 0.95,
+           _measured("output_token_throughput_tok_s")),
+    Metric("mean_acceptance_length", "mean acceptance length (tokens/step)", True, 0.95, _mean_acceptance_length),
+    Metric("itl_p50_ms", "inter-token latency p50 (ms, speculative)", False, 1.10,
+           _measured("inter_token_latency_ms_p50")),
+)}
+# The family's defaults; its members are made by `metric()`.
+POSITION_FAMILY = Metric(POSITION_PREFIX, "acceptance rate at draft position <i>", True, 0.90)
+
+
+class UnknownMetric(ValueError):
+    pass
+
+
+def allowed_names() -> list[str]:
+    return [*METRICS, f"{POSITION_PREFIX} (every position)", f"{POSITION_PREFIX}<i> (one position)"]
+
+
+def metric(name: str) -> Metric:
+    """The registered metric `name`, or a member of the per-position family."""
+    if name in METRICS:
+        return METRICS[name]
+    if match := _POSITION.fullmatch(name):
+        family = POSITION_FAMILY
+        return Metric(name, f"acceptance rate, draft position {int(match[1])}", family.higher_is_better,
+                      family.default_threshold)
+    raise UnknownMetric(f"unknown metric {name!r}; allowed: {', '.join(allowed_names())}")
+
+
+def position(name: str) -> int | None:
+    """The draft position of a per-position metric name, else None."""
+    match = _POSITION.fullmatch(name)
+    return int(match[1]) if match else None
+
+
+def order_key(name: str) -> tuple[int, int, str]:
+    """Registry order, then positions in order: tables and plots list metrics alike."""
+    names = list(METRICS)
+    if name in METRICS:
+        return (names.index(name), 0, name)
+    pos = position(name)
+    return (len(names), pos if pos is not None else 0, name)
+
+
+def metric_values(result: RunResult) -> dict[str, float]:
+    """Every tracked metric the run has, finite values only (a failed run has none)."""
+    values: dict[str, float | None] = {name: m.read(result) for name, m in METRICS.items() if m.read}
+    spec = _speculative(result)
+    if spec and spec.acceptance and spec.acceptance.available:
+        for i, rate in enumerate(spec.acceptance.position_rates or []):
+            values[f"{POSITION_PREFIX}{i}"] = rate
+    return {name: float(v) for name, v in values.items() if v is not None and math.isfinite(v)}

@@ -1,0 +1,260 @@
+"""The regression rule: each run of a profile against its own baseline, and a verdict for the newest.
+
+A run's baseline for a metric is the median of the last `baseline_runs` earlier runs of the same
+profile on the same hardware and benchmark shape (`baseline_key`), started within `window_days`
+before it, with status ok, a passed lossless check and that metric. A run *violates* a metric when it is worse
+than baseline x threshold (below it for higher-is-better metrics, above it for lower-is-better
+ones) and also outside the noise band, median +- noise_mads x 1.4826 x MAD of those baseline
+runs: a metric that wobbles by 8% night to night must not alert at a 5% threshold. The verdict
+for the newest run, per metric (after PyTorch HUD's practice):
+
+- `regression`: it and the previous run of that profile and `baseline_key` with the metric both violate,
+  each against its own baseline (`violating_uids` is the whole streak, oldest first). The runs of a
+  violating streak stay out of the baselines of the runs after them, so a level that drops and stays
+  down is a regression until runs are back in the band (or the window ages the old level out),
+  not a new normal after a few nights;
+- `suspicious`: only the newest violates (one bad night is often noise or a busy host);
+- `improved`: better than baseline / threshold (the mirror rule) and outside the band;
+- `insufficient-data`: fewer than `min_baseline_runs` baseline runs;
+- `ok` otherwise.
+
+Two kinds of run have no performance to judge:
+
+- A run whose lossless check failed (status invalid, or a failed `lossless`) gives one verdict,
+  metric `lossless` = `regression` at once: its speculative outputs differ from the base's, which
+  is a correctness bug, never noise, so nothing waits for a second run; its speed is not that of
+  the same computation, so no metric verdicts, and it never enters a baseline.
+- A run that failed (a step raised) gives one verdict, metric `run`: `suspicious` the first time,
+  `regression` when the previous run of that `baseline_key` failed too. A failure measured nothing, so
+  it is not a performance regression; most failures are the environment (a GPU host rebooting, a
+  registry timing out) and pass, but a profile failing night after night has stopped being watched,
+  which is worth the same alert. Failed runs are skipped by the metrics' streaks and baselines.
+"""
+from __future__ import annotations
+
+import statistics
+from collections import defaultdict
+from dataclasses import dataclass
+from enum import StrEnum
+
+from pydantic import BaseModel, ConfigDict
+
+from specops.regression.metrics import metric, metric_values, order_key
+from specops.regression.policy import MAD_SCALE, RegressionPolicy
+from specops.results.model import SWEEP_CELL_NOTE, RunResult, Status
+
+HISTORY_LIMIT = 500  # runs of one profile read to judge or draw it: far more than a baseline window holds
+LOSSLESS = "lossless"
+RUN = "run"
+
+
+class Verdict(StrEnum):
+    REGRESSION = "regression"
+    SUSPICIOUS = "suspicious"
+    IMPROVED = "improved"
+    OK = "ok"
+    INSUFFICIENT = "insufficient-data"
+
+
+class MetricVerdict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    profile: str
+    metric: str  # a tracked metric's name, or `lossless` / `run`
+    verdict: Verdict
+    value: float | None  # `lossless`: the share of outputs equal to the base's
+    baseline: float | None
+    band: tuple[float, float] | None
+    threshold: float | None  # None for `lossless` and `run`: they have no ratio to cross
+    run_uid: str
+    baseline_uids: list[str] = []
+    violating_uids: list[str] = []  # the runs in the violating streak, oldest first
+
+    def text(self) -> str:
+        """One line for logs and alerts, e.g. `ngram-local speedup: regression (1.02 vs baseline 1.36, ...)`."""
+        detail = []
+        if self.value is not None:
+            versus = f" vs baseline {self.baseline:.4g}" if self.baseline is not None else ""
+            detail.append(f"{self.value:.4g}{versus}")
+        if self.threshold is not None and self.baseline is not None:
+            detail.append(f"threshold x{self.threshold:g}")
+        if len(self.violating_uids) > 1:
+            detail.append(f"last {len(self.violating_uids)} runs")
+        return f"{self.profile} {self.metric}: {self.verdict.value}" + (f" ({', '.join(detail)})" if detail else "")
+
+
+@dataclass(frozen=True)
+class Point:
+    """One run's value of one metric against its own baseline."""
+
+    run: RunResult
+    metric: str
+    value: float
+    baseline: float | None  # None: fewer than min_baseline_runs earlier runs
+    band: tuple[float, float] | None
+    baseline_uids: tuple[str, ...]
+    violates: bool
+    improves: bool
+
+
+def hardware_key(result: RunResult) -> str:
+    """What a baseline must share with the run: the GPUs (names and count), else the CPU and its cores."""
+    if result.host.gpus:
+        names: dict[str, int] = defaultdict(int)
+        for gpu in result.host.gpus:
+            names[gpu.name] += 1
+        return "gpu: " + " + ".join(f"{count}x {name}" for name, count in sorted(names.items()))
+    return f"cpu: {result.host.cpu_model} x{result.host.cores}"
+
+
+def baseline_key(result: RunResult) -> str:
+    """What makes two runs' figures comparable: the hardware, and the benchmark's shape (tool, API,
+    prompts, concurrency, output length): tokens/s at concurrency 4 says nothing about concurrency 1,
+    and a sweep's cells share their profile's name. Request and round counts change only precision."""
+    bench = result.benchmark
+    return (f"{hardware_key(result)}; {bench.tool} {bench.api} {bench.prompts}, concurrency {bench.concurrency}, "
+            f"{bench.output_tokens} tokens")
+
+
+def lossless_failed(result: RunResult) -> bool:
+    return result.status is Status.INVALID or (result.lossless is not None and not result.lossless.valid)
+
+
+def judged(result: RunResult) -> bool:
+    """Measured and lossless: may have metric verdicts and enter baselines."""
+    return result.status is Status.OK and not lossless_failed(result)
+
+
+def profile_runs(history: list[RunResult]) -> list[RunResult]:
+    """The runs of the profile as it is served: a sweep's cells (other draft lengths and loads) left out."""
+    return [r for r in history if not any(n.startswith(SWEEP_CELL_NOTE) for n in r.notes)]
+
+
+def chronological(history: list[RunResult]) -> list[RunResult]:
+    return sorted(history, key=lambda r: (r.started_at, r.uid))
+
+
+def _point(run: RunResult, name: str, value: float, pool: list[tuple[str, float]], policy: RegressionPolicy) -> Point:
+    uids = tuple(uid for uid, _ in pool)
+    if len(pool) < policy.min_baseline_runs:
+        return Point(run, name, value, None, None, uids, violates=False, improves=False)
+    values = [v for _, v in pool]
+    base = statistics.median(values)
+    half = policy.noise_mads * MAD_SCALE * statistics.median(abs(v - base) for v in values)
+    low, high = base - half, base + half
+    t = policy.threshold(name)
+    if metric(name).higher_is_better:
+        violates, improves = value < base * t and value < low, value > base / t and value > high
+    else:
+        violates, improves = value > base * t and value > high, value < base / t and value < low
+    return Point(run, name, value, base, (low, high), uids, violates, improves)
+
+
+def series(history: list[RunResult], policy: RegressionPolicy) -> dict[str, list[Point]]:
+    """Every tracked metric of every judged run against its own baseline, oldest first."""
+    runs = [r for r in chronological(history) if judged(r)]
+    values = {r.uid: metric_values(r) for r in runs}
+    keys = {r.uid: baseline_key(r) for r in runs}
+    out: dict[str, list[Point]] = defaultdict(list)
+    violated: dict[tuple[str, str], bool] = {}  # (metric, uid) -> that run violated the metric
+    for i, run in enumerate(runs):
+        since = run.started_at - policy.window_s
+        earlier = [q for q in runs[:i] if keys[q.uid] == keys[run.uid] and q.started_at >= since]
+        for name, value in values[run.uid].items():
+            candidates = [q for q in earlier if name in values[q.uid]]
+            # The streak of violating runs just before this one stays out of its baseline: the second
+            # bad night must be judged against the good nights, not against the first bad one.
+            while candidates and violated[(name, candidates[-1].uid)]:
+                candidates.pop()
+            pool = [(q.uid, values[q.uid][name]) for q in candidates][-policy.baseline_runs:]
+            point = _point(run, name, value, pool, policy)
+            violated[(name, run.uid)] = point.violates
+            out[name].append(point)
+    return {name: out[name] for name in sorted(out, key=order_key)}
+
+
+def _streak(points: list[Point]) -> list[str]:
+    """Uids of the violating points that end the list, oldest first."""
+    streak: list[str] = []
+    for point in reversed(points):
+        if not point.violates:
+            break
+        streak.insert(0, point.run.uid)
+    return streak
+
+
+def _metric_verdict(points: list[Point], policy: RegressionPolicy) -> MetricVerdict:
+    last = points[-1]
+    streak = _streak(points)
+    if last.baseline is None:
+        verdict = Verdict.INSUFFICIENT
+    elif streak:
+        verdict = Verdict.REGRESSION if len(streak) >= 2 else Verdict.SUSPICIOUS
+    else:
+        verdict = Verdict.IMPROVED if last.improves else Verdict.OK
+    return MetricVerdict(profile=last.run.profile, metric=last.metric, verdict=verdict, value=last.value,
+                         baseline=last.baseline, band=last.band, threshold=policy.threshold(last.metric),
+                         run_uid=last.run.uid, baseline_uids=list(last.baseline_uids), violating_uids=streak)
+
+
+def _failed_verdict(runs: list[RunResult], newest: RunResult) -> MetricVerdict:
+    same = [r for r in runs if baseline_key(r) == baseline_key(newest)]
+    streak: list[str] = []
+    for run in reversed(same):
+        if run.status is not Status.FAILED:
+            break
+        streak.insert(0, run.uid)
+    verdict = Verdict.REGRESSION if len(streak) >= 2 else Verdict.SUSPICIOUS
+    return MetricVerdict(profile=newest.profile, metric=RUN, verdict=verdict, value=None, baseline=None, band=None,
+                         threshold=None, run_uid=newest.uid, violating_uids=streak)
+
+
+def _lossless_verdict(newest: RunResult) -> MetricVerdict:
+    check = newest.lossless
+    equal = (check.compared - check.mismatches) / check.compared if check and check.compared else None
+    return MetricVerdict(profile=newest.profile, metric=LOSSLESS, verdict=Verdict.REGRESSION, value=equal,
+                         baseline=None, band=None, threshold=None, run_uid=newest.uid, violating_uids=[newest.uid])
+
+
+def evaluate(history: list[RunResult], policy: RegressionPolicy) -> list[MetricVerdict]:
+    """Verdicts for the newest run of `history` (one profile's runs, any order, any hosts); [] for no runs."""
+    if not history:
+        return []
+    profiles = sorted({r.profile for r in history})
+    if len(profiles) > 1:
+        raise ValueError(f"evaluate takes one profile's runs; got {', '.join(profiles)}")
+    runs = chronological(history)
+    newest = runs[-1]
+    if newest.status is Status.FAILED:
+        return [_failed_verdict(runs, newest)]
+    if lossless_failed(newest):
+        return [_lossless_verdict(newest)]
+    key = baseline_key(newest)
+    verdicts = []
+    for points in series(runs, policy).values():
+        own = [p for p in points if baseline_key(p.run) == key]
+        if own and own[-1].run.uid == newest.uid:  # a metric the newest run lacks has nothing to judge
+            verdicts.append(_metric_verdict(own, policy))
+    return verdicts
+
+
+def regressions(verdicts: list[MetricVerdict]) -> list[MetricVerdict]:
+    return [v for v in verdicts if v.verdict is Verdict.REGRESSION]
+
+
+def _num(value: float | None) -> str:
+    return "-" if value is None else f"{value:.4g}"
+
+
+def verdict_table(verdicts: list[MetricVerdict]) -> str:
+    """A plain-text table, one line per verdict."""
+    if not verdicts:
+        return "no verdicts (no runs)"
+    headers = ["profile", "metric", "verdict", "value", "baseline", "band", "threshold", "streak"]
+    rows = [[v.profile, v.metric, v.verdict.value, _num(v.value), _num(v.baseline),
+             f"{v.band[0]:.4g}-{v.band[1]:.4g}" if v.band else "-",
+             "-" if v.threshold is None else f"x{v.threshold:g}",
+             str(len(v.violating_uids)) if v.violating_uids else "-"] for v in verdicts]
+    widths = [max(len(cell) for cell in column) for column in zip(headers, *rows)]
+    lines = [headers, ["-" * w for w in widths], *rows]
+    return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(line, widths)).rstrip() for line in lines)

@@ -1,0 +1,127 @@
+"""What a sweep's cells say: where speculation stops paying per draft length, and the best draft length per
+concurrency."""
+from __future__ import annotations
+
+import math
+from enum import StrEnum
+
+from pydantic import BaseModel, ConfigDict
+
+from specops.results.model import RunResult, Status
+
+
+class Cell(BaseModel):
+    """One measured point of the grid: the speculative variant at draft length k against the base, both at
+    `concurrency`."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    k: int
+    concurrency: int
+    speedup: float | None
+    speedup_low: float | None
+    speedup_high: float | None
+    spec_tok_s: float | None
+    base_tok_s: float | None
+    mean_acceptance_length: float | None  # tokens per verification step: accepted drafts + the target's own
+    position_rates: list[float] | None
+    run_uid: str | None
+    status: str
+
+    @classmethod
+    def from_result(cls, k: int, c: int, result: RunResult) -> Cell:
+        spec, base, s = result.variant("speculative"), result.variant("base"), result.speedup
+        acc = spec.acceptance if spec is not None and spec.acceptance is not None and spec.acceptance.available \
+            else None
+        return cls(
+            k=k, concurrency=c,
+            speedup=s.point if s else None, speedup_low=s.low if s else None, speedup_high=s.high if s else None,
+            spec_tok_s=spec.metrics.output_token_throughput_tok_s if spec and spec.metrics else None,
+            base_tok_s=base.metrics.output_token_throughput_tok_s if base and base.metrics else None,
+            mean_acceptance_length=acc.mean_accepted_per_step if acc else None,
+            position_rates=acc.position_rates if acc else None,
+            run_uid=result.uid, status=result.status.value,
+        )
+
+    @property
+    def usable(self) -> bool:
+        """Counts for crossover and best K: measured, and lossless (an INVALID run's speed is not a result)."""
+        return self.status == Status.OK.value and self.speedup is not None and math.isfinite(self.speedup)
+
+
+class Pays(StrEnum):
+    CROSSES = "crosses"  # pays at low concurrency, stops paying between two measured ones
+    ALWAYS = "always"  # still pays at the largest concurrency measured
+    NEVER = "never"  # pays at no measured concurrency
+    NO_DATA = "no-data"  # no usable cell for this K
+
+
+class Crossover(BaseModel):
+    """Where speculation at draft length k stops paying (speedup falls to 1.0).
+
+    Interpolated linearly in log2(concurrency): sweeps step concurrency geometrically (1, 2, 4, 8), and
+    batching costs grow with the batch's size class rather than its count, so a straight line between 4
+    and 8 in linear space would place the crossing too late."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    k: int
+    pays: Pays
+    concurrency: float | None  # the crossing (CROSSES); the smallest measured concurrency (NEVER); else None
+    max_measured: int | None
+    note: str | None = None
+
+    def text(self) -> str:
+        if self.pays is Pays.CROSSES:
+            return f"{self.concurrency:.1f}"
+        if self.pays is Pays.ALWAYS:
+            return f"> {self.max_measured} (pays at every concurrency measured)"
+        if self.pays is Pays.NEVER:
+            return f"never pays (speedup <= 1.0 from concurrency {self.concurrency:g})"
+        return "no data"
+
+
+def _by_k(cells: list[Cell]) -> dict[int, list[Cell]]:
+    out: dict[int, list[Cell]] = {}
+    for cell in sorted(cells, key=lambda c: (c.k, c.concurrency)):
+        out.setdefault(cell.k, []).append(cell)
+    return out
+
+
+def _crossing(a: Cell, b: Cell) -> float:
+    """Concurrency where the speedup, linear in log2(concurrency) between a (> 1) and b (<= 1), is 1.0."""
+    t = (a.speedup - 1.0) / (a.speedup - b.speedup)
+    x = math.log2(a.concurrency) + t * (math.log2(b.concurrency) - math.log2(a.concurrency))
+    return 2.0 ** x
+
+
+def crossover_of(k: int, cells: list[Cell]) -> Crossover:
+    usable = [c for c in cells if c.usable]
+    largest = max((c.concurrency for c in cells), default=None)
+    if not usable:
+        return Crossover(k=k, pays=Pays.NO_DATA, concurrency=None, max_measured=largest)
+    if all(c.speedup <= 1.0 for c in usable):
+        return Crossover(k=k, pays=Pays.NEVER, concurrency=float(usable[0].concurrency), max_measured=largest)
+    note = None if usable[0].speedup > 1.0 else (f"does not pay at concurrency {usable[0].concurrency}; "
+                                                 "pays only from a higher one")
+    for a, b in zip(usable, usable[1:]):
+        if a.speedup > 1.0 >= b.speedup:
+            again = [c.concurrency for c in usable if c.concurrency > b.concurrency and c.speedup > 1.0]
+            if again:
+                note = f"pays again at concurrency {', '.join(map(str, again))} (noisy, or not monotone)"
+            return Crossover(k=k, pays=Pays.CROSSES, concurrency=_crossing(a, b), max_measured=largest, note=note)
+    return Crossover(k=k, pays=Pays.ALWAYS, concurrency=None, max_measured=usable[-1].concurrency, note=note)
+
+
+def crossover(cells: list[Cell]) -> dict[int, Crossover]:
+    """Per draft length: where speculation stops paying as concurrency grows."""
+    return {k: crossover_of(k, group) for k, group in _by_k(cells).items()}
+
+
+def best_k(cells: list[Cell]) -> dict[int, int | None]:
+    """Per concurrency: the draft length with the highest speedup, None where no K beats the base
+    (do not speculate there). Ties go to the shorter draft: the same speed for less work."""
+    out: dict[int, int | None] = {}
+    for c in sorted({cell.concurrency for cell in cells}):
+        here = [cell for cell in cells if cell.concurrency == c and cell.usable]
+        best = max(here, key=lambda cell: (cell.speedup, -cell.k), default=None)
+        out[c] = best.k if best is not None and best.speedup > 1.0 else None
+    return out

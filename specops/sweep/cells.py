@@ -1,0 +1,57 @@
+"""Measured sweep cells kept on disk, so that a sweep run again measures only what is missing.
+
+A speculative cell is its RunResult; a base cell is the base variant's record at one concurrency
+with the base's check outputs (what each draft length's outputs are compared with). Both live under
+<cache>/sweeps/, named by specops.sweep.grid.cell_key, written whole or not at all.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from specops.results.model import RunResult, VariantRecord
+
+
+class BaseCell(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    concurrency: int
+    variant: VariantRecord
+    outputs: list[str] = []  # the base's check outputs (greedy), for the lossless comparison
+    servers: dict[str, str] = {}  # server tool -> version, as the base's server reported it
+
+
+class CellStore:
+    def __init__(self, root: Path):
+        self.root = root
+
+    def _path(self, key: str, kind: str) -> Path:
+        return self.root / f"{key}.{kind}.json"
+
+    def _read(self, path: Path, model: type[BaseModel]):
+        try:
+            return model.model_validate_json(path.read_text())
+        except FileNotFoundError:
+            return None
+        except (ValidationError, ValueError):  # written by another specops version: measure it again
+            return None
+
+    def _write(self, path: Path, record: BaseModel) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+        tmp.write_text(record.model_dump_json())
+        tmp.replace(path)
+
+    def result(self, key: str) -> RunResult | None:
+        return self._read(self._path(key, "cell"), RunResult)
+
+    def put_result(self, key: str, result: RunResult) -> None:
+        self._write(self._path(key, "cell"), result)
+
+    def base(self, key: str) -> BaseCell | None:
+        return self._read(self._path(key, "base"), BaseCell)
+
+    def put_base(self, key: str, cell: BaseCell) -> None:
+        self._write(self._path(key, "base"), cell)

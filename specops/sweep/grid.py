@@ -1,0 +1,92 @@
+"""The sweep grid (draft length x concurrency), the overrides of each cell, and the key a measured cell is
+stored under, so a sweep run again measures only the cells it lacks."""
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, field_validator
+
+from specops.fields import Count
+from specops.methods import METHODS
+from specops.profile.errors import ProfileError
+from specops.profile.loader import LoadedProfile, load_profile
+
+# Bump when what a cell measures changes for the same inputs, so old cells are measured again.
+SWEEP_CELL_VERSION = 1
+K_KEY = "method.num_speculative_tokens"
+C_KEY = "benchmark.concurrency"
+
+
+def _distinct_sorted(values: list[int], field: str) -> list[int]:
+    if not values:
+        raise ValueError(f"{field}: give at least one value")
+    low = [v for v in values if v < 1]
+    if low:
+        raise ValueError(f"{field}: every value must be >= 1, got {low}")
+    twice = sorted({v for v in values if values.count(v) > 1})
+    if twice:
+        raise ValueError(f"{field}: {twice} given more than once; each value once")
+    return sorted(values)
+
+
+class SweepGrid(BaseModel):
+    """Values of method.num_speculative_tokens x benchmark.concurrency; bounds come from the profile schema."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    draft_lengths: list[Count]
+    concurrencies: list[Count]
+
+    @field_validator("draft_lengths")
+    @classmethod
+    def _k(cls, value: list[int]) -> list[int]:
+        return _distinct_sorted(value, "draft_lengths")
+
+    @field_validator("concurrencies")
+    @classmethod
+    def _c(cls, value: list[int]) -> list[int]:
+        return _distinct_sorted(value, "concurrencies")
+
+    def cells(self) -> list[tuple[int, int]]:
+        """(K, concurrency) in the order a sweep measures them: every concurrency per draft length, so the
+        speculative server starts once per K."""
+        return [(k, c) for k in self.draft_lengths for c in self.concurrencies]
+
+
+def cell_overrides(k: int, c: int) -> list[str]:
+    return [f"{K_KEY}={k}", f"{C_KEY}={c}"]
+
+
+def base_overrides(c: int) -> list[str]:
+    return [f"{C_KEY}={c}"]
+
+
+def cell_key(profile_sha256: str, overrides: list[str], k: int | None, c: int) -> str:
+    """Stable id of one measured point; k None is the base at concurrency c."""
+    doc = {"version": SWEEP_CELL_VERSION, "profile": profile_sha256, "overrides": list(overrides), "k": k, "c": c}
+    return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()
+
+
+def swept_methods() -> list[str]:
+    """Methods whose config has a draft length (num_speculative_tokens)."""
+    return [n for n in METHODS.names() if "num_speculative_tokens" in METHODS.get(n).model_fields]
+
+
+def validate_grid(profile: str | Path, overrides: list[str], grid: SweepGrid) -> LoadedProfile:
+    """Load the profile with every cell's overrides, so a bad value fails before any server starts; returns
+    the profile as the user's overrides give it."""
+    loaded = load_profile(profile, overrides)
+    origin = str(loaded.path) + (f" (with --set {' '.join(overrides)})" if overrides else "")
+    owned = [o for o in overrides if o.partition("=")[0].strip() in (K_KEY, C_KEY)]
+    if owned:
+        raise ProfileError(origin, [("--set", f"{', '.join(owned)}: the sweep grid sets {K_KEY} and {C_KEY} per "
+                                     "cell; give them as the grid's draft lengths and concurrencies")])
+    method = loaded.profile.method
+    if method.draft_length() == 0:
+        raise ProfileError(origin, [(K_KEY, f"method {method.kind!r} of profile {loaded.profile.name!r} has no "
+                                     "draft length to sweep; methods with one: "
+                                     f"{', '.join(swept_methods())}")])
+    for k, c in grid.cells():
+        load_profile(profile, [*overrides, *cell_overrides(k, c)])
+    return loaded

@@ -1,0 +1,93 @@
+"""PNGs of a sweep (speedup vs concurrency per K; acceptance per draft position per K) and of a comparison."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")  # no display on servers and workers
+import matplotlib.pyplot as plt  # noqa: E402
+
+from specops.results.model import RunResult  # noqa: E402
+from specops.sweep.analysis import Cell  # noqa: E402
+
+
+def _per_k(cells: list[Cell]) -> dict[int, list[Cell]]:
+    out: dict[int, list[Cell]] = {}
+    for cell in sorted(cells, key=lambda c: (c.k, c.concurrency)):
+        if cell.usable:
+            out.setdefault(cell.k, []).append(cell)
+    return out
+
+
+def _save(fig, path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def _speedup_plot(cells: list[Cell], path: Path) -> Path:
+    fig, ax = plt.subplots(figsize=(6, 4))
+    concurrencies = sorted({c.concurrency for c in cells})
+    for k, group in _per_k(cells).items():
+        xs, ys = [c.concurrency for c in group], [c.speedup for c in group]
+        line, = ax.plot(xs, ys, marker="o", label=f"K={k}")
+        lows = [c.speedup_low if c.speedup_low is not None else c.speedup for c in group]
+        highs = [c.speedup_high if c.speedup_high is not None else c.speedup for c in group]
+        ax.fill_between(xs, lows, highs, color=line.get_color(), alpha=0.15)
+    ax.axhline(1.0, color="#555555", linestyle="--", linewidth=1, label="base")
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(concurrencies, [str(c) for c in concurrencies])
+    ax.set_xlabel("concurrency")
+    ax.set_ylabel("speedup over the base")
+    ax.set_title("Speedup vs concurrency per draft length (95% interval)", fontsize=10)
+    ax.legend(fontsize=8)
+    return _save(fig, path)
+
+
+def _acceptance_plot(cells: list[Cell], path: Path) -> Path:
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for k, group in _per_k(cells).items():
+        rated = [c for c in group if c.position_rates]
+        if not rated:
+            continue
+        # One line per K: the lowest concurrency's rates (acceptance depends on the draft, not the load).
+        rates = rated[0].position_rates
+        ax.plot(range(1, len(rates) + 1), rates, marker="o", label=f"K={k} (concurrency {rated[0].concurrency})")
+    ax.set_xlabel("draft position")
+    ax.set_ylabel("acceptance rate")
+    ax.set_ylim(0, 1.05)
+    ax.set_title("Acceptance rate per draft position", fontsize=10)
+    if ax.lines:
+        ax.legend(fontsize=8)
+    else:
+        ax.text(0.5, 0.5, "no per-position acceptance measured", ha="center", va="center", transform=ax.transAxes)
+    return _save(fig, path)
+
+
+def write_sweep_plots(cells: list[Cell], out_dir: Path) -> list[Path]:
+    out_dir = Path(out_dir)
+    return [_speedup_plot(cells, out_dir / "sweep-speedup.png"),
+            _acceptance_plot(cells, out_dir / "sweep-acceptance.png")]
+
+
+def write_compare_plot(results: list[RunResult], path: Path) -> Path:
+    """Speedup per profile with its interval, against the base line at 1.0."""
+    measured = [r for r in results if r.speedup is not None]
+    fig, ax = plt.subplots(figsize=(max(4.0, 1.4 * len(measured) + 2), 3.6))
+    names = [r.profile for r in measured]
+    points = [r.speedup.point for r in measured]
+    errors = [[max(0.0, r.speedup.point - (r.speedup.low if r.speedup.low is not None else r.speedup.point))
+               for r in measured],
+              [max(0.0, (r.speedup.high if r.speedup.high is not None else r.speedup.point) - r.speedup.point)
+               for r in measured]]
+    colors = ["#4c72b0" if r.verdict.value in ("VALID", "UNCHECKED") else "#c44e52" for r in measured]
+    bars = ax.bar(names, points, yerr=errors, capsize=4, color=colors)
+    ax.bar_label(bars, fmt="%.2fx", fontsize=8)
+    ax.axhline(1.0, color="#555555", linestyle="--", linewidth=1)
+    ax.set_ylabel("speedup over the base")
+    ax.set_title("Speedup per profile (95% interval; red: not VALID)", fontsize=10)
+    ax.tick_params(axis="x", labelrotation=20, labelsize=8)
+    return _save(fig, Path(path))

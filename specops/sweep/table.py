@@ -1,0 +1,88 @@
+"""Plain-text tables of a sweep (K x concurrency) and of a comparison (several profiles, one target)."""
+from __future__ import annotations
+
+from specops.results.model import RunResult
+from specops.sweep.analysis import Cell, Crossover
+from specops.sweep.schedule import Recommendation, flow
+
+
+def _speedup(point: float | None, low: float | None, high: float | None) -> str:
+    if point is None:
+        return "-"
+    spread = f" ({low:.2f}-{high:.2f})" if low is not None and high is not None else ""
+    return f"{point:.2f}x{spread}"
+
+
+def _num(value: float | None, pattern: str = "{:.2f}") -> str:
+    return "-" if value is None else pattern.format(value)
+
+
+def _grid(header: list[str], rows: list[list[str]]) -> list[str]:
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+
+    def line(row: list[str]) -> str:
+        return "  ".join(v.ljust(w) for v, w in zip(row, widths)).rstrip()
+
+    return [line(header), line(["-" * w for w in widths]), *map(line, rows)]
+
+
+def _cell_text(cell: Cell | None) -> str:
+    if cell is None:
+        return "not measured"
+    if cell.status != "ok":
+        return f"{cell.status.upper()} {_speedup(cell.speedup, cell.speedup_low, cell.speedup_high)}"
+    return f"{_speedup(cell.speedup, cell.speedup_low, cell.speedup_high)} al {_num(cell.mean_acceptance_length)}"
+
+
+def format_sweep(cells: list[Cell], crossovers: dict[int, Crossover], best: dict[int, int | None],
+                 recommendation: Recommendation) -> str:
+    """The K x concurrency table (speedup with its interval, `al` = mean acceptance length), the crossover
+    per K, the best K per concurrency and the recommendation."""
+    ks = sorted({c.k for c in cells} | set(crossovers))
+    cs = sorted({c.concurrency for c in cells} | set(best))
+    at = {(c.k, c.concurrency): c for c in cells}
+    base = {c.concurrency: c.base_tok_s for c in cells if c.base_tok_s is not None}
+    header = ["K \\ concurrency", *map(str, cs)]
+    rows = [[f"K={k}", *(_cell_text(at.get((k, c))) for c in cs)] for k in ks]
+    rows.append(["base tok/s", *(_num(base.get(c), "{:.1f}") for c in cs)])
+    lines = ["Speedup over the base (95% interval), al = mean acceptance length", *_grid(header, rows), ""]
+    lines.append("Crossover (concurrency where speculation stops paying, log2-interpolated):")
+    for k in ks:
+        cross = crossovers.get(k)
+        note = f"  [{cross.note}]" if cross is not None and cross.note else ""
+        lines.append(f"  K={k}: {cross.text() if cross else 'no data'}{note}")
+    lines += ["", "Best K per concurrency:"]
+    lines += [f"  concurrency {c}: " + (f"K={best[c]}" if best.get(c) is not None else "base (do not speculate)")
+              for c in cs]
+    lines += ["", *format_recommendation(recommendation)]
+    return "\n".join(lines) + "\n"
+
+
+def format_recommendation(r: Recommendation) -> list[str]:
+    lines = [f"Recommendation for {r.profile} ({r.backend}{', ' + r.framework if r.framework else ''}):"]
+    lines += [f"  concurrency {c}: --set {' --set '.join(o)}" for c, o in sorted(r.profile_overrides.items())]
+    lines += [f"  concurrency {c}: base (speculation off)" for c in r.base]
+    if r.backend_keys is not None:
+        lines.append(f"  {r.backend} schedule: {flow(r.backend_keys)}")
+        lines.append(f"    source: {r.backend_source}")
+    lines += [f"  note: {n}" for n in r.notes]
+    return lines
+
+
+def format_compare(results: list[RunResult]) -> str:
+    """Several profiles on one target, each against its own base, in one table."""
+    header = ["profile", "method", "speedup (95%)", "spec tok/s", "base tok/s", "accept len", "verdict"]
+    rows = []
+    for r in results:
+        spec, base, s = r.variant("speculative"), r.variant("base"), r.speedup
+        acc = spec.acceptance if spec is not None and spec.acceptance is not None and spec.acceptance.available \
+            else None
+        rows.append([
+            r.profile, r.method, _speedup(s.point, s.low, s.high) if s else "-",
+            _num(spec.metrics.output_token_throughput_tok_s if spec and spec.metrics else None, "{:.1f}"),
+            _num(base.metrics.output_token_throughput_tok_s if base and base.metrics else None, "{:.1f}"),
+            _num(acc.mean_accepted_per_step if acc else None), r.verdict.value,
+        ])
+    targets = sorted({m.source for r in results for m in r.models if m.role == "target"})
+    title = f"Comparison on {', '.join(targets) or 'the target'} (speedup against the base)"
+    return "\n".join([title, *_grid(header, rows)]) + "\n"

@@ -1,0 +1,39 @@
+"""Check that profiles can be compared; publish their comparison."""
+from __future__ import annotations
+
+from prefect import get_run_logger, task
+from prefect.artifacts import create_markdown_artifact
+from prefect.cache_policies import NO_CACHE
+
+from specops.profile.loader import load_profile
+from specops.results.model import RunResult
+from specops.rundir import artifacts_root, new_run_id, validate_run_id
+from specops.sweep.plots import write_compare_plot
+from specops.sweep.table import format_compare
+from tasks.report import artifact_key
+
+
+@task(cache_policy=NO_CACHE)
+def validate_comparison(profiles: list[str], overrides: list[str]) -> None:
+    """Every profile valid with the overrides, all on one target model, before any of them runs."""
+    if len(profiles) < 2:
+        raise ValueError(f"compare needs two profiles or more; got {profiles}")
+    loaded = [load_profile(p, overrides) for p in profiles]
+    targets = {lp.profile.name: lp.profile.target.source for lp in loaded}
+    if len(set(targets.values())) > 1:
+        raise ValueError("compare puts profiles of one target model side by side; these differ: "
+                         + ", ".join(f"{name}: {source}" for name, source in targets.items()))
+
+
+@task(cache_policy=NO_CACHE, persist_result=False)
+def publish_comparison(results: list[RunResult], run_id: str | None) -> str:
+    """compare.md and compare.png under artifacts/compare/<id>/, the table as an artifact; returns the table."""
+    out = artifacts_root() / "compare" / validate_run_id(run_id or new_run_id())
+    out.mkdir(parents=True)
+    table = format_compare(results)
+    (out / "compare.md").write_text(f"# Comparison\n\n```\n{table}\n```\n")
+    write_compare_plot(results, out / "compare.png")
+    create_markdown_artifact(key=artifact_key("compare"), markdown=f"```\n{table}\n```",
+                             description=f"{', '.join(r.profile for r in results)} ({out})")
+    get_run_logger().info("comparison (%s):\n%s", out, table)
+    return table

@@ -1,0 +1,59 @@
+"""Judge a profile's newest run against its history, say so as events, draw the trend."""
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+
+from prefect import get_run_logger, task
+from prefect.artifacts import create_link_artifact, create_markdown_artifact
+from prefect.cache_policies import NO_CACHE
+from prefect.events import emit_event
+
+from specops.regression.policy import RegressionPolicy
+from specops.regression.suite import EVENT, resource_id
+from specops.regression.trend import trend_dir, write_trend
+from specops.regression.verdict import HISTORY_LIMIT, MetricVerdict, evaluate, profile_runs, verdict_table
+from specops.results.model import RunResult
+from specops.results.store import ResultsStore
+from tasks.report import artifact_key, run_dir_link
+
+
+@task(cache_policy=NO_CACHE, persist_result=False)
+def read_history(profile: str) -> list[RunResult]:
+    """The profile's runs in the results database, every host, oldest first (a sweep's cells left out)."""
+    with ResultsStore.open() as store:
+        return sorted(profile_runs(store.history(profile, limit=HISTORY_LIMIT)), key=lambda r: r.started_at)
+
+
+@task(cache_policy=NO_CACHE, persist_result=False)
+def judge_newest_run(history: list[RunResult], policy: RegressionPolicy) -> list[MetricVerdict]:
+    """Each metric of the newest run against the median of the runs before it."""
+    verdicts = evaluate(history, policy)
+    if verdicts:
+        get_run_logger().info("%s, run %s:\n%s", verdicts[0].profile, history[-1].run_id, verdict_table(verdicts))
+    return verdicts
+
+
+@task(cache_policy=NO_CACHE, persist_result=False)
+def announce_regression(verdict: MetricVerdict) -> None:
+    """One `specops.regression.detected` event: what prefect.yaml's automation notifies about."""
+    payload = {"profile": verdict.profile, "metric": verdict.metric, "baseline": verdict.baseline,
+               "value": verdict.value, "threshold": verdict.threshold, "runs": verdict.violating_uids,
+               "run": verdict.run_uid}
+    emit_event(event=EVENT, resource={"prefect.resource.id": resource_id(verdict.profile),
+                                      "prefect.resource.name": verdict.profile}, payload=payload)
+    get_run_logger().warning("regression: %s %s %s (baseline %s), runs %s", verdict.profile, verdict.metric,
+                             verdict.value, verdict.baseline, ", ".join(u[:12] for u in verdict.violating_uids))
+
+
+@task(cache_policy=NO_CACHE, persist_result=False)
+def publish_trend(profile: str, history: list[RunResult], policy: RegressionPolicy,
+                  verdicts: list[MetricVerdict]) -> tuple[Path, Path]:
+    """trend.html (interactive) and trend.png under artifacts/trends/<profile>/, linked from the flow run."""
+    html, png = write_trend(history, policy, trend_dir(profile))
+    create_markdown_artifact(key=artifact_key(profile, "verdicts"), markdown=f"```\n{verdict_table(verdicts)}\n```",
+                             description=f"{profile}: each metric of the newest run against its baseline")
+    create_link_artifact(key=artifact_key(profile, "trend"), link=run_dir_link(html),
+                         link_text=f"{socket.gethostname()}:{html}", description=f"{profile}: metrics over time")
+    get_run_logger().info("trend of %s: %s, %s", profile, html, png)
+    return html, png

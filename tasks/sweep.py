@@ -1,0 +1,61 @@
+"""A sweep's steps: validate the grid, find the cells already measured, keep new ones, publish the outcome."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from prefect import get_run_logger, task
+from prefect.artifacts import create_markdown_artifact
+from prefect.cache_policies import NO_CACHE
+
+from specops.profile.loader import LoadedProfile
+from specops.results.model import RunResult
+from specops.rundir import RunDir
+from specops.sweep.cells import BaseCell, CellStore
+from specops.sweep.grid import SweepGrid, validate_grid
+from specops.sweep.outcome import SweepOutcome
+from specops.sweep.plots import write_sweep_plots
+from tasks.report import artifact_key
+
+
+@task(cache_policy=NO_CACHE)
+def validate_sweep(profile: str, overrides: list[str], grid: SweepGrid) -> LoadedProfile:
+    """The profile loaded with every cell's overrides, before anything starts; a sweep needs the base."""
+    loaded = validate_grid(profile, overrides, grid)
+    if not loaded.profile.comparison.baseline:
+        raise ValueError(f"{loaded.path}: comparison.baseline is false, and a sweep measures the base at each "
+                         "concurrency (its speedups are against it): drop that override")
+    get_run_logger().info("sweep of %s: K %s x concurrency %s (%d cells)", loaded.profile.name, grid.draft_lengths,
+                          grid.concurrencies, len(grid.draft_lengths) * len(grid.concurrencies))
+    return loaded
+
+
+@task(cache_policy=NO_CACHE, persist_result=False)
+def find_measured_cells(store: CellStore, keys: dict[tuple[int | None, int], str]
+                        ) -> tuple[dict[tuple[int, int], RunResult], dict[int, BaseCell]]:
+    """The speculative cells (k, c) and base cells (c) an earlier sweep of the same settings measured."""
+    results = {kc: r for kc, key in keys.items() if kc[0] is not None and (r := store.result(key)) is not None}
+    bases = {c: b for (k, c), key in keys.items() if k is None and (b := store.base(key)) is not None}
+    get_run_logger().info("%d of %d cells already measured", len(results) + len(bases), len(keys))
+    return results, bases  # type: ignore[return-value]
+
+
+@task(cache_policy=NO_CACHE, persist_result=False)
+def keep_cell(store: CellStore, key: str, result: RunResult) -> None:
+    store.put_result(key, result)
+
+
+@task(cache_policy=NO_CACHE, persist_result=False)
+def keep_base_cell(store: CellStore, key: str, cell: BaseCell) -> None:
+    store.put_base(key, cell)
+
+
+@task(cache_policy=NO_CACHE, persist_result=False)
+def publish_sweep(outcome: SweepOutcome, run: RunDir) -> list[Path]:
+    """sweep.md, sweep.json and the plots into the sweep's run directory; the table as an artifact."""
+    (run.path / "sweep.md").write_text(f"# Sweep of {outcome.profile}\n\n```\n{outcome.table}\n```\n")
+    (run.path / "sweep.json").write_text(outcome.model_dump_json(indent=2) + "\n")
+    plots = write_sweep_plots(outcome.cells, run.path)
+    create_markdown_artifact(key=artifact_key(outcome.profile, "sweep"), markdown=f"```\n{outcome.table}\n```",
+                             description=f"{outcome.profile}: draft length x concurrency ({run.path})")
+    get_run_logger().info("sweep of %s:\n%s", outcome.profile, outcome.table)
+    return [run.path / "sweep.md", run.path / "sweep.json", *plots]

@@ -1,0 +1,97 @@
+"""A sweep of ngram-local over K {1, 2, 4} x concurrency {1, 2}, killed after its second cell and run
+again: the second run measures only the cells the first did not keep, restarting the speculative
+server once per draft length (3 starts), never per cell, and reads the base cells from the cache."""
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from specops.profile.loader import load_profile
+from specops.sweep.cells import CellStore
+from specops.sweep.grid import cell_key
+from specops.sweep.outcome import SweepOutcome
+from tests.integration.support import REPO_ROOT, SHARED_CACHE, processes_mentioning, service_env
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+KS, CS = [1, 2, 4], [1, 2]
+SHRINK = ["benchmark.num_requests=2", "benchmark.output_tokens=16", "benchmark.warmup_requests=0",
+          "comparison.lossless_prompts=1", "comparison.lossless_max_tokens=8"]
+
+
+def sweep_cmd(run_id: str) -> list[str]:
+    args = [sys.executable, "-m", "cli", "sweep", "ngram-local", "--k", ",".join(map(str, KS)),
+            "--concurrency", ",".join(map(str, CS)), "--run-id", run_id]
+    for override in SHRINK:
+        args += ["--set", override]
+    return args
+
+
+def test_a_killed_sweep_run_again_measures_only_the_missing_cells(embedded_model, tmp_path):
+    store = CellStore(SHARED_CACHE / "sweeps")
+    sha = load_profile("ngram-local", SHRINK).sha256
+    keys = {(k, c): cell_key(sha, SHRINK, k, c) for k in [None, *KS] for c in CS}
+    for key in keys.values():  # a sweep of these settings from an earlier test session would be found
+        for kind in ("cell", "base"):
+            store._path(key, kind).unlink(missing_ok=True)
+
+    def kept() -> list[tuple[int | None, int]]:
+        return [kc for kc, key in keys.items()
+                if (store.result(key) if kc[0] is not None else store.base(key)) is not None]
+
+    env = service_env(tmp_path)
+    artifacts = tmp_path / "artifacts" / "ngram-local"
+    t0 = time.monotonic()
+    output = tmp_path / "first.log"
+    with output.open("w") as sink:
+        first = subprocess.Popen(sweep_cmd("first"), cwd=REPO_ROOT, env=env, stdout=sink, stderr=subprocess.STDOUT,
+                                 start_new_session=True)
+    try:
+        deadline = time.monotonic() + 600
+        while len(kept()) < 2:
+            assert first.poll() is None, output.read_text()[-3000:]
+            assert time.monotonic() < deadline, output.read_text()[-3000:]
+            time.sleep(0.2)
+        first.send_signal(signal.SIGTERM)  # what a supervisor (or a cancelled worker) sends
+        assert first.wait(timeout=90) == 130, output.read_text()[-3000:]
+    finally:
+        if first.poll() is None:
+            first.kill()
+            first.wait()
+    print(f"first sweep killed after {time.monotonic() - t0:.0f}s with cells {kept()}")
+    before = kept()
+    assert len(before) >= 2
+    assert processes_mentioning(str(artifacts / "first")) == []  # its servers stopped with it
+
+    t1 = time.monotonic()
+    second = subprocess.run(sweep_cmd("second"), cwd=REPO_ROOT, env=env, capture_output=True, text=True,
+                            timeout=900)
+    assert second.returncode == 0, second.stdout[-3000:] + second.stderr[-3000:]
+    print(f"second sweep: {time.monotonic() - t1:.0f}s\n{second.stdout[-2500:]}")
+    outcome = SweepOutcome.model_validate_json((artifacts / "second" / "sweep.json").read_text())
+    missing = [kc for kc in keys if kc not in before]
+    name = {kc: (f"k{kc[0]}" if kc[0] is not None else "base") + f"-c{kc[1]}" for kc in keys}
+    assert sorted(outcome.measured) == sorted(name[kc] for kc in missing)  # nothing measured twice
+    # one server per draft length still missing cells, none per cell; the base only when it lacked a cell
+    assert outcome.server_starts.get("speculative") == len({k for k, _ in missing if k is not None})
+    assert outcome.server_starts.get("base", 0) == (1 if any(k is None for k, _ in missing) else 0)
+    started = sorted(p.parent.parent.name for p in (artifacts / "second").glob("*/logs/server-speculative.log"))
+    assert started == sorted({f"k{k}" for k, _ in missing if k is not None})
+    assert set(kept()) == set(keys)
+    assert {(c.k, c.concurrency) for c in outcome.cells} == {(k, c) for k in KS for c in CS}
+    assert all(c.status == "ok" and c.speedup is not None for c in outcome.cells), outcome.cells
+    assert set(outcome.best) == set(CS) and set(outcome.crossovers) == set(KS)
+    for k, c in ((k, c) for k in KS for c in CS):  # every cell is a RunResult of its own, with its report
+        result = store.result(keys[(k, c)])
+        assert result.benchmark.concurrency == c and f"method.num_speculative_tokens={k}" in result.overrides
+        assert (Path(result.run_dir) / "report.md").is_file()
+    table = (artifacts / "second" / "sweep.md").read_text()
+    assert "Crossover" in table and "Recommendation" in table
+    assert sorted(p.name for p in (artifacts / "second").glob("*.png")), "the plots"
+    print(json.dumps(outcome.server_starts), outcome.measured)

@@ -1,0 +1,169 @@
+"""The regression rule on runs with chosen values: baseline, streaks, the noise band, hardware, window."""
+from __future__ import annotations
+
+import pytest
+
+from specops.regression.policy import RegressionPolicy
+from specops.regression.verdict import Verdict, baseline_key, evaluate, hardware_key, regressions, verdict_table
+from specops.results.model import Lossless, Status
+from tests.unit.regression.runs import baseline, run
+
+POLICY = RegressionPolicy()
+
+
+def verdicts(history, policy=POLICY) -> dict[str, object]:
+    return {v.metric: v for v in evaluate(history, policy)}
+
+
+def test_a_baseline_forms_once_min_baseline_runs_runs_precede():
+    assert {v.verdict for v in evaluate(baseline(3), POLICY)} == {Verdict.INSUFFICIENT}  # 2 runs before it
+    judged = verdicts(baseline(4))
+    assert {v.verdict for v in judged.values()} == {Verdict.OK}
+    assert judged["speedup"].baseline == pytest.approx(1.40)
+    assert len(judged["speedup"].baseline_uids) == 3
+
+
+def test_one_degraded_run_is_suspicious_two_are_a_regression():
+    history = [*baseline(3), run(3, speedup=1.20)]
+    first = verdicts(history)["speedup"]
+    assert first.verdict is Verdict.SUSPICIOUS and first.violating_uids == [history[-1].uid]
+    assert verdicts(history)["mean_acceptance_length"].verdict is Verdict.OK  # only speedup moved
+    history.append(run(4, speedup=1.21))
+    second = verdicts(history)["speedup"]
+    assert second.verdict is Verdict.REGRESSION
+    assert second.violating_uids == [history[-2].uid, history[-1].uid]  # the streak, oldest first
+    assert [v.metric for v in regressions(evaluate(history, POLICY))] == ["speedup"]
+
+
+def test_a_good_run_between_two_bad_ones_breaks_the_streak():
+    history = [*baseline(3), run(3, speedup=1.20), run(4), run(5, speedup=1.20)]
+    assert verdicts(history)["speedup"].verdict is Verdict.SUSPICIOUS
+
+
+def test_a_degraded_run_above_the_threshold_is_ok_and_a_big_gain_is_improved():
+    assert verdicts([*baseline(3), run(3, speedup=1.34)])["speedup"].verdict is Verdict.OK  # 1.34 >= 1.40 x 0.95
+    assert verdicts([*baseline(3), run(3, speedup=1.60)])["speedup"].verdict is Verdict.IMPROVED  # > 1.40 / 0.95
+    assert verdicts([*baseline(3), run(3, speedup=1.46)])["speedup"].verdict is Verdict.OK
+
+
+def test_lower_is_better_for_inter_token_latency():
+    assert verdicts([*baseline(3), run(3, itl_ms=45.0)])["itl_p50_ms"].verdict is Verdict.SUSPICIOUS  # > 40 x 1.1
+    assert verdicts([*baseline(3), run(3, itl_ms=43.0)])["itl_p50_ms"].verdict is Verdict.OK
+    assert verdicts([*baseline(3), run(3, itl_ms=30.0)])["itl_p50_ms"].verdict is Verdict.IMPROVED
+
+
+def test_the_noise_band_suppresses_a_violation_within_the_baselines_own_spread():
+    noisy = [run(d, speedup=s) for d, s in enumerate([1.2, 1.4, 1.6, 1.3, 1.5])]  # median 1.4, MAD 0.1
+    history = [*noisy, run(5, speedup=1.30)]  # below 1.40 x 0.95, inside 1.4 +- 3 x 1.4826 x 0.1
+    judged = verdicts(history)["speedup"]
+    assert judged.verdict is Verdict.OK
+    assert judged.band == pytest.approx((1.4 - 0.44478, 1.4 + 0.44478))
+    assert verdicts(history, RegressionPolicy(noise_mads=0))["speedup"].verdict is Verdict.SUSPICIOUS
+    assert verdicts([*noisy, run(5, speedup=0.9)])["speedup"].verdict is Verdict.SUSPICIOUS  # outside the band
+
+
+def test_the_baseline_is_the_median_of_the_last_baseline_runs_runs():
+    # 1.36 is within 5% of 1.40: those runs do not violate, so they join the baseline
+    history = [*(run(d, speedup=1.40) for d in range(3)), *(run(d, speedup=1.36) for d in range(3, 6)), run(6)]
+    judged = verdicts(history, RegressionPolicy(baseline_runs=3))["speedup"]
+    assert judged.verdict is Verdict.OK and judged.baseline == pytest.approx(1.36)
+    assert judged.baseline_uids == [r.uid for r in history[3:6]]
+    assert verdicts(history, RegressionPolicy(baseline_runs=7))["speedup"].baseline == pytest.approx(1.38)
+
+
+def test_a_violating_streak_stays_out_of_the_baselines_after_it():
+    """A drop that stays down stays a regression: the bad nights are judged against the good ones."""
+    history = [*(run(d, speedup=2.0) for d in range(3)), *(run(d, speedup=1.4) for d in range(3, 7))]
+    judged = verdicts(history, RegressionPolicy(baseline_runs=3))["speedup"]
+    assert judged.verdict is Verdict.REGRESSION and judged.baseline == pytest.approx(2.0)
+    assert judged.baseline_uids == [r.uid for r in history[:3]]
+    assert judged.violating_uids == [r.uid for r in history[3:]]
+    recovered = verdicts([*history, run(7, speedup=1.98)], RegressionPolicy(baseline_runs=3))["speedup"]
+    assert recovered.verdict is Verdict.OK and recovered.baseline == pytest.approx(2.0)
+
+
+def test_runs_on_other_hardware_are_not_in_the_baseline():
+    assert hardware_key(run(0)) == "cpu: AMD EPYC 7B13 x2"
+    assert hardware_key(run(0, gpus=["NVIDIA H100", "NVIDIA H100"])) == "gpu: 2x NVIDIA H100"
+    other_cpu = [*baseline(3, cpu="Intel Xeon 8481C", speedup=2.0), run(3, speedup=1.2)]
+    assert verdicts(other_cpu)["speedup"].verdict is Verdict.INSUFFICIENT
+    gpus = [*(run(d, gpus=["NVIDIA H100"], speedup=2.0) for d in range(3)),
+            *(run(d, gpus=["NVIDIA A100"]) for d in range(3, 6)), run(6, gpus=["NVIDIA A100"], speedup=1.39)]
+    judged = verdicts(gpus)["speedup"]
+    assert judged.verdict is Verdict.OK and judged.baseline == pytest.approx(1.40)
+    assert judged.baseline_uids == [r.uid for r in gpus[3:6]]
+
+
+def test_runs_of_another_benchmark_shape_are_not_in_the_baseline():
+    def at(result, **bench):
+        return result.model_copy(update={"benchmark": result.benchmark.model_copy(update=bench)})
+
+    assert baseline_key(run(0)) == "cpu: AMD EPYC 7B13 x2; genai-perf kserve humaneval, concurrency 1, 128 tokens"
+    swept = [*(at(run(d, speedup=0.8), concurrency=4) for d in range(3)), run(3)]  # a sweep's cells, say
+    assert verdicts(swept)["speedup"].verdict is Verdict.INSUFFICIENT
+    more_requests = [*(at(r, num_requests=64, rounds=3) for r in baseline(3)), run(3, speedup=1.2)]
+    assert verdicts(more_requests)["speedup"].verdict is Verdict.SUSPICIOUS  # precision only: still comparable
+
+
+def test_the_window_excludes_old_runs():
+    history = [*baseline(3), run(40, speedup=1.20)]  # the baseline is 38-40 days old
+    assert verdicts(history)["speedup"].verdict is Verdict.INSUFFICIENT
+    assert verdicts(history, RegressionPolicy(window_days=45))["speedup"].verdict is Verdict.SUSPICIOUS
+
+
+def test_an_invalid_run_is_a_lossless_regression_at_once_and_never_a_baseline():
+    invalid = run(3, status=Status.INVALID)
+    judged = evaluate([*baseline(3), invalid], POLICY)
+    assert [(v.metric, v.verdict) for v in judged] == [("lossless", Verdict.REGRESSION)]
+    assert judged[0].value == pytest.approx(6 / 8) and judged[0].violating_uids == [invalid.uid]
+    broken = run(3).model_copy(update={"lossless": Lossless(compared=8, mismatches=0, reasons=["empty output"])})
+    assert [v.metric for v in regressions(evaluate([*baseline(3), broken], POLICY))] == ["lossless"]
+    poisoned = [run(d, status=Status.INVALID, speedup=3.0) for d in range(3)] + [run(3)]
+    assert verdicts(poisoned)["speedup"].verdict is Verdict.INSUFFICIENT
+
+
+def test_failed_runs_are_suspicious_once_a_regression_twice_and_skipped_by_metric_streaks():
+    one = evaluate([*baseline(3), run(3, status=Status.FAILED)], POLICY)
+    assert [(v.metric, v.verdict) for v in one] == [("run", Verdict.SUSPICIOUS)]
+    two = [*baseline(3), run(3, status=Status.FAILED), run(4, status=Status.FAILED)]
+    assert [(v.metric, v.verdict, len(v.violating_uids)) for v in evaluate(two, POLICY)] == [
+        ("run", Verdict.REGRESSION, 2)]
+    around = [*baseline(3), run(3, speedup=1.2), run(4, status=Status.FAILED), run(5, speedup=1.2)]
+    assert verdicts(around)["speedup"].verdict is Verdict.REGRESSION
+
+
+def test_per_position_acceptance_rates_are_judged_each_with_its_threshold():
+    history = [*baseline(3, positions=[0.8, 0.5]), run(3, positions=[0.75, 0.4])]
+    judged = verdicts(history)
+    assert judged["acceptance_rate_pos0"].verdict is Verdict.OK  # 0.75 >= 0.8 x 0.90
+    assert judged["acceptance_rate_pos1"].verdict is Verdict.SUSPICIOUS  # 0.4 < 0.5 x 0.90
+    assert judged["acceptance_rate_pos1"].threshold == 0.90
+    strict = verdicts(history, RegressionPolicy(thresholds={"acceptance_rate_pos": 0.99}))
+    assert strict["acceptance_rate_pos0"].verdict is Verdict.SUSPICIOUS
+    assert list(judged)[:4] == ["speedup", "output_tokens_per_s", "mean_acceptance_length", "itl_p50_ms"]
+
+
+def test_acceptance_length_regresses_like_the_issue_asks():
+    history = [*baseline(3), run(3, accept_len=1.5), run(4, accept_len=1.4)]
+    assert verdicts(history)["mean_acceptance_length"].verdict is Verdict.REGRESSION
+
+
+def test_history_order_does_not_matter_and_profiles_must_not_mix():
+    history = [*baseline(3), run(3, speedup=1.2), run(4, speedup=1.2)]
+    assert verdicts(list(reversed(history)))["speedup"].verdict is Verdict.REGRESSION
+    assert evaluate([], POLICY) == []
+    with pytest.raises(ValueError, match="one profile's runs; got eagle3-vllm, ngram-local"):
+        evaluate([run(0), run(1).model_copy(update={"profile": "eagle3-vllm"})], POLICY)
+
+
+def test_verdict_table_and_text():
+    history = [*baseline(3), run(3, speedup=1.2), run(4, speedup=1.2)]
+    table = verdict_table(evaluate(history, POLICY))
+    lines = table.splitlines()
+    assert lines[0].split() == ["profile", "metric", "verdict", "value", "baseline", "band", "threshold", "streak"]
+    speedup = next(line for line in lines if " speedup " in line)
+    assert speedup.split()[:6] == ["ngram-local", "speedup", "regression", "1.2", "1.4", "1.4-1.4"]
+    assert speedup.split()[-2:] == ["x0.95", "2"]
+    assert verdict_table([]) == "no verdicts (no runs)"
+    assert regressions(evaluate(history, POLICY))[0].text() == (
+        "ngram-local speedup: regression (1.2 vs baseline 1.4, threshold x0.95, last 2 runs)")

@@ -1,0 +1,87 @@
+"""Crossover per draft length and best draft length per concurrency, from measured cells."""
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from specops.acceptance.model import Acceptance
+from specops.results.model import Status
+from specops.sweep.analysis import Cell, Pays, best_k, crossover
+from tests.results_factory import run_result
+
+
+def cell(k: int, c: int, speedup: float | None, status: str = "ok") -> Cell:
+    return Cell(k=k, concurrency=c, speedup=speedup, speedup_low=None if speedup is None else speedup - 0.05,
+                speedup_high=None if speedup is None else speedup + 0.05, spec_tok_s=None, base_tok_s=None,
+                mean_acceptance_length=None, position_rates=None, run_uid=None, status=status)
+
+
+def test_from_result_reads_speedup_throughputs_and_acceptance():
+    result = run_result(speedup=1.4, spec_tok_s=22.4, base_tok_s=16.0)
+    spec = result.variant("speculative")
+    acc = Acceptance("runtime counters", 400, 1600, 1000, accepted_per_position=[300.0, 200.0])
+    result = result.model_copy(update={"variants": [spec.model_copy(update={"acceptance": acc}),
+                                                    result.variant("base")]})
+    got = Cell.from_result(4, 2, result)
+    assert (got.k, got.concurrency) == (4, 2)
+    assert (got.speedup, got.speedup_low, got.speedup_high) == pytest.approx((1.4, 1.35, 1.45))
+    assert got.spec_tok_s == 22.4 and got.base_tok_s == 16.0
+    assert got.mean_acceptance_length == pytest.approx(1 + 1000 / 400)
+    assert got.position_rates == pytest.approx([0.75, 0.5])
+    assert got.run_uid == result.uid and got.status == "ok"
+
+
+def test_from_a_failed_result_the_cell_has_no_numbers_and_is_not_usable():
+    got = Cell.from_result(2, 1, run_result(status=Status.FAILED))
+    assert got.speedup is None and got.spec_tok_s is None and got.status == "failed" and not got.usable
+
+
+def test_crossover_is_interpolated_in_log2_concurrency():
+    # 1.2 at c=2, 0.8 at c=8: halfway in log2 space (log2 4), not in linear space (5).
+    cells = [cell(2, 1, 1.5), cell(2, 2, 1.2), cell(2, 8, 0.8)]
+    got = crossover(cells)[2]
+    assert got.pays is Pays.CROSSES and got.concurrency == pytest.approx(4.0)
+    assert got.text() == "4.0"
+
+
+def test_crossover_at_an_uneven_point():
+    got = crossover([cell(1, 1, 1.3), cell(1, 4, 0.7)])[1]
+    assert got.concurrency == pytest.approx(2 ** (2 * 0.3 / 0.6))
+
+
+def test_speculation_that_pays_everywhere_has_no_crossover_within_the_grid():
+    got = crossover([cell(1, 1, 1.3), cell(1, 2, 1.2), cell(1, 4, 1.01)])[1]
+    assert got.pays is Pays.ALWAYS and got.concurrency is None and got.text().startswith("> 4")
+
+
+def test_speculation_that_never_pays_gives_the_smallest_concurrency():
+    got = crossover([cell(8, 2, 0.9), cell(8, 4, 0.7), cell(8, 1, 1.0)])[8]
+    assert got.pays is Pays.NEVER and got.concurrency == 1.0 and "never pays" in got.text()
+
+
+def test_invalid_and_unmeasured_cells_do_not_count():
+    cells = [cell(3, 1, 1.5), cell(3, 2, 0.5, status="invalid"), cell(3, 4, None, status="failed")]
+    assert crossover(cells)[3].pays is Pays.ALWAYS
+    assert crossover([cell(5, 1, None, status="failed")])[5].pays is Pays.NO_DATA
+
+
+def test_a_crossing_followed_by_a_paying_point_is_noted():
+    got = crossover([cell(1, 1, 1.2), cell(1, 2, 0.9), cell(1, 4, 1.1)])[1]
+    assert got.pays is Pays.CROSSES and "pays again at concurrency 4" in got.note
+
+
+def test_best_k_per_concurrency_and_none_where_nothing_beats_the_base():
+    cells = [cell(1, 1, 1.1), cell(2, 1, 1.4), cell(4, 1, 1.3),
+             cell(1, 2, 1.05), cell(2, 2, 1.02), cell(4, 2, 0.9),
+             cell(1, 4, 0.95), cell(2, 4, 0.8), cell(4, 4, 1.0)]
+    assert best_k(cells) == {1: 2, 2: 1, 4: None}
+
+
+def test_best_k_breaks_ties_to_the_shorter_draft_and_skips_invalid_runs():
+    cells = [cell(2, 1, 1.2), cell(4, 1, 1.2), cell(8, 1, 3.0, status="invalid")]
+    assert best_k(cells) == {1: 2}
+
+
+def test_cells_are_finite_or_unusable():
+    assert not cell(1, 1, math.nan).usable

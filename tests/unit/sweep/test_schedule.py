@@ -1,0 +1,124 @@
+"""Recommendations: profile overrides always; the backend's per-load draft-length key only where the framework
+version its profile pins has it, spelled and shaped as data/draft_schedules.yaml says."""
+from __future__ import annotations
+
+from bisect import bisect_left
+
+import pytest
+
+from specops.backends import BACKENDS
+from specops.profile.loader import load_profile
+from specops.sweep.schedule import FIELDS, recommend, schedule_facts
+from specops.versions.vllm import vllm_release
+
+BEST = {1: 4, 2: 2, 4: None}
+
+
+def vllm_lookup(schedule: list[list[int]], max_k: int, batch: int) -> int:
+    """K for a batch size as vLLM 0.24.0's build_dynamic_sd_schedule_lookup assigns it: inclusive ranges, gaps
+    and the tail keep the previous K, clamped to num_speculative_tokens."""
+    k = None
+    for start, _end, value in sorted(schedule):
+        if start > batch:
+            break
+        k = value
+    return min(max_k, k)
+
+
+def trtllm_lookup(schedule: dict[int, int], batch: int) -> int:
+    """K for a batch size as TensorRT-LLM's get_draft_len_for_batch_size (PR #10860): the first key >= batch."""
+    keys = sorted(schedule)
+    i = bisect_left(keys, batch)
+    return schedule[keys[i]] if i < len(keys) else 0
+
+
+def image_with_key(backend: str) -> str:
+    """An image the backend can run whose framework version has the schedule key (from the version data)."""
+    config_model = BACKENDS.get(backend).config_model
+    fact = next(f for f in schedule_facts().values() if backend in f.backends)
+    fields_of, _ = FIELDS[fact.framework]
+    for image in config_model.known_images():
+        version = config_model.model_construct(image=image, framework_version=None).release()
+        if fact.key in (fields_of(version) or ()):
+            return image
+    raise AssertionError(f"no {backend} image with {fact.key}")
+
+
+def test_the_embedded_backend_gets_overrides_only():
+    r = recommend(load_profile("ngram-local"), BEST)
+    assert r.profile_overrides == {1: ["method.num_speculative_tokens=4"], 2: ["method.num_speculative_tokens=2"]}
+    assert r.base == [4] and r.backend_keys is None and r.backend_source is None and r.framework is None
+    assert any("concurrency 4" in n and "serve without speculation" in n for n in r.notes)
+
+
+def test_vllm_at_the_pinned_version_says_it_has_no_schedule_and_from_which_version():
+    loaded = load_profile("eagle-vllm-nested")
+    version = loaded.profile.backend.release()
+    assert "num_speculative_tokens_per_batch_size" not in vllm_release(version)[0].speculative_config
+    r = recommend(loaded, BEST)
+    assert r.backend_keys is None and r.framework == f"vLLM {version}"
+    assert r.profile_overrides[1] == ["method.num_speculative_tokens=4"]
+    note = next(n for n in r.notes if "no per-batch-size K" in n)
+    assert f"vLLM {version}" in note and "from vLLM 0.24.0" in note and "26.07-vllm-python-py3" in note
+
+
+def test_vllm_with_the_key_renders_the_schedule_the_data_describes():
+    image = image_with_key("vllm")
+    loaded = load_profile("eagle-vllm-nested", [f"backend.image={image}"])
+    version = loaded.profile.backend.release()
+    fact = schedule_facts()["vllm"]
+    assert fact.key in vllm_release(version)[0].speculative_config
+    r = recommend(loaded, BEST)
+    section = r.backend_keys[fact.under]
+    assert set(section) == {fact.key, fact.max_key}
+    schedule, max_k = section[fact.key], section[fact.max_key]
+    assert all(isinstance(e, list) and len(e) == 3 and all(isinstance(v, int) for v in e) for e in schedule)
+    assert schedule[0][0] == 1 and all(a[1] < b[0] for a, b in zip(schedule, schedule[1:]))
+    assert max_k == max(e[2] for e in schedule)
+    assert {c: vllm_lookup(schedule, max_k, c) for c in BEST} == {1: 4, 2: 2, 4: 0}
+    assert vllm_lookup(schedule, max_k, 3) == 2  # between measured points: the lower one's K
+    assert "draft_schedules.yaml schedules.vllm" in r.backend_source
+
+
+def test_trtllm_serve_at_its_pinned_release_renders_draft_len_schedule():
+    loaded = load_profile("eagle3-trtllm-serve-long-context")
+    fact = schedule_facts()["tensorrt-llm"]
+    fields_of, _ = FIELDS["tensorrt-llm"]
+    assert fact.key in fields_of(loaded.profile.backend.release())
+    r = recommend(loaded, BEST)
+    section = r.backend_keys[fact.under]
+    schedule, max_len = section[fact.key], section[fact.max_key]
+    assert all(isinstance(b, int) and isinstance(k, int) for b, k in schedule.items())
+    assert schedule[1] == max_len == 4 and all(k <= max_len for k in schedule.values())
+    assert {c: trtllm_lookup(schedule, c) for c in BEST} == {1: 4, 2: 2, 4: 0}
+    assert trtllm_lookup(schedule, 3) == 2
+
+
+def test_trtllm_lowers_later_draft_lengths_to_the_batch_size_1_one():
+    r = recommend(load_profile("eagle3-trtllm-serve-long-context"), {1: 2, 4: 3})
+    section = r.backend_keys["speculative_config"]
+    assert section["max_draft_len"] == 2 and max(section["draft_len_schedule"].values()) == 2
+    assert any("lowered" in n for n in r.notes)
+
+
+def test_trtllm_triton_at_1_2_1_has_no_schedule():
+    r = recommend(load_profile("eagle3-trtllm"), BEST)
+    assert r.backend_keys is None and r.framework == "TensorRT-LLM 1.2.1"
+    assert any("no per-batch-size K" in n and "from TensorRT-LLM 1.3.0rc12" in n for n in r.notes)
+
+
+def test_when_nothing_pays_there_is_no_schedule_to_render():
+    image = image_with_key("vllm")
+    r = recommend(load_profile("eagle-vllm-nested", [f"backend.image={image}"]), {1: None, 2: None})
+    assert r.backend_keys is None and r.profile_overrides == {} and r.base == [1, 2]
+
+
+@pytest.mark.parametrize("framework", sorted(schedule_facts()))
+def test_every_schedule_fact_names_registered_backends_of_its_framework(framework):
+    fact = schedule_facts()[framework]
+    assert fact.backends and fact.evidence and fact.shape in ("inclusive-ranges", "upper-bounds")
+    for name in fact.backends:
+        assert BACKENDS.get(name).config_model.framework == fact.framework
+    fields_of, versions = FIELDS[framework]
+    assert any(fact.key in (fields_of(v) or ()) for v in versions()), "no version in the data has the key"
+    assert any(fact.max_key in (fields_of(v) or ()) for v in versions())

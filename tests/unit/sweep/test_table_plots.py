@@ -1,0 +1,69 @@
+"""Sweep and comparison outputs: the text tables carry the numbers, the plots are real PNGs."""
+from __future__ import annotations
+
+from specops.profile.loader import load_profile
+from specops.results.model import Status
+from specops.sweep.analysis import Cell, best_k, crossover
+from specops.sweep.plots import write_compare_plot, write_sweep_plots
+from specops.sweep.schedule import recommend
+from specops.sweep.table import format_compare, format_sweep
+from tests.results_factory import run_result
+
+PNG = b"\x89PNG\r\n\x1a\n"
+
+
+def cell(k: int, c: int, speedup: float, rates: list[float] | None = None, status: str = "ok") -> Cell:
+    return Cell(k=k, concurrency=c, speedup=speedup, speedup_low=speedup - 0.07, speedup_high=speedup + 0.06,
+                spec_tok_s=16.0 * speedup, base_tok_s=16.0 + c, mean_acceptance_length=1.0 + k / 2,
+                position_rates=rates, run_uid=f"uid-{k}-{c}", status=status)
+
+
+CELLS = [cell(1, 1, 1.21, [0.6]), cell(1, 2, 1.05, [0.58]), cell(1, 4, 0.93),
+         cell(2, 1, 1.34, [0.6, 0.4]), cell(2, 2, 0.96), cell(2, 4, 0.81, status="invalid")]
+
+
+def test_format_sweep_has_the_table_the_crossover_and_the_recommendation():
+    best = best_k(CELLS)
+    text = format_sweep(CELLS, crossover(CELLS), best, recommend(load_profile("ngram-local"), best))
+    assert "1.21x (1.14-1.27) al 1.50" in text and "1.34x (1.27-1.40) al 2.00" in text
+    assert "INVALID 0.81x" in text
+    assert "base tok/s" in text and "17.0" in text and "20.0" in text
+    assert "K=1: 2.7" in text  # 1.05 at 2, 0.93 at 4: 2 ** (1 + 0.05 / 0.12), log2-interpolated
+    assert "K=2: 1.9" in text
+    assert "concurrency 1: K=2" in text and "concurrency 2: K=1" in text and "concurrency 4: base" in text
+    assert "--set method.num_speculative_tokens=2" in text and "Recommendation for ngram-local (local)" in text
+
+
+def test_a_cell_not_measured_says_so():
+    best = best_k(CELLS[:1])
+    text = format_sweep(CELLS[:1] + [cell(2, 2, 1.1)], crossover(CELLS[:1]), best,
+                        recommend(load_profile("ngram-local"), best))
+    assert "not measured" in text
+
+
+def test_format_compare_puts_every_profile_in_one_table():
+    results = [run_result(profile="ngram-local", speedup=1.36, spec_tok_s=21.8, base_tok_s=16.0),
+               run_result(profile="eagle3-local", speedup=0.91, spec_tok_s=14.6, base_tok_s=16.1),
+               run_result(profile="medusa-local", status=Status.FAILED)]
+    text = format_compare(results)
+    lines = text.splitlines()
+    assert "embedded:smollm2" in lines[0]
+    assert lines[1].split()[:3] == ["profile", "method", "speedup"]
+    row = next(line for line in lines if line.startswith("ngram-local"))
+    assert "1.36x (1.31-1.41)" in row and "21.8" in row and "16.0" in row and "3.50" in row and "VALID" in row
+    assert "0.91x" in next(line for line in lines if line.startswith("eagle3-local"))
+    assert "FAILED" in next(line for line in lines if line.startswith("medusa-local"))
+
+
+def test_sweep_plots_are_non_empty_pngs(tmp_path):
+    paths = write_sweep_plots(CELLS, tmp_path / "plots")
+    assert [p.name for p in paths] == ["sweep-speedup.png", "sweep-acceptance.png"]
+    for path in paths:
+        data = path.read_bytes()
+        assert data.startswith(PNG) and len(data) > 5000
+
+
+def test_compare_plot_is_a_png(tmp_path):
+    results = [run_result(profile="ngram-local", speedup=1.36), run_result(profile="eagle3-local", speedup=0.9)]
+    data = write_compare_plot(results, tmp_path / "compare.png").read_bytes()
+    assert data.startswith(PNG) and len(data) > 5000
