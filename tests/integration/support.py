@@ -43,7 +43,8 @@ def service_env(tmp: Path, **extra: str) -> dict[str, str]:
     """Environment for a specops/prefect subprocess: own artifacts and Prefect home (a copy of one already
     migrated, see migrated_prefect_home), shared model cache."""
     home = Path(extra.get("PREFECT_HOME") or tmp / "prefect-home")
-    if not home.exists():
+    # A home the caller names is used as given: `make up` there must be seen to create no SQLite database.
+    if "PREFECT_HOME" not in extra and not home.exists():
         shutil.copytree(migrated_prefect_home(), home)
     env = dict(os.environ)
     env.update(

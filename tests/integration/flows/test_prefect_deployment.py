@@ -314,6 +314,22 @@ def test_cancelling_during_benchmark_leaves_nothing_behind(deployed, embedded_mo
         assert port_free("127.0.0.1", port), f"port {port} still bound"
 
 
+# One regression flow run in a process of its own; prints its verdicts and whether it raised RegressionFound.
+RUN_REGRESSION = """
+import json, sys
+from flows.regression import RegressionFound, regression
+from specops.regression.policy import RegressionPolicy
+from specops.regression.suite import SuiteEntry
+
+suite, policy = [SuiteEntry(**e) for e in json.loads(sys.argv[1])], RegressionPolicy(**json.loads(sys.argv[2]))
+try:
+    judged, failed = regression(suite, policy), False
+except RegressionFound as found:
+    judged, failed = found.verdicts, True
+print(json.dumps({"failed": failed, "verdicts": {v.metric: v.verdict.value for v in judged}}))
+"""
+
+
 class _Hook(BaseHTTPRequestHandler):
     received: list[dict] = []
 
@@ -328,14 +344,10 @@ class _Hook(BaseHTTPRequestHandler):
 
 
 def test_regression_suspicious_then_regression_fails_and_the_automation_calls_the_webhook(
-        deployed, embedded_model, tmp_path, monkeypatch):
+        deployed, embedded_model, tmp_path):
     from prefect.blocks.webhook import Webhook
     from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterDeploymentId
     from prefect.settings import PREFECT_API_URL, temporary_settings
-
-    from flows.regression import RegressionFound, regression
-    from specops.regression.policy import RegressionPolicy
-    from specops.regression.suite import SuiteEntry
 
     api = deployed["api"]
     # Registered by `prefect deploy` from prefect.yaml: the nightly cron schedule and the automation.
@@ -363,9 +375,9 @@ def test_regression_suspicious_then_regression_fails_and_the_automation_calls_th
                                   env=worker_env, cwd=empty, stdout=sink, stderr=subprocess.STDOUT,
                                   start_new_session=True)
     # This test's own history: runs of other tests (other settings) must not form its baseline.
-    monkeypatch.setenv("SPECOPS_RESULTS_URL", f"sqlite:///{tmp_path / 'results.db'}")
-    monkeypatch.setenv("SPECOPS_ARTIFACTS", str(tmp_path / "artifacts"))
-    monkeypatch.setenv("SPECOPS_CACHE", str(SHARED_CACHE))
+    env = dict(os.environ, PREFECT_API_URL=api, SPECOPS_RESULTS_URL=f"sqlite:///{tmp_path / 'results.db'}",
+               SPECOPS_ARTIFACTS=str(tmp_path / "artifacts"), SPECOPS_CACHE=str(SHARED_CACHE),
+               PREFECT_SERVER_ANALYTICS_ENABLED="false")
     # The speculative variant alone (CI time): acceptance needs no base. 48 tokens, as ngram-local asks:
     # at 16 prompt lookup has too little output to match in (acceptance length ~1.3 at any K).
     shrink = ["benchmark.num_requests=2", "benchmark.output_tokens=48", "benchmark.warmup_requests=0",
@@ -373,25 +385,28 @@ def test_regression_suspicious_then_regression_fails_and_the_automation_calls_th
     # K=1 caps a verification step at 2 tokens, against ~2.4 at ngram-local's K=4: a change of setting that
     # really lowers acceptance. Throughput metrics get loose thresholds: two shared CPU cores make them
     # noisier than 5%, and this test is about the rule's sequence, shown on a metric that is not.
-    policy = RegressionPolicy(min_baseline_runs=1, baseline_runs=3, thresholds={
+    policy = {"min_baseline_runs": 1, "baseline_runs": 3, "thresholds": {
         "mean_acceptance_length": 0.9, "speedup": 0.3, "output_tokens_per_s": 0.3, "itl_p50_ms": 3.0,
-        "acceptance_rate_pos": 0.3})
-    verdicts = {}
+        "acceptance_rate_pos": 0.3}}
+    verdicts, failed = {}, {}
     t0 = time.monotonic()
     try:
-        with temporary_settings({PREFECT_API_URL: api}):
-            for name, extra in (("baseline", []), ("degraded-1", ["method.num_speculative_tokens=1"])):
-                judged = regression([SuiteEntry(profile="ngram-local", overrides=shrink + extra)], policy)
-                verdicts[name] = {v.metric: v.verdict.value for v in judged}
-            with pytest.raises(RegressionFound) as found:
-                regression([SuiteEntry(profile="ngram-local", overrides=shrink + ["method.num_speculative_tokens=1"])],
-                           policy)
-            verdicts["degraded-2"] = {v.metric: v.verdict.value for v in found.value.verdicts}
+        # Each flow in its own process, as a worker runs it: Prefect's log and event senders then end with
+        # it, not at pytest's exit against a server this module has stopped by then.
+        for name, extra in (("baseline", []), ("degraded-1", ["method.num_speculative_tokens=1"]),
+                            ("degraded-2", ["method.num_speculative_tokens=1"])):
+            suite = [{"profile": "ngram-local", "overrides": shrink + extra}]
+            done = subprocess.run([sys.executable, "-c", RUN_REGRESSION, json.dumps(suite), json.dumps(policy)],
+                                  cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=600)
+            assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+            outcome = json.loads(done.stdout.strip().splitlines()[-1])
+            verdicts[name], failed[name] = outcome["verdicts"], outcome["failed"]
         print(f"three regression flow runs: {time.monotonic() - t0:.0f}s; verdicts {verdicts}")
         assert set(verdicts["baseline"].values()) == {"insufficient-data"}, verdicts
         assert verdicts["degraded-1"]["mean_acceptance_length"] == "suspicious", verdicts
         assert "regression" not in verdicts["degraded-1"].values(), verdicts
         assert verdicts["degraded-2"]["mean_acceptance_length"] == "regression", verdicts
+        assert failed == {"baseline": False, "degraded-1": False, "degraded-2": True}  # RegressionFound raised
         flow_runs = read(api, lambda c: c.read_flow_runs())
         regression_runs = sorted((r for r in flow_runs if r.flow_id == nightly.flow_id), key=lambda r: r.created)
         assert [r.state.type.value for r in regression_runs][-3:] == ["COMPLETED", "COMPLETED", "FAILED"]
