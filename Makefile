@@ -46,16 +46,20 @@ deploy: export SPECOPS_DEPLOY_REPOSITORY = $(DEPLOY_REPOSITORY)
 # need credentials or a network the worker lacks)
 up: export SPECOPS_DEPLOY_REPOSITORY = $(or $(DEPLOY_REPOSITORY),$(CURDIR))
 
-.PHONY: install demo test test-fast bench bench-intervals bench-tools bench-drafts bench-sweep bench-compare up down deploy schema clean
+.PHONY: debian-packages install demo test test-fast bench bench-intervals bench-tools bench-drafts bench-sweep bench-compare up down deploy schema clean
 
-$(VENV)/.installed: pyproject.toml
-	@command -v $(PYTHON) >/dev/null || { echo "need $(PYTHON)"; exit 1; }
+# Debian packages, the venv and AIPerf's venv need nothing of each other: `make install` fetches them
+# side by side (-j3 below).
+debian-packages:
 	@# perf_analyzer (from tritonclient 2.51.0) links libb64.so.0d; the Docker launcher's tests
 	@# start their own dockerd (docker.io) and import a busybox-static image; the results store's
 	@# tests start a PostgreSQL 15 server of their own (postgresql).
 	@dpkg -s $(DEBIAN_PACKAGES) >/dev/null 2>&1 || { \
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 	  $$SUDO apt-get update -qq && $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(DEBIAN_PACKAGES); }
+
+$(VENV)/.installed: pyproject.toml
+	@command -v $(PYTHON) >/dev/null || { echo "need $(PYTHON)"; exit 1; }
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	@# torch first: 2.13.0 is a CPU wheel on this machine's disk; anything else downloads GBs
 	$(BIN)/pip install -q torch==2.13.0
@@ -67,7 +71,8 @@ $(AIPERF_VENV)/.installed: specops/bench/aiperf_tool.py
 	$(AIPERF_VENV)/bin/pip install -q aiperf==$(AIPERF_VERSION)
 	@touch $@
 
-install: $(VENV)/.installed $(AIPERF_VENV)/.installed
+install:
+	@$(MAKE) --no-print-directory -j3 debian-packages $(VENV)/.installed $(AIPERF_VENV)/.installed
 
 ## demo: install everything and run the ngram-local profile end to end; prints the report path
 demo:
@@ -77,12 +82,14 @@ demo:
 	echo "make demo took $$(( $$(date +%s) - start ))s (installation included)"; exit $$rc
 
 ## test: install everything, lint (ruff, import-linter's layer contracts) and run the whole test
-## suite, real services included
+## suite, real services included, on TEST_WORKERS pytest-xdist workers (a test file, or a group of
+## files that share something, per worker: see tests/conftest.py)
+TEST_WORKERS ?= 2
 test:
 	@$(MAKE) --no-print-directory install
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports --no-logo
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder
 
 test-fast: install
 	$(BIN)/python -m pytest -m "not integration and not slow"

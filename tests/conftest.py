@@ -18,3 +18,39 @@ def sigint_interrupts():
     previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     yield
     signal.signal(signal.SIGINT, previous)
+
+
+# `make test` runs the suite on two pytest-xdist workers (--dist loadgroup): about half the serial
+# run's time is spent waiting on servers, timeouts and Prefect, with a core idle. A test file is
+# one unit of work (its module fixtures run once); these groups also keep files together on one
+# worker, because they share something a second worker must not touch at the same time.
+SHARED_WORKER_GROUPS = {
+    # One private dockerd (and imported image) per worker: all Docker tests on one.
+    "tests/docker/": "docker",
+    # `specops janitor` without an owner reaps whatever a dead run left in the shared cache's records:
+    # these files kill runs and then expect to reap their leftovers themselves.
+    "tests/integration/faults/test_killed_run.py": "janitor",
+    "tests/integration/flows/test_slots.py": "janitor",
+    "tests/integration/test_make_up_down.py": "janitor",
+}
+
+
+def worker_group(relpath: str) -> str:
+    """The xdist group of a test file (a path relative to the repository root)."""
+    return next((group for prefix, group in SHARED_WORKER_GROUPS.items() if relpath.startswith(prefix)), relpath)
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the marks
+def pytest_collection_modifyitems(config, items):
+    root = config.rootpath
+    for item in items:
+        item.add_marker(pytest.mark.xdist_group(worker_group(item.path.relative_to(root).as_posix())))
+
+
+def pytest_xdist_node_collection_finished(node, ids):
+    """xdist groups by a suffix it writes into each node id; where that does not take (pytest-xdist#1386),
+    files would be split across workers (their module fixtures run twice) without a word."""
+    ungrouped = [nodeid for nodeid in ids if "@" not in nodeid]
+    if node.config.getoption("dist") == "loadgroup" and ungrouped:
+        pytest.exit(f"--dist loadgroup did not group {ungrouped[0]} (and {len(ungrouped) - 1} more): this "
+                    "pytest-xdist does not work with this pytest (see pyproject.toml)", returncode=4)
