@@ -37,7 +37,8 @@ def prepare_trained_draft(loaded: LoadedProfile, backend: Backend, target: Model
         if data is None:
             data = _synthesize(loaded, backend, target, run, cache_dir)
         # Only what shapes the draft keys the task: other profile edits keep the cached draft.
-        draft = train_draft_module(profile.draft.train, profile.method.draft_length(), target, data, cache_dir, run)
+        draft = train_draft_module(profile.draft.train, profile.method.draft_length(), target, data, cache_dir, run,
+                                   profile.name)
     draft = verify_draft(draft, run)  # the training step's result is cached: check what it names
     return draft, publish_training(draft, run, profile.name)
 
@@ -49,7 +50,8 @@ def _synthesize(loaded: LoadedProfile, backend: Backend, target: ModelArtifact, 
     # The target with speculation off, with as many instances as requests in flight.
     synthesis = Variant("synthesis", base_method(), parallel=profile.draft.train.data.concurrency)
     server = None
-    if not profile.draft.train.data.endpoint:
+    data = profile.draft.train.data
+    if not data.endpoint and data.server is None:  # else an endpoint, or the seed's vLLM container, answers
         engines = build_engine(backend, synthesis, target, None, cache_dir, run)
         repo = render_repository(backend, synthesis, target, None, cache_dir, engines, run)
         server = start_server(backend, synthesis, repo, run)

@@ -12,6 +12,7 @@ from prefect.cache_policies import NO_CACHE
 from specops.backends.base import Backend, Server
 from specops.bench.prompts import load_prompts
 from specops.draft import store
+from specops.draft.gpu_synthesis import synthesis_server
 from specops.draft.result import TrainResult
 from specops.draft.spec import TrainSpec
 from specops.draft.synthesize import openai_answerer, synthesize
@@ -48,11 +49,11 @@ def synthesize_training_data(profile: Profile, backend: Backend, server: Server 
                              target: ModelArtifact, cache_dir: Path, run: RunDir) -> ModelArtifact:
     """Answer the profile's prompts with the served target (or its endpoint) into data.jsonl."""
     with run.timed("draft", "synthesize"):
-        return _synthesize(profile, backend, server, variant, target, cache_dir)
+        return _synthesize(profile, backend, server, variant, target, cache_dir, run)
 
 
 def _synthesize(profile: Profile, backend: Backend, server: Server | None, variant: Variant, target: ModelArtifact,
-                cache_dir: Path) -> ModelArtifact:
+                cache_dir: Path, run: RunDir) -> ModelArtifact:
     log = get_run_logger()
     directory = store.data_dir(cache_dir, profile.draft.train.data, target)
     waiting = lambda: log.info("waiting for another run synthesizing %s", directory)  # noqa: E731
@@ -62,21 +63,36 @@ def _synthesize(profile: Profile, backend: Backend, server: Server | None, varia
             log.info("training data %s: finished by another run", directory)
             return found
         directory.mkdir(parents=True, exist_ok=True)
-        return _answer_all(profile, backend, server, variant, target, directory)
+        if profile.draft.train.data.server is None:
+            return _answer_all(profile, backend, server, variant, target, directory, cache_dir)
+        with _vllm_server(profile, target, run) as endpoint:
+            answer = openai_answerer(endpoint.url, endpoint.model, profile.draft.train.data.max_tokens,
+                                     profile.serving.request_timeout_s, endpoint.api_key)
+            return _answer_all(profile, backend, server, variant, target, directory, cache_dir, answer)
+
+
+def _vllm_server(profile: Profile, target: ModelArtifact, run: RunDir):
+    """The seed's `vllm serve` of the target in a container (draft.train.data.server), for the block's duration."""
+    s = profile.serving
+    return synthesis_server(profile.draft.train.data.server, profile.name, target.path, target.source, s.host,
+                            run.logs / "synthesis-server.log", s.ready_timeout_s, s.stop_timeout_s)
 
 
 def _answer_all(profile: Profile, backend: Backend, server: Server | None, variant: Variant, target: ModelArtifact,
-                directory: Path) -> ModelArtifact:
+                directory: Path, cache_dir: Path, chat_answer=None) -> ModelArtifact:
+    """Answer the prompts: by the OpenAI-compatible `chat_answer` or endpoint (chat records), else by the
+    target served on the profile's backend (raw completions)."""
     log = get_run_logger()
     data = profile.draft.train.data
-    if data.endpoint:
-        answer = openai_answerer(data.endpoint, data.endpoint_model or target.source, data.max_tokens,
-                                 profile.serving.request_timeout_s, os.environ.get(ENDPOINT_KEY_ENV))
-        items, text_format = store.prompt_items(data), "chat"
+    if chat_answer is None and data.endpoint:
+        chat_answer = openai_answerer(data.endpoint, data.endpoint_model or target.source, data.max_tokens,
+                                      profile.serving.request_timeout_s, os.environ.get(ENDPOINT_KEY_ENV))
+    if chat_answer is not None:
+        answer, items, text_format = chat_answer, store.prompt_items(data, cache_dir=cache_dir), "chat"
     else:
         watch = Watchdog(server, "training-data synthesis")
         answer = lambda prompt: watched_generate(backend, server, variant, prompt, data.max_tokens, watch)  # noqa: E731
-        items, text_format = store.prompt_items(data, _chat_template(target.path)), "completion"
+        items, text_format = store.prompt_items(data, _chat_template(target.path), cache_dir), "completion"
     if len(items) < data.num_samples:
         log.warning("only %d prompts available of the %d asked for", len(items), data.num_samples)
     progress = ProgressArtifact(f"{profile.name}: training-data synthesis")
@@ -87,9 +103,9 @@ def _answer_all(profile: Profile, backend: Backend, server: Server | None, varia
     return store.finished_data(directory, f"synthesized:{target.source}")
 
 
-@task(cache_policy=locked(ContentKey(recipe=store.DRAFT_RECIPE, ignore=("run",))), persist_result=True)
+@task(cache_policy=locked(ContentKey(recipe=store.DRAFT_RECIPE, ignore=("run", "profile"))), persist_result=True)
 def train_draft_module(train: TrainSpec, length: int, target: ModelArtifact, data: ModelArtifact,
-                       cache_dir: Path, run: RunDir) -> ModelArtifact:
+                       cache_dir: Path, run: RunDir, profile: str = "") -> ModelArtifact:
     """Train the draft (ModelOpt heads or a distilled draft model) and export it into the cache."""
     log = get_run_logger()
     out = store.draft_dir(cache_dir, train, length, target, data)
@@ -100,7 +116,7 @@ def train_draft_module(train: TrainSpec, length: int, target: ModelArtifact, dat
         progress = ProgressArtifact(f"draft training ({train.mode})")
         with run.timed("draft", "train"):
             train_draft(train, length, target.path, data.path, scratch, log=log.info, eval_prompts=holdout,
-                        progress=within(progress.report, 0.0, 0.9))  # then export, held-out acceptance
+                        progress=within(progress.report, 0.0, 0.9), profile=profile)  # then export, held-out acceptance
         store.publish_draft(scratch, out)
         progress.done("trained and exported")
     result = TrainResult.read(out / RESULT_FILE)

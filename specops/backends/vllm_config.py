@@ -39,6 +39,10 @@ class VllmBackendConfig(ContainerBackendConfig):
     engine_args: dict[str, Any] = Field(default_factory=dict, description="more vLLM engine args, verbatim")
     shm_size: str | None = Field("1G", description="docker --shm-size (tutorial: 1G)")
     exit_timeout_s: Count = Field(30, ge=1, le=600, description="tritonserver --exit-timeout-secs")
+    draft_format: Literal["published", "modelopt"] = Field(
+        "published", description="published: EAGLE drafts in their authors' layout; modelopt: a ModelOpt export "
+        "(LlamaForCausalLMEagle3 for every eagle mode), which vLLM loads with its eagle3 method - drafts trained "
+        "here are ModelOpt exports")
 
     @field_validator("engine_args")
     @classmethod

@@ -24,6 +24,14 @@ from specops.versions.vllm import (
 # from speculative_model: "[ngram]", an EAGLE / Medusa checkpoint, or any other draft model).
 METHOD = {"ngram": "ngram", "draft-target": "draft_model", "eagle": "eagle", "eagle3": "eagle3", "medusa": "medusa"}
 FORCE_V1 = {"VLLM_USE_V1": "1"}
+# ModelOpt exports an EAGLE head of either mode as LlamaForCausalLMEagle3 with eagle_config.use_aux_hidden_state
+# telling EAGLE (false: the final hidden state) from EAGLE-3 (modelopt/torch/export/plugins/hf_spec_configs.py at
+# 0.47.0). vLLM's eagle method would look for an "EagleLlamaForCausalLMEagle3" class; its eagle3 method loads the
+# export, and honours use_aux_hidden_state=false from vLLM PR #27688 (merged late November 2025, "Add support for
+# EAGLE3 heads that do not use_aux_hidden_states"): first in 0.12.0, the first release cut after the merge (the
+# release archive itself was not read).
+MODELOPT_EAGLE_METHOD = "eagle3"
+MODELOPT_EAGLE1_FROM = "0.12.0"
 METHODS = frozenset({"none"} | {kind for kind, name in METHOD.items()
                                 if first_release(lambda r, name=name: name in r.methods)})
 
@@ -98,6 +106,21 @@ def _check_method(config, release: VllmRelease, kind: str, name: str, engine: st
                           "links (vLLM PR 12304) and give the converted checkpoint as the draft source")
 
 
+def _modelopt_method(config, release: VllmRelease, kind: str, engine: str) -> str:
+    """vLLM's method for a ModelOpt EAGLE export, or a FieldError saying why this image cannot load it."""
+    v = f"vLLM {release.version} (image {config.image})"
+    if kind not in ("eagle", "eagle3"):
+        raise FieldError("backend.draft_format", f"draft_format modelopt applies to the eagle methods; method "
+                          f"{kind!r} takes draft_format published")
+    if MODELOPT_EAGLE_METHOD not in release.methods or engine != "v1":
+        raise FieldError("backend.draft_format", f"{v} cannot load a ModelOpt EAGLE export: that needs the "
+                          "eagle3 method on the V1 engine")
+    if kind == "eagle" and Version(release.version) < Version(MODELOPT_EAGLE1_FROM):
+        raise FieldError("backend.draft_format", f"{v} reads every eagle3 head as EAGLE-3; ModelOpt's EAGLE "
+                          f"export (use_aux_hidden_state false) loads from vLLM {MODELOPT_EAGLE1_FROM} (PR #27688)")
+    return MODELOPT_EAGLE_METHOD
+
+
 def _check_keys(config, release: VllmRelease, nested: bool, method) -> None:
     v = f"vLLM {release.version} (image {config.image})"
     needed = []
@@ -135,7 +158,9 @@ def resolve(config, method) -> VllmSupport:
     engine, env = _engine(config, release)
     nested = release.nested
     name = METHOD.get(method.kind)
-    if method.speculative:
+    if method.speculative and getattr(config, "draft_format", "published") == "modelopt":
+        name = _modelopt_method(config, release, method.kind, engine)
+    elif method.speculative:
         if name is None:
             raise FieldError("method.kind", f"backend vllm serves {', '.join(sorted(METHODS))}")
         _check_method(config, release, method.kind, name, engine)

@@ -19,9 +19,10 @@ MODE_SUMMARY = {
     "distill": "draft derived from the target, KL-distilled",
 }
 
-# EagleConfig fields a profile may set. The rest are owned by specops on a CPU: offline
-# hidden-state caching, torch.compile (off), the architecture (its own section), the base
-# model frozen (the method's premise), and GPU-only features (LoRA co-training, NVTX).
+# EagleConfig fields a profile may set. The rest are owned by specops: offline hidden-state
+# caching on a CPU (online on GPUs), torch.compile (off on a CPU, on on GPUs: specops/draft/
+# data/modelopt.yaml), the architecture (its own section), the base model frozen (the method's
+# premise), and features neither trainer offers (LoRA co-training, NVTX).
 EAGLE_OPTIONS = frozenset({
     "eagle_self_logit_distillation",
     "eagle_loss_decay_factor",
@@ -31,8 +32,9 @@ EAGLE_OPTIONS = frozenset({
     "eagle_export_rope_scaling",
 })
 EAGLE_OWNED = {
-    "eagle_offline": "set by specops: hidden states are cached once when training runs offline",
-    "eagle_use_torch_compile": "set by specops to false: torch.compile does not pay off on CPU",
+    "eagle_offline": "set by specops: offline on the CPU (hidden states cached once), online on GPUs",
+    "eagle_use_torch_compile": "set by specops to false on the CPU, where torch.compile does not pay off, "
+                               "and true on GPUs (ModelOpt's default)",
     "eagle_architecture_config": "use the draft.train.architecture section",
     "eagle_freeze_base_model": "the base model is always frozen",
     "eagle_decoder_type": "only llama decoders are trained here",
@@ -61,7 +63,7 @@ ARCHITECTURE_KEYS = frozenset({
 })
 ARCHITECTURE_OWNED = {
     "hidden_size": "always the target's", "vocab_size": "always the target's",
-    "max_position_embeddings": "always the target's", "torch_dtype": "float32 on CPU",
+    "max_position_embeddings": "always the target's", "torch_dtype": "float32 on CPU, bfloat16 on GPUs",
     "use_aux_hidden_state": "set by the mode (eagle3: true, eagle: false)",
     "draft_vocab_size": "use draft.train.draft_vocab_size",
 }

@@ -10,6 +10,8 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from specops.draft.datasets import FORM, is_dataset_uri, parse_dataset_uri
+from specops.draft.gpu import GpuTraining, VllmSynthesisServer
 from specops.fields import Count, Real
 
 PROMPT_SOURCES = ("humaneval", "stdlib")
@@ -29,7 +31,7 @@ class DataSpec(_Section):
     )
     conversations: str | None = Field(
         None, description="a conversation JSONL (ModelOpt's Daring-Anteater format, or "
-        "OpenAI-style messages) whose user turns are also sent to the base model")
+        f"OpenAI-style messages) whose user turns are also sent to the base model: a path, or {FORM}")
     num_samples: Count = Field(160, ge=1, le=1_000_000, description="prompts answered by the base model")
     max_tokens: Count = Field(96, ge=1, le=8192, description="longest answer asked of the base model")
     concurrency: Count = Field(2, ge=1, le=256, description="requests in flight while synthesizing")
@@ -37,6 +39,9 @@ class DataSpec(_Section):
         None, description="an OpenAI-compatible server (http://host:port; /v1/chat/completions is "
         "used) instead of serving the target on the embedded Triton server")
     endpoint_model: str | None = Field(None, description="model name sent to `endpoint`")
+    server: VllmSynthesisServer | None = Field(
+        None, description="serve the target in this container (the seed's `vllm serve`) and send the prompts to "
+        "it, instead of serving it on this profile's backend")
     humaneval_holdout: Count = Field(
         64, ge=0, le=164, description="the first N HumanEval problems are never trained on: the "
         "benchmark and the lossless check draw their prompts from them")
@@ -56,10 +61,19 @@ class DataSpec(_Section):
             raise ValueError(f"endpoint must start with http:// or https://, got {value!r}")
         return value
 
+    @field_validator("conversations")
+    @classmethod
+    def _dataset(cls, value: str | None) -> str | None:
+        if value is not None and is_dataset_uri(value):
+            parse_dataset_uri(value)
+        return value
+
     @model_validator(mode="after")
     def _has_a_source(self) -> DataSpec:
         if not self.prompts and not self.conversations:
             raise ValueError("no prompt source: name prompts (humaneval, stdlib) or a conversations file")
+        if self.endpoint and self.server:
+            raise ValueError("give one of 'endpoint' (a running server) or 'server' (one specops starts), not both")
         return self
 
 
@@ -94,6 +108,18 @@ class TrainSpec(_Section):
     lr: Real = Field(1e-3, gt=0, le=1)
     threads: Count = Field(2, ge=1, le=256, description="torch threads while training")
     seed: Count = 0
+    gpu: GpuTraining | None = Field(
+        None, description="train in ModelOpt's example container on GPUs (bf16, torch.compile, data parallel) "
+        "instead of in-process on the CPU")
+
+    # Settings of the in-process CPU trainer that ModelOpt's GPU recipe has no counterpart for.
+    CPU_ONLY: ClassVar[dict[str, str]] = {
+        "threads": "the GPU trainer runs one process per GPU",
+        "draft_vocab_size": "ModelOpt's GPU recipe takes a calibrated draft vocabulary file (data.draft_vocab_cache), "
+                            "which specops does not make",
+        "loss_vocab_size": "ModelOpt's Medusa loss covers the whole vocabulary",
+        "draft_layers": "only the distill mode uses it, and it trains on the CPU",
+    }
 
     @field_validator("mode")
     @classmethod
@@ -108,4 +134,15 @@ class TrainSpec(_Section):
 
         if self.mode is not None:
             check_mode_options(self.mode, self.options, self.architecture)
+        if self.gpu is not None:
+            self._gpu_settings()
         return self
+
+    def _gpu_settings(self) -> None:
+        if self.mode == "distill":
+            raise ValueError("gpu: mode 'distill' trains on the CPU only; ModelOpt's GPU example trains "
+                             "eagle3, eagle and medusa")
+        cpu_only = sorted(set(self.CPU_ONLY) & self.model_fields_set)
+        if cpu_only:
+            raise ValueError(f"{cpu_only[0]}: a CPU-trainer setting; with 'gpu' remove it "
+                             f"({self.CPU_ONLY[cpu_only[0]]})")

@@ -21,6 +21,7 @@ import shutil
 from collections.abc import Callable
 from pathlib import Path
 
+from specops.draft.datasets import fetch_dataset_file, is_dataset_uri
 from specops.draft.prompt_sources import PromptItem, conversation_prompts, humaneval_prompts, stdlib_prompts
 from specops.draft.result import RESULT_FILE, TrainResult
 from specops.draft.spec import DataSpec, TrainSpec
@@ -46,16 +47,31 @@ def _key(payload: dict) -> str:
     return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()[:24]
 
 
+def _unset_dropped(dumped: dict, *fields: str) -> dict:
+    """Sections added later are left out of a key while unset, so entries made before them keep their keys."""
+    return {k: v for k, v in dumped.items() if not (k in fields and v is None)}
+
+
+def conversations_path(data: DataSpec, cache_dir: Path) -> Path | None:
+    """The conversation file on disk: a path as given, or a dataset file fetched into the hub cache."""
+    if not data.conversations:
+        return None
+    if is_dataset_uri(data.conversations):
+        return fetch_dataset_file(data.conversations, cache_dir)
+    return Path(data.conversations)
+
+
 def data_dir(cache_dir: Path, data: DataSpec, target: ModelArtifact) -> Path:
-    payload = {"recipe": DATA_RECIPE, "data": data.model_dump(mode="json"), "target": target.sha256}
+    payload = {"recipe": DATA_RECIPE, "data": _unset_dropped(data.model_dump(mode="json"), "server"),
+               "target": target.sha256}
     if data.conversations:
-        payload["conversations_sha256"] = hash_file(Path(data.conversations))
+        payload["conversations_sha256"] = hash_file(conversations_path(data, cache_dir))
     return Path(cache_dir) / "train-data" / _key(payload)
 
 
 def draft_dir(cache_dir: Path, train: TrainSpec, draft_length: int, target: ModelArtifact,
               data: ModelArtifact) -> Path:
-    payload = {"recipe": DRAFT_RECIPE, "train": train.model_dump(mode="json", exclude={"data"}),
+    payload = {"recipe": DRAFT_RECIPE, "train": _unset_dropped(train.model_dump(mode="json", exclude={"data"}), "gpu"),
                "draft_length": draft_length, "target": target.sha256, "data": data.sha256}
     return Path(cache_dir) / "drafts" / _key(payload)
 
@@ -120,8 +136,10 @@ def verified_draft(draft: ModelArtifact) -> ModelArtifact:
     return dataclasses.replace(draft, sha256=verified_export(out, draft.path, expected=draft.sha256))
 
 
-def prompt_items(data: DataSpec, chat_template: Callable[[str], str] | None = None) -> list[PromptItem]:
-    """`num_samples` prompts, taken from the sources in turn so each is represented."""
+def prompt_items(data: DataSpec, chat_template: Callable[[str], str] | None = None,
+                 cache_dir: Path | None = None) -> list[PromptItem]:
+    """`num_samples` prompts, taken from the sources in turn so each is represented (a dataset file
+    named by `data.conversations` is fetched into `cache_dir`)."""
     pools: list[list[PromptItem]] = []
     for source in data.prompts:
         if source == "humaneval":
@@ -129,7 +147,7 @@ def prompt_items(data: DataSpec, chat_template: Callable[[str], str] | None = No
         else:
             pools.append(stdlib_prompts(limit=data.num_samples, seed=data.seed))
     if data.conversations:
-        items = conversation_prompts(Path(data.conversations))
+        items = conversation_prompts(conversations_path(data, cache_dir or Path(".")))
         if chat_template is not None:
             # A raw-completion server needs the chat template applied by us.
             items = [PromptItem(i.id, i.source, chat_template(i.text)) for i in items]

@@ -21,13 +21,22 @@ TRAINERS.register("distill", "specops.draft.distill:train_distill")
 
 def train_draft(spec: TrainSpec, draft_length: int, target_dir: Path, data_path: Path, out_dir: Path,
                 log: Callable[[str], None] = print, eval_prompts: list[str] = (),
-                eval_tokens: int = 32, progress: Progress | None = None) -> TrainResult:
-    """Train, export under out_dir/export, measure acceptance, write out_dir/train_result.json."""
+                eval_tokens: int = 32, progress: Progress | None = None, profile: str = "") -> TrainResult:
+    """Train, export under out_dir/export, measure acceptance, write out_dir/train_result.json.
+    With `spec.gpu`, ModelOpt's example trains in a container on GPUs instead (every mode but distill);
+    held-out acceptance is then left to the benchmark, which serves the draft on the GPU."""
     # The whole file is read before the target loads: a bad line fails in seconds, with its number.
     read_conversations(data_path)
     out_dir.mkdir(parents=True, exist_ok=True)
-    trainer = TRAINERS.get(spec.mode)
-    result = trainer(spec, target_dir, data_path, out_dir, log, draft_length=draft_length, progress=progress)
+    if spec.gpu is not None:
+        from specops.draft.gpu_train import train_in_container
+
+        result = train_in_container(spec, target_dir, data_path, out_dir, log, draft_length=draft_length,
+                                    progress=progress, profile=profile)
+        eval_prompts = ()
+    else:
+        trainer = TRAINERS.get(spec.mode)
+        result = trainer(spec, target_dir, data_path, out_dir, log, draft_length=draft_length, progress=progress)
     if eval_prompts:
         result.acceptance = measure_acceptance(spec.mode, result.export_dir, target_dir, draft_length,
                                                list(eval_prompts), eval_tokens)

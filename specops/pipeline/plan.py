@@ -6,6 +6,7 @@ from pathlib import Path
 
 from specops.backends.base import Backend
 from specops.bench.tool import BenchTool
+from specops.draft.gpu_plan import synthesis_commands, training_step
 from specops.draft.modes import MODE_SUMMARY
 from specops.pipeline.backend import backend_for, tool_for
 from specops.pipeline.benchmark import bench_job
@@ -31,15 +32,18 @@ def training_plan(p: Profile) -> list[PlanStep]:
     train, data = p.draft.train, p.draft.train.data
     where = data.endpoint or "the target served on this profile's backend (speculation off)"
     sources = ", ".join(data.prompts + ([data.conversations] if data.conversations else []))
-    return [
-        PlanStep("synthesize", commands=[
-            f"{data.num_samples} prompts ({sources}; HumanEval 0..{data.humaneval_holdout - 1} held out) -> "
-            f"{where}, {data.max_tokens} tokens each, {data.concurrency} in flight -> "
-            f"{cache_root()}/train-data/<key>/data.jsonl (resumable)"]),
-        PlanStep("train", commands=[
-            f"{MODE_SUMMARY[train.mode]}, base frozen, {train.epochs:g} epochs, batch {train.batch_size}, "
-            f"seq {train.seq_len}, lr {train.lr:g} -> {cache_root()}/drafts/<key>/export"]),
-    ]
+    if data.server is not None:
+        synthesize = synthesis_commands(data, p.name, p.target.source, p.serving.host, str(cache_root()))
+    else:
+        synthesize = [f"{data.num_samples} prompts ({sources}; HumanEval 0..{data.humaneval_holdout - 1} held out) -> "
+                      f"{where}, {data.max_tokens} tokens each, {data.concurrency} in flight -> "
+                      f"{cache_root()}/train-data/<key>/data.jsonl (resumable)"]
+    summary = (f"{MODE_SUMMARY[train.mode]}, base frozen, {train.epochs:g} epochs, batch {train.batch_size}, "
+               f"seq {train.seq_len}, lr {train.lr:g} -> {cache_root()}/drafts/<key>/export")
+    if train.gpu is None:
+        return [PlanStep("synthesize", commands=synthesize), PlanStep("train", commands=[summary])]
+    commands, files = training_step(train, p.method.draft_length(), p.name, str(cache_root()))
+    return [PlanStep("synthesize", commands=synthesize), PlanStep("train", commands=[summary, *commands], files=files)]
 
 
 def build_plan(loaded: LoadedProfile) -> list[tuple[str, list[PlanStep]]]:

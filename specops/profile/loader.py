@@ -17,6 +17,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
+from specops.draft.datasets import is_dataset_uri
 from specops.profile import strict_yaml
 from specops.profile.errors import ProfileError, explain
 from specops.profile.schema import Profile
@@ -194,7 +195,8 @@ def _check_files(profile: Profile, origin: str) -> None:
             if not (Path(source) / "config.json").is_file():
                 problems.append((f"{section}.source", f"no checkpoint (config.json) at {source}"))
     train = profile.draft.train if profile.draft is not None else None
-    if train is not None and train.data.conversations:
+    # A dataset file (hf://datasets/...) is read in full once fetched, before synthesis starts.
+    if train is not None and train.data.conversations and not is_dataset_uri(train.data.conversations):
         from specops.draft.conversations import DataFileError, read_conversations
 
         # Read in full now: a malformed line must stop the run before any download or training.

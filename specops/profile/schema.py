@@ -151,6 +151,13 @@ class Profile(Section):
             check_mode_options(expected, train.options, train.architecture)
         except ValueError as err:
             raise FieldError("draft.train", str(err)) from None
+        if train.gpu is not None and expected == "distill":
+            raise FieldError("draft.train.gpu", f"method {method!r} trains in mode 'distill', on the CPU only; "
+                             "ModelOpt's GPU example trains eagle3, eagle and medusa")
+        # A draft trained here is a ModelOpt export: a backend that tells draft formats apart must expect one.
+        if "draft_format" in type(self.backend).model_fields and self.backend.draft_format != "modelopt":
+            raise FieldError("backend.draft_format", f"the draft is trained here with ModelOpt; set "
+                             f"backend.draft_format: modelopt (now {self.backend.draft_format!r})")
         b = self.benchmark
         window = b.prompt_offset + b.num_requests + b.warmup_requests + self.comparison.lossless_prompts
         if "humaneval" in train.data.prompts and b.prompts == "humaneval" and window > train.data.humaneval_holdout:

@@ -7,7 +7,7 @@ from pathlib import Path
 import yaml
 
 from specops.backends import BACKENDS
-from specops.deployments import COMMAND, CPU_POOL, GPU_POOL, HF_TOKEN_BLOCK, pool_env, render
+from specops.deployments import COMMAND, CPU_POOL, GPU_POOL, HF_TOKEN_BLOCK, pool_env, pool_of, render
 from specops.profile.loader import list_profile_names, load_profile
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -70,7 +70,10 @@ def test_one_train_draft_deployment_per_trainable_profile():
     assert trainable and sorted(deployments) == trainable
     for name, d in deployments.items():
         assert d["parameters"]["profile"] == name
-        assert d["work_pool"]["name"] == CPU_POOL
+        # training runs where the profile's backend runs: a GPU seed profile trains on the GPU pool
+        assert d["work_pool"]["name"] == pool_of(load_profile(name).profile)
+    assert deployments["medusa-trtllm-engine-seed"]["work_pool"]["name"] == GPU_POOL
+    assert deployments["medusa-local"]["work_pool"]["name"] == CPU_POOL
 
 
 def test_flows_are_named_for_the_deployments():

@@ -1,0 +1,95 @@
+"""The GPU sections of `draft.train`: a vLLM container that answers the synthesis prompts, and ModelOpt's
+example trainer in a container on GPUs (ModelOpt's seed recipe as its launch script runs it).
+
+Light on purpose (the profile loader imports it): no docker, no torch, no modelopt. What the sections
+render (container commands, the recipe) is in specops/draft/gpu_recipe.py; the facts behind it, each
+with its upstream source, in specops/draft/data/modelopt.yaml.
+"""
+from __future__ import annotations
+
+from functools import cache
+from importlib import resources
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from specops.fields import Count, Real, Seconds
+
+# The image the seed's `vllm serve` runs in: Triton's vLLM image, whose vLLM version specops' image matrix
+# knows (26.02: vLLM 0.15.1), the same one the vllm backend serves with by default.
+VLLM_IMAGE = "nvcr.io/nvidia/tritonserver:26.02-vllm-python-py3"
+# vLLM's OpenAI server takes its key from this variable when --api-key is absent
+# (vllm/entrypoints/openai/api_server.py: `args.api_key or envs.VLLM_API_KEY`): the key reaches the container
+# by name only (`docker run -e VLLM_API_KEY`) and the synthesizer's Authorization header, never a command line.
+VLLM_KEY_ENV = "VLLM_API_KEY"
+
+
+@cache
+def modelopt_facts() -> dict[str, Any]:
+    """specops/draft/data/modelopt.yaml, parsed once."""
+    text = (resources.files("specops.draft") / "data" / "modelopt.yaml").read_text(encoding="utf-8")
+    return yaml.safe_load(text)
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def _docker_gpus(value: str) -> str:
+    from specops.launch.gpus import parse_gpus
+
+    parsed = parse_gpus(value)
+    if parsed is None:
+        raise ValueError(f"gpus must name at least one GPU (all, a count, or device ids), got {value!r}")
+    return value
+
+
+class VllmSynthesisServer(_Section):
+    """The seed's data step: `vllm serve <target>` in a container, answering the synthesis prompts."""
+
+    kind: Literal["vllm"] = "vllm"
+    image: str = Field(VLLM_IMAGE, description="container with vLLM (a tritonserver -vllm-python-py3 image "
+                       "whose vLLM version specops' image matrix knows)")
+    gpus: str = Field("1", description="docker --gpus: all, a count, or device ids (0,1)")
+    tensor_parallel_size: Count = Field(1, ge=1, le=64, description="vllm serve --tensor-parallel-size (seed: 1)")
+    gpu_memory_utilization: Real | None = Field(None, gt=0, le=1, description="vllm serve --gpu-memory-utilization")
+    shm_size: str | None = Field("1G", description="docker --shm-size")
+
+    @field_validator("gpus")
+    @classmethod
+    def _gpus(cls, value: str) -> str:
+        return _docker_gpus(value)
+
+    @field_validator("image")
+    @classmethod
+    def _known_image(cls, value: str) -> str:
+        from specops.versions.images import ImageError, image_info
+
+        try:
+            info = image_info(value)
+            version = info.version("vllm")
+        except ImageError as err:
+            raise ValueError(f"{err}; the synthesis server needs an image whose vLLM version is known "
+                             f"(e.g. {VLLM_IMAGE})") from None
+        if info.flavor != "vllm-python-py3":
+            raise ValueError(f"image {value} is not a -vllm-python-py3 image (vLLM {version} is not its server)")
+        return value
+
+    def vllm_version(self) -> str:
+        from specops.versions.images import image_info
+
+        return image_info(self.image).version("vllm")
+
+
+class GpuTraining(_Section):
+    """Train in ModelOpt's example container on GPUs (bf16, torch.compile, data parallel), not in-process."""
+
+    image: str = Field(modelopt_facts()["examples"]["image"],
+                       description="the training container (ModelOpt's README: the PyTorch image); the pinned "
+                       "nvidia-modelopt and its example scripts are installed in it at start")
+    gpus: Count = Field(1, ge=1, le=64, description="GPUs, one data-parallel training process each "
+                        "(accelerate launch --num_processes; seed: --num_gpu 1)")
+    save_steps: Count = Field(1000, ge=1, description="checkpoint every N steps (seed: --save_steps 1000)")
+    shm_size: str | None = Field("16g", description="docker --shm-size (the data loader's workers share memory)")
+    timeout_s: Seconds = Field(24 * 3600, description="bound on the training container's run (at most a day)")
