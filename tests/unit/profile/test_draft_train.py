@@ -28,7 +28,8 @@ def test_mode_defaults_from_the_method():
 
 
 @pytest.mark.parametrize("overrides,message", [
-    (["draft.train.mode=medusa"], "draft.train.mode: method 'eagle3' serves a draft trained in mode 'eagle3', not 'medusa'"),
+    # eagle3-local's own options are EAGLE options, which a medusa mode refuses first.
+    (["draft.train.mode=medusa", "draft.train.options={}"], "draft.train.mode: method 'eagle3' serves a draft trained in mode 'eagle3', not 'medusa'"),
     (["draft.train.mode=eagle4"], "draft.train.mode: unknown ModelOpt mode 'eagle4'; allowed: eagle3, eagle, medusa, distill"),
     (["draft.train.options={eagle_ttt_stepz: 2}"], "unknown option 'eagle_ttt_stepz'; allowed: eagle_export_rope_scaling"),
     (["draft.train.options={eagle_use_torch_compile: true}"], "'eagle_use_torch_compile' cannot be set"),
