@@ -23,10 +23,17 @@ ROWS = Path("artifacts") / "eagle3-study" / "rows.jsonl"
 
 
 def _target():
+    """The target `eagle3-local` trains on, from its profile."""
+    from specops.profile.loader import load_profile
     from specops.rundir import cache_root
     from specops.sources.schemes import fetch
 
-    return fetch("embedded:smollm2-135m", cache_root(), log=lambda m: None).path
+    source = load_profile("eagle3-local").profile.target.source
+    return fetch(source, cache_root(), log=lambda m: None).path
+
+
+def _key_json(pairs: list[str]) -> dict:
+    return {key: json.loads(value) for key, value in (pair.split("=", 1) for pair in pairs)}
 
 
 def prompt_items(count: int, first: Path | None) -> list[tuple[str, str]]:
@@ -47,15 +54,12 @@ def prompt_items(count: int, first: Path | None) -> list[tuple[str, str]]:
 
 def synthesize(args: argparse.Namespace) -> None:
     import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from specops.draft.conversations import Conversation, Turn, write_record
+    from specops.draft.target import load_target
 
-    torch.set_num_threads(args.threads)
-    target = _target()
-    tok = AutoTokenizer.from_pretrained(str(target))
+    model, tok = load_target(_target(), args.threads)
     tok.padding_side = "left"  # generate appends on the right: every row's last token is real
-    model = AutoModelForCausalLM.from_pretrained(str(target), dtype=torch.float32).eval()
     items = prompt_items(args.prompts, args.first)
     out = Path(args.out)
     done = {json.loads(line)["id"] for line in out.open()} if out.exists() else set()
@@ -91,16 +95,16 @@ def train(args: argparse.Namespace) -> None:
     out.mkdir(parents=True, exist_ok=True)
     data = out / "data.jsonl"
     lines = [line for line in Path(args.data).read_text().splitlines() if line.strip()]
-    data.write_text("\n".join(lines[:args.records] if args.records else lines) + "\n")
+    lines = lines[:args.records or None]
+    data.write_text("\n".join(lines) + "\n")
     spec = TrainSpec(mode="eagle3", draft_vocab_size=args.vocab, epochs=args.epochs, lr=args.lr,
                      batch_size=args.batch, seq_len=args.seq_len,
-                     options={k: json.loads(v) for k, v in (o.split("=", 1) for o in args.opt)},
-                     architecture={k: json.loads(v) for k, v in (o.split("=", 1) for o in args.arch)})
+                     options=_key_json(args.opt), architecture=_key_json(args.arch))
     prompts = load_prompts("humaneval", limit=args.eval)
     start = time.monotonic()
     result = train_draft(spec, args.k, _target(), data, out / "train", log=print,
                          eval_prompts=prompts, eval_tokens=args.eval_tokens)
-    row = {"tag": args.tag, "records": len(lines[:args.records] if args.records else lines),
+    row = {"tag": args.tag, "records": len(lines),
            "tokens": result.tokens, "epochs": args.epochs, "k": args.k, "vocab": args.vocab,
            "options": args.opt, "architecture": args.arch, "target_pass_s": round(result.prepare_seconds, 1),
            "train_s": round(result.train_seconds, 1), "wall_s": round(time.monotonic() - start, 1),
