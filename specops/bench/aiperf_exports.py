@@ -3,7 +3,9 @@
 `profile_export_aiperf.json` holds the aggregates (each metric {unit, avg, p50, p99, ...}) and
 the run's completeness; `profile_export.jsonl` one record per request (metadata with its phase
 and conversation id, metrics with their units, error); `inputs.json` the payload each
-conversation sent, which names the prompt.
+conversation sent, which names the prompt: the body itself, as the endpoint formatted it
+(aiperf/dataset/payload_formatting.py, format_conversation_payloads) — a template body's
+`text_input`, or an OpenAI body's `prompt` or `messages`.
 """
 from __future__ import annotations
 
@@ -69,8 +71,9 @@ def conversation_prompts(artifact_dir: Path) -> dict[str, str]:
     path = Path(artifact_dir) / INPUTS
     prompts = {}
     for session in _load_json(path).get("data", []):
-        payloads = session.get("payloads") or [{}]
-        text = payload_prompt(payloads[0])
+        body = (session.get("payloads") or [{}])[0]
+        # OpenAI bodies sit at the top level here, where genai-perf nests them under "payload".
+        text = payload_prompt(body if "text_input" in body else {"payload": body})
         if text is None:
             raise ExportError(f"{path}: session {session.get('session_id')!r} carries no prompt")
         prompts[session["session_id"]] = text

@@ -1,12 +1,30 @@
 """AIPerf 0.13.0 as a benchmark tool, run from its own environment.
 
 AIPerf's pins clash with this environment (transformers, among others), so it lives in a venv
-of its own (`make install` creates `.venv-aiperf`) and is called through its CLI. It drives
-Triton's HTTP generate endpoint with its `template` endpoint type: a Jinja body gives the
-prompt and the stream flag, `--extra-inputs` adds the model's other inputs (the vLLM I/O's
-`sampling_parameters` JSON pinning the output length), and `response_field` names the output
-field. Every flag below is in `aiperf profile --help` of 0.13.0; the template variables are
-those of aiperf/endpoints/template_endpoint.py there.
+of its own (`make install` creates `.venv-aiperf`) and is called through its CLI. Every flag
+below is in `aiperf profile --help` of 0.13.0. The API decides AIPerf's endpoint type, that
+type's flags and the `--extra-inputs` every request carries; the rest of the command is shared.
+
+- Triton's HTTP generate endpoint (`triton/generate`) through the `template` endpoint type: a
+  Jinja body gives the prompt and the stream flag, `--extra-inputs` adds the model's other
+  inputs (the vLLM I/O's `sampling_parameters` JSON pinning the output length), and
+  `response_field` names the output field; the template variables are those of
+  aiperf/endpoints/template_endpoint.py there.
+- OpenAI servers (`vllm serve`, trtllm-serve) through the `completions` and `chat` endpoint
+  types, which append /v1/completions and /v1/chat/completions to `--url` (plugin/plugins.yaml,
+  `endpoint_path`). Their bodies are built by aiperf/endpoints/openai_completions.py
+  (CompletionsEndpoint.format_payload: prompt, model, stream, `max_tokens` from `--osl`) and
+  openai_chat.py (ChatEndpoint.format_payload: one user message, and `max_completion_tokens`
+  unless `--use-legacy-max-tokens`); both then merge `--extra-inputs` at the top level
+  (config/flags/_converter_endpoint.py, build_endpoint: endpoint["extra"]) and, when streaming,
+  add `stream_options.include_usage`. The length is pinned as genai-perf's adapter pins it
+  (genai_perf.request_inputs): max_tokens = min_tokens = N, ignore_eos, temperature 0, the
+  target's own inputs last. `--osl N --osl-stddev 0` becomes each turn's max_tokens for a file
+  dataset too (dataset/composer/base.py, BaseDatasetComposer._set_max_tokens).
+  `--use-server-token-count` counts output tokens from the server's `usage`
+  (records/inference_result_parser.py, _compute_server_token_counts) instead of re-tokenizing
+  the joined streamed text (_compute_client_side_token_counts), which merged tokens: 62 for a
+  request vLLM generated (and billed) 64 for.
 """
 from __future__ import annotations
 
@@ -17,6 +35,7 @@ import shutil
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from specops.bench.aiperf_exports import parse_metrics, request_errors, request_samples
 from specops.bench.exports import ExportError
@@ -74,9 +93,45 @@ def tool_env() -> dict[str, str]:
     return {k: v for k, v in scrubbed_env(os.environ).items() if k not in _FOREIGN_VARS and k not in OFFLINE_VARS}
 
 
+# An API's AIPerf endpoint: (--endpoint-type, that type's own flags, the --extra-inputs of every request).
+Endpoint = tuple[str, list[str], dict[str, Any]]
+
+
+def _length_pin(job: BenchJob) -> dict[str, Any]:
+    return {"min_tokens": job.output_tokens, "ignore_eos": True} if job.target.pins_output_length else {}
+
+
+def triton_generate_endpoint(job: BenchJob) -> Endpoint:
+    """Triton's generate(_stream) through the template endpoint, with the vLLM I/O body."""
+    target = job.target
+    route = "generate_stream" if target.streaming else "generate"
+    # The vLLM I/O body specops' own requests send; the template supplies text_input and stream.
+    body = generate_inputs("", job.output_tokens, 0.0, **_length_pin(job))
+    extra = {"payload_template": TEMPLATE, "response_field": "text_output", **target.inputs,
+             **{k: v for k, v in body.items() if k not in ("text_input", "stream")}}
+    return "template", ["--custom-endpoint", f"/v2/models/{target.model}/{route}"], extra
+
+
+def openai_endpoint(job: BenchJob) -> Endpoint:
+    """An OpenAI server's completions or chat endpoint; max_tokens comes from --osl. Output tokens
+    are the server's own count (usage.completion_tokens), not the streamed text re-tokenized."""
+    extra = {**_length_pin(job), "temperature": 0.0, **job.target.inputs}
+    flags = ["--use-server-token-count"]
+    if job.api is Api.OPENAI_CHAT:  # max_tokens as genai-perf sends it, not max_completion_tokens
+        return "chat", ["--use-legacy-max-tokens", *flags], extra
+    return "completions", flags, extra
+
+
+ENDPOINTS: dict[Api, Callable[[BenchJob], Endpoint]] = {
+    Api.TRITON_GENERATE: triton_generate_endpoint,
+    Api.OPENAI_COMPLETIONS: openai_endpoint,
+    Api.OPENAI_CHAT: openai_endpoint,
+}
+
+
 class AIPerf(BenchTool):
     name = "aiperf"
-    apis = (Api.TRITON_GENERATE,)
+    apis = tuple(ENDPOINTS)  # preferred first: Triton's own endpoint, then completions (no chat template)
     # AIPerf 0.13.0's records/records_manager.py (RecordsManager._on_credit_phase_start,
     # _on_credit_phase_sending_complete, _on_credit_phase_complete).
     progress_marks = (("Credit phase start: profiling", 0.05), ("requests. Waiting for all to complete", 0.8),
@@ -100,15 +155,9 @@ class AIPerf(BenchTool):
         return job.artifact_dir.parent / f"{job.artifact_dir.name}-input.jsonl"
 
     def command(self, job: BenchJob) -> list[str]:
-        target = job.target
-        route = "generate_stream" if target.streaming else "generate"
-        pin = {"min_tokens": job.output_tokens, "ignore_eos": True} if target.pins_output_length else {}
-        # The vLLM I/O body specops' own requests send; the template supplies text_input and stream.
-        body = generate_inputs("", job.output_tokens, 0.0, **pin)
-        extra = {"payload_template": TEMPLATE, "response_field": "text_output", **target.inputs,
-                 **{k: v for k, v in body.items() if k not in ("text_input", "stream")}}
-        cmd = [str(executable() or "aiperf"), "profile", "-m", target.model,
-               "--endpoint-type", "template", "--custom-endpoint", f"/v2/models/{target.model}/{route}",
+        endpoint_type, flags, extra = ENDPOINTS[job.api](job)
+        cmd = [str(executable() or "aiperf"), "profile", "-m", job.target.model,
+               "--endpoint-type", endpoint_type, *flags,
                "--url", job.address, "--tokenizer", str(job.tokenizer),
                "--input-file", str(self.input_file(job)), "--custom-dataset-type", "single_turn",
                "--dataset-sampling-strategy", "sequential",
@@ -117,7 +166,7 @@ class AIPerf(BenchTool):
                "--request-count", str(job.requests), "--concurrency", str(job.concurrency),
                "--random-seed", "0", "--artifact-dir", str(job.artifact_dir), "--export-level", "records",
                "--ui-type", "none", "--no-gpu-telemetry", "--no-server-metrics"]  # fmt: skip
-        if target.streaming:
+        if job.target.streaming:
             cmd.append("--streaming")
         if job.warmup:
             cmd += ["--warmup-request-count", str(job.warmup)]
