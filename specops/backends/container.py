@@ -169,17 +169,23 @@ class ContainerBackend(Backend):
         """The cumulative counters from the source."""
         raise NotImplementedError
 
+    def serving_what(self) -> str:
+        """What serves the variants, as acceptance messages name it (the image)."""
+        return self.config.image
+
     def acceptance_source(self, variant: Variant) -> str:
         if not variant.method.speculative:
             return super().acceptance_source(variant)
         why = self.acceptance_why(variant)
-        return f"unavailable on {self.config.image}: {why}" if why else self.acceptance_description(variant)
+        return f"unavailable on {self.serving_what()}: {why}" if why else self.acceptance_description(variant)
 
     def acceptance(self, server: ContainerServer, variant: Variant, settle: bool = False) -> Acceptance | None:
         if not variant.method.speculative:
             return None
         why = self.acceptance_why(variant)
-        return Acceptance.unavailable(self.config.image, why) if why else self.read_acceptance(server, variant, settle)
+        if why:
+            return Acceptance.unavailable(self.serving_what(), why)
+        return self.read_acceptance(server, variant, settle)
 
     def in_container_steps(self, variant: Variant, endpoint: Endpoint) -> list[str]:
         """Shell steps the command runs, shown one per line in the plan (none: a plain command)."""
@@ -344,7 +350,7 @@ class ContainerBackend(Backend):
         serve += [f"(in container) {self.show_ports(s)}" for s in self.in_container_steps(variant, endpoint)]
         serve.append(self.show_ports(f"ready: {self.probe_description(variant, endpoint)}"))
         c = self.config
-        version = [f"{c.image} ships {c.framework} {c.release()} ({c.version_source()}); everything below is "
+        version = [f"{self.serving_what()} ships {c.framework} {c.release()} ({c.version_source()}); everything below is "
                    "rendered for that version", *self.version_notes(variant)]
         return [PlanStep("version", commands=version),
                 PlanStep("render", files={f"repository/{k}": v for k, v in files.items()}),

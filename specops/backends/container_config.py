@@ -47,6 +47,11 @@ class ContainerBackendConfig(BackendConfig):
         self.release()  # an image whose framework version cannot be established is refused at load
         return self
 
+    @property
+    def served_by(self) -> str:
+        """What serves, as messages name it."""
+        return f"image {self.image}"
+
     def image_info(self) -> ImageInfo | None:
         """The matrix's entry for `image`, None for an image it does not know (framework_version given)."""
         try:

@@ -4,21 +4,17 @@ tritonclient talk to it exactly as to vLLM on Triton."""
 from __future__ import annotations
 
 import shlex
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import psutil
-
 from specops.acceptance.model import Acceptance
 from specops.backends.base import Backend
+from specops.backends.triton_process import TritonProcessServer, start_triton
 from specops.bench.target import BenchTarget, addresses
-from specops.cost.cpu import process_tree_cpu_seconds
 from specops.methods import MethodConfig
 from specops.plan_step import PlanStep
 from specops.rundir import cache_root
 from specops.sources.base import ModelArtifact
-from specops.teardown import teardown_quietly
 from specops.triton import client
 from specops.triton.model_config import python_generate_config, to_pbtxt
 from specops.triton.repository import TRITON_MODEL_FILE, write_python_model
@@ -34,45 +30,6 @@ def runtime_options(method: MethodConfig, draft: ModelArtifact | None = None) ->
     if method.needs_draft:
         options["draft_dir"] = str(draft.path) if draft is not None else "<draft checkpoint>"
     return options
-
-
-@dataclass
-class LocalServer:
-    triton: TritonServer
-    log_path: Path
-    pid: int
-    create_time: float  # with pid, identifies the process even after the pid is recycled
-    server_version: str
-
-    @property
-    def endpoint(self):
-        return self.triton.endpoint
-
-    def stop(self, timeout_s: float) -> None:
-        self.triton.stop(timeout_s)
-
-    def describe(self) -> str:
-        return f"tritonserver pid {self.pid}"
-
-    def state(self) -> str | None:
-        return self.triton.state()
-
-    def answers(self, timeout_s: float) -> bool:
-        return client.is_ready(self.endpoint, self.triton.models, timeout_s=timeout_s)
-
-    def log_tail(self, lines: int = 20) -> str:
-        return self.triton.log_tail(lines)
-
-    def cpu_seconds(self) -> float:
-        return process_tree_cpu_seconds(self.pid, self.create_time)
-
-    def version(self) -> tuple[str, str]:
-        return "tritonserver", self.server_version
-
-    def record(self) -> dict[str, Any]:
-        e = self.endpoint
-        return {"pid": self.pid, "create_time": self.create_time, "ports": [e.http_port, e.grpc_port, e.metrics_port],
-                "tool": "tritonserver", "version": self.server_version}
 
 
 class LocalBackend(Backend):
@@ -91,7 +48,7 @@ class LocalBackend(Backend):
     def render(self, variant: Variant, target: ModelArtifact, draft: ModelArtifact | None, out_dir: Path) -> None:
         write_python_model(out_dir, self._config(variant, target, draft))
 
-    def launch(self, variant: Variant, repo: Path, log_path: Path) -> LocalServer:
+    def launch(self, variant: Variant, repo: Path, log_path: Path) -> TritonProcessServer:
         triton = TritonServer(
             repo,
             log_path,
@@ -99,23 +56,16 @@ class LocalBackend(Backend):
             host=self.serving.host,
             exit_timeout_s=self.config.exit_timeout_s,
         )
-        triton.start()
-        try:
-            triton.wait_ready(self.serving.ready_timeout_s)
-        except BaseException:
-            teardown_quietly(lambda: triton.stop(self.serving.stop_timeout_s), "stopping tritonserver")
-            raise
-        proc = psutil.Process(triton.pid)  # after readiness: a port clash relaunches the process
-        return LocalServer(triton, log_path, proc.pid, proc.create_time(), client.server_version(triton.endpoint))
+        return start_triton(triton, self.serving.ready_timeout_s, self.serving.stop_timeout_s)
 
-    def generate(self, server: LocalServer, variant: Variant, prompt: str, max_tokens: int) -> str:
+    def generate(self, server: TritonProcessServer, variant: Variant, prompt: str, max_tokens: int) -> str:
         return client.generate(server.endpoint, variant.model_name, prompt, max_tokens, temperature=0.0,
                                timeout_s=self.serving.request_timeout_s)
 
     def acceptance_source(self, variant: Variant) -> str:
         return ACCEPTANCE_SOURCE
 
-    def acceptance(self, server: LocalServer, variant: Variant, settle: bool = False) -> Acceptance | None:
+    def acceptance(self, server: TritonProcessServer, variant: Variant, settle: bool = False) -> Acceptance | None:
         metrics = client.read_metrics(server.endpoint)
         return Acceptance(
             ACCEPTANCE_SOURCE,
@@ -129,7 +79,7 @@ class LocalBackend(Backend):
             verify_seconds=metrics.get("spec_decode_verify_seconds", 0.0),
         )
 
-    def bench_target(self, server: LocalServer | None, variant: Variant) -> BenchTarget:
+    def bench_target(self, server: TritonProcessServer | None, variant: Variant) -> BenchTarget:
         host = self.serving.host
         grpc = server.endpoint.grpc_url if server else f"{host}:<grpc port>"
         http = f"http://{server.endpoint.http_url}" if server else f"http://{host}:<http port>"

@@ -27,3 +27,8 @@ def post_json(url: str, body: dict[str, Any], timeout_s: float) -> dict[str, Any
     req = urllib.request.Request(url, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"})
     with _opener().open(req, timeout=timeout_s) as resp:
         return json.loads(resp.read().decode("utf-8", "replace"))
+
+
+def get_text(url: str, timeout_s: float) -> str:
+    with _opener().open(url, timeout=timeout_s) as resp:
+        return resp.read().decode("utf-8", "replace")

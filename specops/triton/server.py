@@ -10,7 +10,7 @@ import subprocess
 import sys
 import sysconfig
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 import psutil
@@ -61,6 +61,9 @@ class TritonServer:
         exit_timeout_s: int = 5,
         port_attempts: int = 3,
         extra_args: Sequence[str] = (),
+        python_bin: Path | None = None,
+        base_env: Mapping[str, str] | None = None,
+        prepare_backend_dir: Callable[[TritonDist], Path] | None = None,
     ):
         self.model_repository = Path(model_repository).resolve()
         self.log_file = Path(log_file).resolve()
@@ -70,6 +73,11 @@ class TritonServer:
         self.exit_timeout_s = exit_timeout_s
         self.port_attempts = port_attempts
         self.extra_args = list(extra_args)
+        # The stub's interpreter comes from the `python3` first on PATH: this one's unless told otherwise
+        # (Triton's vllm_backend runs in the vLLM venv); base_env replaces our environment as the start.
+        self.python_bin = Path(python_bin) if python_bin else Path(os.path.dirname(sys.executable))
+        self.base_env = dict(base_env) if base_env is not None else None
+        self.prepare_backend_dir = prepare_backend_dir
         self._dist: TritonDist | None = None
         self._proc: subprocess.Popen | None = None
         self._ports: tuple[int, int, int] | None = None
@@ -96,7 +104,10 @@ class TritonServer:
         if self._proc is not None:
             raise RuntimeError("tritonserver already started")
         self._dist = triton_dist()
-        assemble_backend_dir(self.backend_dir, self._dist)
+        if self.prepare_backend_dir is not None:
+            self.backend_dir = self.prepare_backend_dir(self._dist)
+        else:
+            assemble_backend_dir(self.backend_dir, self._dist)
         _sweep_stale_shm_regions()
         self.log_file.parent.mkdir(parents=True, exist_ok=True)
         self._launch()
@@ -233,10 +244,10 @@ class TritonServer:
         ]  # fmt: skip
 
     def environment(self) -> dict[str, str]:
-        """Our environment with the running interpreter's directory first on PATH."""
-        env = scrubbed_env(os.environ)  # the server never needs download credentials
-        bin_dir = os.path.dirname(sys.executable)  # not resolved: the venv's bin, not the base python's
-        env["PATH"] = os.pathsep.join([bin_dir, env.get("PATH", "/usr/bin:/bin")])
+        """Our environment (or base_env) with the stub's interpreter directory first on PATH."""
+        env = scrubbed_env(os.environ if self.base_env is None else self.base_env)  # never download credentials
+        # not resolved: the venv's bin, not the base python's
+        env["PATH"] = os.pathsep.join([str(self.python_bin), env.get("PATH", "/usr/bin:/bin")])
         # The stub's embedded interpreter starts in the C locale, so open() without an
         # encoding reads ASCII; torch's inductor templates (imported by ModelOpt) are UTF-8.
         env["PYTHONUTF8"] = "1"
@@ -245,9 +256,9 @@ class TritonServer:
         # libpython3.X.so.1.0: without help it takes the system one (Debian 3.11.2 here) while
         # importing the venv's stdlib (pyenv 3.11.7), and extension modules then fail
         # ("_ssl...: undefined symbol: _PyModule_Add"). Point it at the running interpreter's.
-        libdir = python_libdir()
-        if libdir:
-            env["LD_LIBRARY_PATH"] = os.pathsep.join(filter(None, [libdir, env.get("LD_LIBRARY_PATH")]))
+        # Copied backend libraries (vllm_backend_dir) have no $ORIGIN to find the wheel's libraries by.
+        libs = [python_libdir(), str(self._dist.libs) if self._dist is not None else None]
+        env["LD_LIBRARY_PATH"] = os.pathsep.join(filter(None, [*libs, env.get("LD_LIBRARY_PATH")]))
         return env
 
     def log_tail(self, lines: int = 25) -> str:

@@ -31,8 +31,8 @@ class Pinned:
 @dataclass(frozen=True)
 class ImageInfo:
     image: str
-    family: str  # "tritonserver" | "tensorrt-llm-release"
-    release: str  # "25.12" for tritonserver, the tag for tensorrt-llm/release
+    family: str  # "tritonserver" | a family whose tags name their version ("tensorrt-llm-release", "vllm-openai")
+    release: str  # "25.12" for tritonserver, the tag for the other families
     flavor: str | None  # "vllm-python-py3", "trtllm-python-py3", ... (tritonserver only)
     pins: dict[str, Pinned]
 
@@ -73,11 +73,15 @@ def split_image(image: str) -> tuple[str, str]:
     return repo, tag
 
 
+# Families whose tag is the framework version itself (images.yaml: repository + tags), besides tritonserver.
+TAGGED_FAMILIES = ("tensorrt-llm-release", "vllm-openai")
+
+
 def image_info(image: str) -> ImageInfo:
     """The versions inside `image`, as the matrix knows them; ImageError when it does not know the image."""
     repo, tag = split_image(image)
     data = load("images")
-    triton, release_images = data["tritonserver"], data["tensorrt-llm-release"]
+    triton = data["tritonserver"]
     if repo == triton["repository"]:
         match = TRITON_TAG.match(tag)
         if not match:
@@ -87,14 +91,17 @@ def image_info(image: str) -> ImageInfo:
             raise ImageError(f"image {image}: Triton release {match['release']} is not in specops' image matrix "
                              f"(known: {', '.join(sorted(triton['releases']))}); {_where_to_add()}")
         return ImageInfo(image, "tritonserver", match["release"], match["flavor"], _pins(row))
-    if repo == release_images["repository"]:
-        row = release_images["tags"].get(tag)
-        if row is None:
-            raise ImageError(f"image {image}: tag {tag} is not in specops' image matrix (known: "
-                             f"{', '.join(sorted(release_images['tags']))}); {_where_to_add()}")
-        return ImageInfo(image, "tensorrt-llm-release", tag, None, _pins(row))
+    for family in TAGGED_FAMILIES:
+        images = data[family]
+        if repo == images["repository"]:
+            row = images["tags"].get(tag)
+            if row is None:
+                raise ImageError(f"image {image}: tag {tag} is not in specops' image matrix (known: "
+                                 f"{', '.join(sorted(images['tags']))}); {_where_to_add()}")
+            return ImageInfo(image, family, tag, None, _pins(row))
+    tagged = " and ".join(f"{data[f]['repository']}:<version>" for f in TAGGED_FAMILIES)
     raise ImageError(f"image {image}: specops knows the framework versions of {triton['repository']}:<YY.MM>-<flavor> "
-                     f"and {release_images['repository']}:<version> images only; {_where_to_add()}")
+                     f"and {tagged} images only; {_where_to_add()}")
 
 
 def known_images(framework: str, family: str, flavor: str | None = None) -> dict[str, str]:
@@ -105,7 +112,7 @@ def known_images(framework: str, family: str, flavor: str | None = None) -> dict
         rows = {f"{triton['repository']}:{release}-{flavor}": row
                 for release, row in sorted(triton["releases"].items())}
     else:
-        rel = data["tensorrt-llm-release"]
+        rel = data[family]
         rows = {f"{rel['repository']}:{tag}": row for tag, row in sorted(rel["tags"].items())}
     return {image: str(row[framework]["version"]) for image, row in rows.items()
             if (row.get(framework) or {}).get("version") is not None}

