@@ -1,7 +1,7 @@
 """`specops profiles`: shipped profiles and the method x backend matrix."""
 from __future__ import annotations
 
-from specops.backends import BACKENDS
+from specops.backends import BACKENDS, needs_gpu
 from specops.methods import METHODS
 from specops.profile.errors import ProfileError
 from specops.profile.loader import list_profile_names, load_profile
@@ -25,7 +25,7 @@ def gpu_profile_table() -> list[str]:
     lines = ["| profile | backend | image | Triton | framework in the image |", "|---|---|---|---|---|"]
     for name in list_profile_names():
         backend = load_profile(name).profile.backend
-        if not BACKENDS.get(backend.kind).needs_gpu:
+        if not needs_gpu(backend):
             continue
         info = backend.image_info()
         triton = info.pins["triton"].version if info and "triton" in info.pins else "-"

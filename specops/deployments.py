@@ -16,7 +16,7 @@ from typing import Any
 
 import yaml
 
-from specops.backends import BACKENDS
+from specops.backends import needs_gpu
 from specops.profile.loader import list_profile_names, load_profile
 from specops.profile.schema import Profile
 from specops.regression.suite import EVENT, RESOURCE_PREFIX
@@ -58,7 +58,7 @@ HEADER = f"""\
 
 
 def pool_of(profile: Profile) -> str:
-    return GPU_POOL if BACKENDS.get(profile.backend.kind).needs_gpu else CPU_POOL
+    return GPU_POOL if needs_gpu(profile.backend) else CPU_POOL
 
 
 def pool_env(pool: str) -> dict[str, str]:

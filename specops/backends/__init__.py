@@ -12,7 +12,7 @@ from specops.backends.spec import BackendConfig, BackendSpec
 from specops.backends.trtllm_config import TrtllmBackendConfig
 from specops.backends.trtllm_engine_config import TrtllmEngineBackendConfig
 from specops.backends.trtllm_serve_config import TrtllmServeBackendConfig
-from specops.backends.vllm_config import VllmBackendConfig
+from specops.backends.vllm_config import VllmBackendConfig, VllmServeBackendConfig
 from specops.bench.target import Api
 from specops.registry import Registry
 
@@ -23,7 +23,11 @@ for _spec in (
                 note="chain verification on CPU; trained heads and drafts come from `draft: train:`"),
     BackendSpec("vllm", VllmBackendConfig, vllm_support.METHODS, "specops.backends.vllm:VllmBackend",
                 (Api.KSERVE_VLLM, Api.TRITON_GENERATE),
-                needs_gpu=True, note="Triton vLLM backend; what runs depends on the vLLM in the image"),
+                needs_gpu=True, note="Triton vLLM backend; what runs depends on the vLLM in the image; launch: "
+                "process runs it on this CPU"),
+    BackendSpec("vllm-serve", VllmServeBackendConfig, vllm_support.METHODS,
+                "specops.backends.vllm_serve:VllmServeBackend", (Api.OPENAI_COMPLETIONS, Api.OPENAI_CHAT),
+                needs_gpu=True, note="vLLM's own OpenAI server; launch: process runs it on this CPU"),
     BackendSpec("trtllm", TrtllmBackendConfig, llmapi_support.METHODS, "specops.backends.trtllm:TrtllmBackend",
                 (Api.KSERVE_LLMAPI,),
                 needs_gpu=True, note=llmapi_support.ELSEWHERE["medusa"].split("; ")[1]),
@@ -38,4 +42,12 @@ for _spec in (
 ):
     BACKENDS.register(_spec.name, _spec)
 
-__all__ = ["BACKENDS", "BackendConfig", "BackendSpec"]
+
+
+def needs_gpu(config: BackendConfig) -> bool:
+    """Whether a profile's backend section runs its servers on a GPU host (a vLLM backend with launch:
+    process runs on this host's CPU)."""
+    return config.on_gpu(BACKENDS.get(config.kind).needs_gpu)
+
+
+__all__ = ["BACKENDS", "BackendConfig", "BackendSpec", "needs_gpu"]

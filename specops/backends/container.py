@@ -350,8 +350,8 @@ class ContainerBackend(Backend):
         serve += [f"(in container) {self.show_ports(s)}" for s in self.in_container_steps(variant, endpoint)]
         serve.append(self.show_ports(f"ready: {self.probe_description(variant, endpoint)}"))
         c = self.config
-        version = [f"{self.serving_what()} ships {c.framework} {c.release()} ({c.version_source()}); everything below is "
-                   "rendered for that version", *self.version_notes(variant)]
+        version = [f"{self.serving_what()} ships {c.framework} {c.release()} ({c.version_source()}); everything "
+                   "below is rendered for that version", *self.version_notes(variant)]
         return [PlanStep("version", commands=version),
                 PlanStep("render", files={f"repository/{k}": v for k, v in files.items()}),
                 PlanStep("serve", commands=serve)]

@@ -19,6 +19,7 @@ import psutil
 from specops import processes as proc
 from specops.cost.cpu import process_tree_cpu_seconds
 from specops.liveness import exit_cause
+from specops.triton.endpoint import Endpoint
 
 log = logging.getLogger(__name__)
 
@@ -36,11 +37,11 @@ class ProcessServer:
     the server answers. Implements specops.backends.base.Server."""
 
     def __init__(self, argv: Sequence[str], env: Mapping[str, str], log_path: Path,
-                 probe: Callable[[float], bool], *, name: str, version: tuple[str, str], host: str,
-                 ports: Sequence[int]):
+                 probe: Callable[[float], bool], *, name: str, version: tuple[str, str], endpoint: Endpoint):
         self.argv, self.env, self.log_path = list(argv), dict(env), Path(log_path)
         self.probe, self.name, self._version = probe, name, version
-        self.host, self.ports = host, list(ports)
+        self.endpoint = endpoint
+        self.host, self.ports = endpoint.host, sorted({endpoint.http_port, endpoint.grpc_port, endpoint.metrics_port})
         self._proc: subprocess.Popen | None = None
         self._create_time: float | None = None
         self._pid: int | None = None  # kept after stop: the janitor's record is removed by it

