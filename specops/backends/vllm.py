@@ -21,6 +21,7 @@ from typing import Any
 
 from specops.acceptance.model import Acceptance
 from specops.acceptance.vllm_log import from_vllm_log
+from specops.backends import vllm_cpu
 from specops.backends.conformance import not_in, request_findings
 from specops.backends.container import ContainerServer, Placed
 from specops.backends.triton_process import start_triton
@@ -107,13 +108,12 @@ class VllmBackend(VllmEngineBackend):
     def triton_process(self, variant: Variant, repo: Path, log_path: Path) -> TritonServer:
         """tritonserver with a backend directory holding Triton's vllm_backend at the pinned commit, its stub
         in the vLLM CPU venv (the bridge installed there, active through $SPECOPS_VLLM_BRIDGE)."""
-        vllm = self.vllm_cpu()
-        venv = vllm.venv()
+        venv = vllm_cpu.venv()
         venv.install_bridge()
         code = fetch_backend_code(self.config.backend_code, cache_root(), log=lambda line: log.info("%s", line))
         backend_dir = vllm_backend_dir(cache_root() / "triton-backends-vllm", triton_dist(), code.path, code.sha256,
-                                       vllm.bridge_table())
-        env = self.process_env(variant) | {vllm.BRIDGE_VAR: str(backend_dir / BRIDGES)}
+                                       vllm_cpu.bridge_table())
+        env = self.process_env(variant) | {vllm_cpu.BRIDGE_VAR: str(backend_dir / BRIDGES)}
         return TritonServer(repo, log_path, backend_dir=backend_dir, prepare_backend_dir=lambda _dist: backend_dir,
                             host=self.serving.host, exit_timeout_s=self.config.exit_timeout_s, python_bin=venv.bin,
                             base_env=env)
@@ -137,19 +137,15 @@ class VllmBackend(VllmEngineBackend):
         steps = super().plan(variant, target, draft)
         if not self.config.in_process:
             return steps
-        vllm = self.vllm_cpu()
         staged = Path(self.run_repo(variant))
         argv = TritonServer.describe_command(staged, host=self.serving.host, exit_timeout_s=self.config.exit_timeout_s,
                                              backend_dir=cache_root() / "triton-backends-vllm" / "<key>")
-        env = {k: v for k, v in self.process_env(variant).items() if k in ("LD_PRELOAD", *vllm.facts()["environment"],
-                                                                            *self.container_env(variant))}
         serve = [f"code: {self.config.backend_code} (commit {self.config.backend_code_commit}) -> "
                  f"{cache_root() / 'code'}/..., verified on every use, never edited",
                  "backend directory: python/ (copies of nvidia-pytriton's Python backend and stub), vllm/ (the "
                  "code's src/), bridges.json: " + "; ".join(f"{b['module']}.{b['name']} -> {b['source']}"
-                                                            for b in vllm.facts()["triton_backend_bridges"]),
-                 f"environment: PATH={vllm.venv().bin}:... (the stub's interpreter) "
-                 + " ".join(f"{k}={shlex.quote(v)}" for k, v in sorted(env.items())),
+                                                            for b in vllm_cpu.facts()["triton_backend_bridges"]),
+                 f"environment: PATH={vllm_cpu.venv().bin}:... (the stub's interpreter) {self.shown_env(variant)}",
                  shlex.join(argv),
                  f"ready: {self.probe_description(variant, self.plan_endpoint())}; then the engine's start-up line "
                  "is held against model.json"]

@@ -1,14 +1,16 @@
 """What the vLLM backends share: one engine-args renderer, and launching the engine as a process on CPU.
 
 `engine_args` is the one renderer: Triton's backend writes it as model.json, vLLM's server reads it as
-its --config file. A process launch serves with the vLLM CPU engine (specops.launch.vllm_cpu) where a
+its --config file. A process launch serves with the vLLM CPU engine (specops.backends.vllm_cpu) where a
 container launch serves with the image; only placement (host paths instead of mounts), the command and
 the device settings the profile gives differ.
 """
 from __future__ import annotations
 
+import shlex
 from typing import Any
 
+from specops.backends import vllm_cpu
 from specops.backends.container import ContainerBackend, Placed, PlacedModel, placeholder
 from specops.backends.vllm_config import VllmEngineConfig
 from specops.backends.vllm_support import VllmSupport
@@ -100,17 +102,18 @@ class VllmEngineBackend(ContainerBackend):
     def gpus(self) -> str:
         return self.config.gpus_used()
 
-    def vllm_cpu(self):
-        from specops.launch import vllm_cpu  # noqa: PLC0415
-
-        return vllm_cpu
-
     def preflight(self) -> list[str]:
-        return self.vllm_cpu().preflight() if self.config.in_process else super().preflight()
+        return vllm_cpu.preflight() if self.config.in_process else super().preflight()
 
     def process_env(self, variant: Variant | None) -> dict[str, str]:
         """A process launch's environment: the vLLM CPU venv's, then the profile's env and the image facts'."""
-        return self.vllm_cpu().venv().environment() | self.container_env(variant)
+        return vllm_cpu.venv().environment() | self.container_env(variant)
+
+    def shown_env(self, variant: Variant) -> str:
+        """The process launch's environment a plan shows: what specops sets beside the inherited one."""
+        env = self.process_env(variant)
+        shown = ("LD_PRELOAD", *vllm_cpu.facts()["environment"], *self.container_env(variant))
+        return " ".join(f"{k}={shlex.quote(env[k])}" for k in sorted(set(shown)) if k in env)
 
     def served(self) -> dict[str, str | None]:
         if not self.config.in_process:

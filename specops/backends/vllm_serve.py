@@ -22,6 +22,7 @@ import yaml
 
 from specops.acceptance.model import Acceptance
 from specops.acceptance.vllm_metrics import from_vllm_metrics
+from specops.backends import vllm_cpu
 from specops.backends.conformance import not_in
 from specops.backends.container import Placed
 from specops.backends.loopback_http import get_json, get_text, http_ok, post_json
@@ -120,10 +121,9 @@ class VllmServeBackend(VllmEngineBackend):
 
     def start_process(self, variant: Variant, repo: Path, log_path: Path) -> ProcessServer:
         endpoint = self.endpoint()
-        vllm = self.vllm_cpu()
-        argv = vllm.venv().server_argv() + self.serve_args(variant, str(Path(repo) / CONFIG_NAME), endpoint)
+        argv = vllm_cpu.venv().server_argv() + self.serve_args(variant, str(Path(repo) / CONFIG_NAME), endpoint)
         server = ProcessServer(argv, self.process_env(variant), log_path, self.probe(variant, endpoint),
-                               name="vLLM OpenAI server", version=("vllm", vllm.version()), endpoint=endpoint)
+                               name="vLLM OpenAI server", version=("vllm", vllm_cpu.version()), endpoint=endpoint)
         server.start()
         try:
             server.wait_ready(self.serving.ready_timeout_s)
@@ -178,13 +178,10 @@ class VllmServeBackend(VllmEngineBackend):
         steps = super().plan(variant, target, draft)
         if not self.config.in_process:
             return steps
-        vllm = self.vllm_cpu()
         endpoint = self.plan_endpoint()
-        argv = vllm.venv().server_argv() + self.serve_args(variant, f"{self.run_repo(variant)}/{CONFIG_NAME}",
+        argv = vllm_cpu.venv().server_argv() + self.serve_args(variant, f"{self.run_repo(variant)}/{CONFIG_NAME}",
                                                            endpoint)
-        env = {k: v for k, v in self.process_env(variant).items()
-               if k in ("LD_PRELOAD", *vllm.facts()["environment"], *self.container_env(variant))}
-        serve = [" ".join(f"{k}={shlex.quote(v)}" for k, v in sorted(env.items())) + " " + shlex.join(argv),
+        serve = [f"{self.shown_env(variant)} {shlex.join(argv)}",
                  f"ready: {self.probe_description(variant, endpoint)}"
                  + ("; then GET /server_info is held against serve.yaml" if self.reads_back() else "")]
         return [*steps[:-1], PlanStep("serve", commands=[self.show_ports(line) for line in serve])]
