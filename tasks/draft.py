@@ -12,12 +12,13 @@ from prefect.cache_policies import NO_CACHE
 from specops.backends.base import Backend, Server
 from specops.bench.prompts import load_prompts
 from specops.draft import store
-from specops.draft.gpu_synthesis import synthesis_server
+from specops.draft.gpu_synthesis import SYNTHESIS, synthesis_server
 from specops.draft.result import TrainResult
 from specops.draft.spec import TrainSpec
 from specops.draft.synthesize import openai_answerer, synthesize
 from specops.draft.train import RESULT_FILE, train_draft
 from specops.liveness import Watchdog
+from specops.pipeline.backend import synthesis_backend_for
 from specops.pipeline.check import watched_generate
 from specops.profile.schema import Profile
 from specops.progress import within
@@ -72,10 +73,10 @@ def _synthesize(profile: Profile, backend: Backend, server: Server | None, varia
 
 
 def _vllm_server(profile: Profile, target: ModelArtifact, run: RunDir):
-    """The seed's `vllm serve` of the target in a container (draft.train.data.server), for the block's duration."""
-    s = profile.serving
-    return synthesis_server(profile.draft.train.data.server, profile.name, target.path, target.source, s.host,
-                            run.logs / "synthesis-server.log", s.ready_timeout_s, s.stop_timeout_s)
+    """The seed's `vllm serve` of the target (draft.train.data.server, as backend vllm-serve in a container),
+    for the block's duration; its serve.yaml is rendered into the run's repository/synthesis."""
+    return synthesis_server(synthesis_backend_for(profile), target, run.sub("repository", SYNTHESIS.name),
+                            run.logs() / "synthesis-server.log")
 
 
 def _answer_all(profile: Profile, backend: Backend, server: Server | None, variant: Variant, target: ModelArtifact,

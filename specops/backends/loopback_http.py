@@ -23,8 +23,10 @@ def get_json(url: str, timeout_s: float) -> Any:
         return json.loads(resp.read().decode("utf-8", "replace") or "null")
 
 
-def post_json(url: str, body: dict[str, Any], timeout_s: float) -> dict[str, Any]:
-    req = urllib.request.Request(url, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"})
+def post_json(url: str, body: dict[str, Any], timeout_s: float, headers: dict[str, str] | None = None
+              ) -> dict[str, Any]:
+    req = urllib.request.Request(url, data=json.dumps(body).encode(),
+                                 headers={"Content-Type": "application/json", **(headers or {})})
     with _opener().open(req, timeout=timeout_s) as resp:
         return json.loads(resp.read().decode("utf-8", "replace"))
 

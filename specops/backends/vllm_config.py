@@ -51,6 +51,10 @@ class VllmEngineConfig(ContainerBackendConfig):
     draft_tensor_parallel_size: Count | None = Field(None, ge=1, le=64)
     gpu_memory_utilization: Real | None = Field(None, gt=0, le=1)
     engine_args: dict[str, Any] = Field(default_factory=dict, description="more vLLM engine args, verbatim")
+    draft_schedule: list[tuple[Count, Count, int]] | None = Field(
+        None, description="draft length by running batch size: [[first, last, K], ...] batch-size ranges, rendered "
+        "as speculative_config.num_speculative_tokens_per_batch_size (vLLM >= 0.24; data/draft_schedules.yaml); "
+        "`specops sweep` recommends one and serves it")
     draft_format: Literal["published", "modelopt"] = Field(
         "published", description="published: EAGLE drafts in their authors' layout; modelopt: a ModelOpt export "
         "(LlamaForCausalLMEagle3 for every eagle mode), which vLLM loads with its eagle3 method - drafts trained "
@@ -60,6 +64,23 @@ class VllmEngineConfig(ContainerBackendConfig):
     @classmethod
     def _not_owned(cls, value: dict[str, Any]) -> dict[str, Any]:
         return reject_owned_keys(value, OWNED_KEYS, "engine_args")
+
+    @field_validator("draft_schedule")
+    @classmethod
+    def _schedule(cls, value: list[tuple[int, int, int]] | None) -> list[tuple[int, int, int]] | None:
+        if value is None:
+            return None
+        if not value:
+            raise ValueError("an empty schedule; leave draft_schedule unset for a fixed draft length")
+        for i, (start, end, k) in enumerate(value):
+            if start > end or k < 0:
+                raise ValueError(f"range {i} {[start, end, k]}: needs first <= last and K >= 0")
+            if i and start <= value[i - 1][1]:
+                raise ValueError(f"range {i} starts at {start}, inside or before range {i - 1}: ranges are sorted by "
+                                 "batch size and do not overlap")
+        if value[0][0] != 1:
+            raise ValueError(f"the first range starts at batch size {value[0][0]}; vLLM needs it to start at 1")
+        return value
 
     @property
     def in_process(self) -> bool:
@@ -163,9 +184,10 @@ class VllmServeBackendConfig(VllmEngineConfig):
     read_back: bool = Field(
         True, description="read the served engine's config back (GET /server_info, vLLM's dev endpoints: only when "
         "serving.host is loopback) and fail the run where vLLM runs without a rendered setting")
-    api_key_env: str | None = Field(
-        None, pattern=r"^[A-Z_][A-Z0-9_]*$", description="an environment variable whose value becomes the server's "
-        "API key (VLLM_API_KEY, by name only) and specops' Authorization header; unset: no key")
+    api_key: bool = Field(
+        False, description="the server takes $VLLM_API_KEY as its API key (by name only: the container's or "
+        "process's environment, never a command line) and specops' own requests send it; for data synthesis "
+        "servers (the benchmark tools send no key). False: the variable is kept from the server")
     extra_args: list[str] = Field(default_factory=list, description="more `vllm serve` arguments, verbatim")
 
     def image_info(self):

@@ -13,7 +13,7 @@ from typing import Any
 from specops.backends import vllm_cpu
 from specops.backends.container import ContainerBackend, Placed, PlacedModel, placeholder
 from specops.backends.vllm_config import VllmEngineConfig
-from specops.backends.vllm_support import VllmSupport
+from specops.backends.vllm_support import SCHEDULE_KEY, VllmSupport
 from specops.methods import MethodConfig
 from specops.sources.base import ModelArtifact
 from specops.variant import Variant
@@ -38,6 +38,8 @@ def speculative_config(config: VllmEngineConfig, support: VllmSupport, method: M
     if draft is not None:
         spec["model"] = draft
     spec["num_speculative_tokens"] = method.draft_length()
+    if config.draft_schedule is not None:
+        spec[SCHEDULE_KEY] = [list(r) for r in config.draft_schedule]
     if config.draft_tensor_parallel_size is not None and draft is not None:
         spec["draft_tensor_parallel_size"] = config.draft_tensor_parallel_size
     if method.kind == "ngram":

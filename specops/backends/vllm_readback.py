@@ -19,7 +19,9 @@ from typing import Any
 _LINE_NAMES = {"max_model_len": "max_seq_len", "num_speculative_tokens": "num_spec_tokens"}
 _LINE = re.compile(r"Initializing a V1 LLM engine \(v[^)]*\) with config: (?P<config>.*)$", re.MULTILINE)
 _SPEC = re.compile(r"speculative_config=SpeculativeConfig\((?P<spec>[^)]*)\)")
-_SCALAR = re.compile(r"(?:^|, )(?P<key>\w+)=(?P<value>'[^']*'|[^,(]+)")
+_SCALAR = re.compile(r"(?:^|, )(?P<key>\w+)=(?P<value>'[^']*'|[^,()]+)")
+# A nested value (SomeConfig(...), {...}, [...]): its inner fields are not the engine's top-level ones.
+_NESTED = re.compile(r"\w+\([^()]*\)|\{[^{}]*\}|\[[^\[\]]*\]")
 
 
 class ServedConfigError(RuntimeError):
@@ -36,6 +38,8 @@ def findings(rendered: dict[str, Any], served: dict[str, Any]) -> list[str]:
             section = served.get(key)
             if isinstance(section, dict):
                 out += [f"{key}.{line}" for line in findings(value, section)]
+            elif key in served:  # e.g. speculation rendered, and the engine runs with speculative_config=None
+                out.append(f"{key}: rendered {value!r}, the engine runs {section!r}")
             continue
         seen = _lookup(served, key)
         if seen and not any(_same(value, v) for v in seen):
@@ -72,7 +76,15 @@ def from_engine_log(text: str) -> dict[str, Any] | None:
     line = found[-1]["config"]
     spec = _SPEC.search(line)
     served: dict[str, Any] = {"speculative_config": _scalars(spec["spec"]) if spec else None}
-    served |= _scalars(_SPEC.sub("", line))
+    rest, inner = _SPEC.sub("", line), []
+    while groups := _NESTED.findall(rest):  # innermost first, until none is left
+        inner += groups
+        rest = _NESTED.sub("<nested>", rest)
+    served |= _scalars(rest)
+    # Fields of nested configs (ObservabilityConfig(...)) count where no top-level field has their name.
+    for group in inner:
+        for key, value in _scalars(group[group.find("(") + 1:-1]).items():
+            served.setdefault(key, value)
     return served
 
 

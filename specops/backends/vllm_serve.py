@@ -13,7 +13,9 @@ After ready, GET /server_info (dev endpoints, loopback only) holds the served co
 from __future__ import annotations
 
 import ipaddress
+import json
 import logging
+import os
 import shlex
 from pathlib import Path
 from typing import Any
@@ -40,7 +42,9 @@ from specops.variant import Variant
 log = logging.getLogger(__name__)
 
 CONFIG_NAME = "serve.yaml"
-DEV_MODE = {"VLLM_SERVER_DEV_MODE": "1"}  # mounts /server_info (and vLLM's other dev endpoints)
+DEV_MODE = {"VLLM_SERVER_DEV_MODE": "1"}
+# vLLM's server takes its key from here when --api-key is absent (vllm/entrypoints/openai/api_server.py).
+KEY_ENV = "VLLM_API_KEY"  # mounts /server_info (and vLLM's other dev endpoints)
 # Streaming responses carry the per-request metrics only in a final usage chunk (vllm/entrypoints/openai/
 # completion/serving.py), sent when a request asks for usage (AIPerf does; genai-perf 0.0.16 does not, and
 # fails on such a chunk - `choices: []` - so --enable-force-include-usage stays off).
@@ -49,7 +53,10 @@ SMOKE_PROMPT = "def add(a, b):\n"
 
 
 def config_text(args: dict[str, Any]) -> str:
-    return yaml.safe_dump({key.replace("_", "-"): value for key, value in args.items()}, sort_keys=False)
+    """The --config file. A null is left out: vLLM's loader would pass the text 'None' as the flag's value
+    (--max-num-seqs None: "invalid int value"), where leaving the key out gives vLLM's default, as null means."""
+    return yaml.safe_dump({key.replace("_", "-"): value for key, value in args.items() if value is not None},
+                          sort_keys=False)
 
 
 def base_url(endpoint: Endpoint) -> str:
@@ -91,7 +98,18 @@ class VllmServeBackend(VllmEngineBackend):
         return ["vllm", "serve", *self.serve_args(variant, f"{self.repo_in_container}/{CONFIG_NAME}", endpoint)]
 
     def secret_env(self) -> tuple[str, ...]:
-        return ("HF_TOKEN", *(("VLLM_API_KEY",) if self.config.api_key_env else ()))
+        return ("HF_TOKEN", *((KEY_ENV,) if self.config.api_key else ()))
+
+    def process_env(self, variant: Variant | None) -> dict[str, str]:
+        env = super().process_env(variant)
+        if not self.config.api_key:
+            env.pop(KEY_ENV, None)
+        return env
+
+    def headers(self) -> dict[str, str]:
+        """specops' own requests carry the server's key where it has one."""
+        key = os.environ.get(KEY_ENV) if self.config.api_key else None
+        return {"Authorization": f"Bearer {key}"} if key else {}
 
     def container_env(self, variant: Variant | None) -> dict[str, str]:
         return super().container_env(variant) | (DEV_MODE if self.reads_back() else {})
@@ -112,7 +130,7 @@ class VllmServeBackend(VllmEngineBackend):
             else super().launch(variant, repo, log_path)
         if self.reads_back():
             try:
-                self.check_served(server, variant, repo)
+                self.check_served(server, variant, repo, log_path)
             except BaseException:
                 teardown_quietly(lambda: server.stop(self.serving.stop_timeout_s), f"stopping the {variant.name} "
                                  "server")
@@ -132,12 +150,15 @@ class VllmServeBackend(VllmEngineBackend):
             raise
         return server
 
-    def check_served(self, server, variant: Variant, repo: Path) -> None:
-        """GET /server_info against serve.yaml: a setting vLLM runs without stops the run at serve."""
+    def check_served(self, server, variant: Variant, repo: Path, log_path: Path) -> None:
+        """GET /server_info against serve.yaml: a setting vLLM runs without stops the run at serve. The
+        served config is kept beside the server's log (<log>-engine-config.json)."""
         rendered = yaml.safe_load((Path(repo) / CONFIG_NAME).read_text())
         rendered = {key.replace("-", "_"): value for key, value in rendered.items()}
         url = f"{base_url(server.endpoint)}/server_info?config_format=json"
         served = from_server_info(get_json(url, 30.0))
+        kept = Path(log_path).with_name(f"{Path(log_path).stem}-engine-config.json")
+        kept.write_text(json.dumps(served, indent=1, sort_keys=True) + "\n", encoding="utf-8")
         problems = findings(rendered, served)
         if problems:
             raise ServedConfigError(f"vLLM ({self.config.served_by}) does not run what {CONFIG_NAME} asks: "
@@ -146,15 +167,12 @@ class VllmServeBackend(VllmEngineBackend):
         if hidden:
             log.info("served config of %s does not show %s (not checked)", variant.name, ", ".join(hidden))
 
-    def served_config(self, server) -> dict[str, Any]:
-        return from_server_info(get_json(f"{base_url(server.endpoint)}/server_info?config_format=json", 30.0))
-
     def completion(self, variant: Variant, prompt: str, max_tokens: int) -> dict[str, Any]:
         return {"model": variant.model_name, "prompt": prompt, "max_tokens": max_tokens, "temperature": 0.0}
 
     def generate(self, server, variant: Variant, prompt: str, max_tokens: int) -> str:
         out = post_json(f"{base_url(server.endpoint)}/v1/completions", self.completion(variant, prompt, max_tokens),
-                        self.serving.request_timeout_s)
+                        self.serving.request_timeout_s, headers=self.headers())
         return str(out["choices"][0]["text"])
 
     # --- acceptance -----------------------------------------------------------------------

@@ -32,6 +32,8 @@ FORCE_V1 = {"VLLM_USE_V1": "1"}
 MODELOPT_EAGLE_METHOD = "eagle3"
 # vllm/config/observability.py: per-request acceptance in each response's metrics.speculative_decoding (0.32.0+).
 PER_REQUEST_ARG = "per_request_spec_decode_metrics"
+# speculative_config key of a per-load draft length (data/draft_schedules.yaml schedules.vllm)
+SCHEDULE_KEY = "num_speculative_tokens_per_batch_size"
 # vLLM's own server: the V1 engine's Prometheus counters (vllm:spec_decode_*, V1 from 0.9.0) are the acceptance
 # source; V1 is the only engine from 0.11.0 (data/vllm.yaml spec_decode_log.engine).
 SERVE_FROM = "0.11.0"
@@ -140,10 +142,20 @@ def _check_keys(config, release: VllmRelease, nested: bool, method) -> None:
         needed.append("prompt_lookup_max" if nested else "ngram_prompt_lookup_max")
         if method.prompt_lookup_min is not None:
             needed.append("prompt_lookup_min" if nested else "ngram_prompt_lookup_min")
+    if config.draft_schedule is not None and method.speculative:
+        needed.append(SCHEDULE_KEY)
+        top = max(k for *_, k in config.draft_schedule)
+        if top > method.draft_length():
+            raise FieldError("backend.draft_schedule", f"the schedule uses K={top}, above method."
+                              f"num_speculative_tokens = {method.draft_length()} (vLLM clamps every K to it: set it "
+                              "to the schedule's largest K)")
     have = release.speculative_config if nested else release.engine_args
     missing = [k for k in needed if k not in have]
     if missing:
-        raise FieldError("backend", f"{v} has no {' / '.join(missing)}")
+        field = "backend.draft_schedule" if missing == [SCHEDULE_KEY] else "backend"
+        first = first_release(lambda r: r.speculative_config is not None and missing[0] in r.speculative_config)
+        raise FieldError(field, f"{v} has no {' / '.join(missing)}"
+                          + (f"; first in vLLM {first.version}" if first else ""))
     unknown = sorted(set(config.engine_args) - release.engine_args)
     if unknown:
         key = unknown[0]

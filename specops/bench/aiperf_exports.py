@@ -6,10 +6,17 @@ and conversation id, metrics with their units, error); `inputs.json` the payload
 conversation sent, which names the prompt: the body itself, as the endpoint formatted it
 (aiperf/dataset/payload_formatting.py, format_conversation_payloads) — a template body's
 `text_input`, or an OpenAI body's `prompt` or `messages`.
+
+A record of a request whose server reported speculative decoding (vLLM's per-request metrics,
+`metrics.speculative_decoding` in the final chunk) also carries `spec_decode_acceptance`: AIPerf's
+engine-neutral copy of it (aiperf/common/models/spec_decode_models.py SpecDecodeAcceptanceRecord:
+num_spec_steps, num_accepted_draft_tokens, num_draft_tokens, the histogram, ...), absent otherwise. It
+sits in the same line as the request's latency, so nothing needs joining.
 """
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -18,10 +25,17 @@ from specops.bench.exports import ExportError, metric_stat
 from specops.bench.metrics import BenchMetrics, RequestSample
 from specops.bench.tool import payload_prompt
 
+log = logging.getLogger(__name__)
+
 AGGREGATES = "profile_export_aiperf.json"
 RECORDS = "profile_export.jsonl"
 INPUTS = "inputs.json"
 PROFILING = "profiling"  # metadata.benchmark_phase of measured requests (warm-up ones say "warmup")
+SPEC_DECODE = "spec_decode_acceptance"  # a record's speculative-decoding counts (AIPerf's copy of the server's)
+# RequestSample field <- SpecDecodeAcceptanceRecord field (vLLM's own names: vllm/v1/metrics/stats.py,
+# RequestSpecDecodeMetrics.to_dict)
+SPEC_COUNTS = {"spec_steps": "num_spec_steps", "accepted_tokens": "num_accepted_draft_tokens",
+               "draft_tokens": "num_draft_tokens"}
 
 # metric -> (unit AIPerf reports, our name's stem); the streaming-only ones are absent otherwise
 _DISTRIBUTIONS = {
@@ -81,7 +95,8 @@ def conversation_prompts(artifact_dir: Path) -> dict[str, str]:
 
 
 def request_samples(artifact_dir: Path, prompt_of: Callable[[str], int | None], round_: int) -> list[RequestSample]:
-    """One sample per measured request, each naming the prompt (index) it sent."""
+    """One sample per measured request, each naming the prompt (index) it sent, with the speculative-decoding
+    counts its server reported for it (None where it reported none)."""
     path = Path(artifact_dir) / RECORDS
     if not path.is_file():
         raise ExportError(f"AIPerf wrote no {RECORDS} in {artifact_dir} (run it with --export-level records)")
@@ -103,8 +118,23 @@ def request_samples(artifact_dir: Path, prompt_of: Callable[[str], int | None], 
         samples.append(RequestSample(prompt=prompt, round=round_,
                                      latency_s=_ms(metrics["request_latency"]) / 1000,
                                      output_tokens=int(metrics["output_sequence_length"]["value"]),
-                                     ttft_s=_ms(ttft) / 1000 if ttft else None))
+                                     ttft_s=_ms(ttft) / 1000 if ttft else None,
+                                     **spec_decode_counts(record, f"{path}: request {meta.get('x_request_id')}")))
     return samples
+
+
+def spec_decode_counts(record: dict[str, Any], where: str = "AIPerf record") -> dict[str, int]:
+    """The RequestSample counts (SPEC_COUNTS) of one record; {} when it carries none (a base variant, a server
+    without per-request metrics) or carries them malformed (logged: they are optional, the latency is not)."""
+    spec = record.get(SPEC_DECODE)
+    if spec is None:
+        return {}
+    counts = {field: spec.get(key) if isinstance(spec, dict) else None for field, key in SPEC_COUNTS.items()}
+    if not all(type(v) is int and v >= 0 for v in counts.values()):
+        log.warning("%s: %s lacks the counts %s: %s", where, SPEC_DECODE, sorted(SPEC_COUNTS.values()),
+                    json.dumps(spec)[:300])
+        return {}
+    return counts
 
 
 def request_errors(artifact_dir: Path) -> list[str]:

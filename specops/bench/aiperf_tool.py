@@ -25,6 +25,14 @@ type's flags and the `--extra-inputs` every request carries; the rest of the com
   (records/inference_result_parser.py, _compute_server_token_counts) instead of re-tokenizing
   the joined streamed text (_compute_client_side_token_counts), which merged tokens: 62 for a
   request vLLM generated (and billed) 64 for.
+- Per-request speculative-decoding metrics: vLLM (>= 0.32.0, `--per-request-spec-decode-metrics`) puts
+  `metrics.speculative_decoding` in a stream's final usage chunk (a non-streaming body's root otherwise).
+  AIPerf 0.13.0 reads it itself (endpoints/base_endpoint.py extract_spec_decode_stats, called by
+  openai_completions.py and openai_chat.py; spec_decode/vllm_adapter.py VLLMSpecDecodeAdapter) and writes
+  it into each request's line of profile_export.jsonl as `spec_decode_acceptance` (common/models/
+  record_models.py MetricRecordInfo; post_processors/record_export_jsonl_writer.py), beside the same
+  request's latency: `--export-level records` suffices. `raw` (profile_export_raw.jsonl, every chunk of
+  every response) would only cost disk, for these APIs as for Triton's generate endpoint.
 """
 from __future__ import annotations
 

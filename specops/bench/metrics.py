@@ -55,6 +55,13 @@ class RequestSample(Record):
     latency_s: float  # request sent -> last response
     output_tokens: int
     ttft_s: float | None = None
+    # Speculative decoding of this request as its server reported it (vLLM's per-request metrics, in the
+    # response's `metrics.speculative_decoding`): verify steps, draft tokens accepted, draft tokens proposed.
+    # Counts, so they sum over requests; mean acceptance length = 1 + accepted_tokens / spec_steps. None where
+    # the server sent none (a base variant, or a server without per-request metrics).
+    spec_steps: int | None = None
+    accepted_tokens: int | None = None
+    draft_tokens: int | None = None
 
 
 class BenchRun(Record):

@@ -1,9 +1,10 @@
 """The GPU sections of `draft.train`: a vLLM container that answers the synthesis prompts, and ModelOpt's
 example trainer in a container on GPUs (ModelOpt's seed recipe as its launch script runs it).
 
-Light on purpose (the profile loader imports it): no docker, no torch, no modelopt. What the sections
-render (container commands, the recipe) is in specops/draft/gpu_recipe.py; the facts behind it, each
-with its upstream source, in specops/draft/data/modelopt.yaml.
+Light on purpose (the profile loader imports it): no docker, no torch, no modelopt. The synthesis server is
+served by backend vllm-serve (`backend_section` is its config section; specops.pipeline.backend builds it);
+what the training renders (its container, the recipe) is in specops/draft/gpu_recipe.py; the facts behind
+it, each with its upstream source, in specops/draft/data/modelopt.yaml.
 """
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from importlib import resources
 from typing import Any, Literal
 
 import yaml
+from packaging.version import Version
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from specops.fields import Count, Real, Seconds
@@ -23,6 +25,9 @@ VLLM_IMAGE = "nvcr.io/nvidia/tritonserver:26.02-vllm-python-py3"
 # (vllm/entrypoints/openai/api_server.py: `args.api_key or envs.VLLM_API_KEY`): the key reaches the container
 # by name only (`docker run -e VLLM_API_KEY`) and the synthesizer's Authorization header, never a command line.
 VLLM_KEY_ENV = "VLLM_API_KEY"
+# Backend vllm-serve serves from this vLLM on (its only engine is V1: specops/backends/vllm_support.py SERVE_FROM,
+# which a unit test holds this to); an older image is refused at load rather than at plan or run.
+SERVE_FROM = "0.11.0"
 
 
 @cache
@@ -74,12 +79,21 @@ class VllmSynthesisServer(_Section):
                              f"(e.g. {VLLM_IMAGE})") from None
         if info.flavor != "vllm-python-py3":
             raise ValueError(f"image {value} is not a -vllm-python-py3 image (vLLM {version} is not its server)")
+        if Version(version) < Version(SERVE_FROM):
+            raise ValueError(f"image {value} ships vLLM {version}; the synthesis server is backend vllm-serve, which "
+                             f"serves vLLM {SERVE_FROM} or newer (e.g. {VLLM_IMAGE})")
         return value
 
-    def vllm_version(self) -> str:
-        from specops.versions.images import image_info
-
-        return image_info(self.image).version("vllm")
+    def backend_section(self) -> dict[str, Any]:
+        """The `backend` section of vllm-serve that serves the target for synthesis: the image in a container,
+        the target mounted read-only, the key from $VLLM_API_KEY by name only, hub access off. No read-back of
+        the served config: it needs vLLM's dev endpoints, which its API key does not guard (only /v1 and a
+        few other prefixes are), on a server that answers for hours."""
+        return {"kind": "vllm-serve", "launch": "container", "image": self.image, "gpus": self.gpus,
+                "shm_size": self.shm_size, "ipc": None, "tensor_parallel_size": self.tensor_parallel_size,
+                "gpu_memory_utilization": self.gpu_memory_utilization, "models": "mount",
+                "env": {"HF_HUB_OFFLINE": "1"}, "api_key": True, "read_back": False,
+                "per_request_metrics": False}
 
 
 class GpuTraining(_Section):

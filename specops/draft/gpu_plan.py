@@ -1,17 +1,14 @@
 """`specops plan` lines for the GPU sections: every container command, the recipe, where each setting came from."""
 from __future__ import annotations
 
+import json
+from typing import Any
+
+import yaml
+
 from specops.draft.gpu import VLLM_KEY_ENV, modelopt_facts
-from specops.draft.gpu_recipe import (
-    EXPORT,
-    OUT_IN,
-    RECIPE,
-    health_url,
-    recipe_yaml,
-    served_name,
-    synthesis_container,
-    training_container,
-)
+from specops.draft.gpu_recipe import EXPORT, OUT_IN, RECIPE, recipe_yaml, training_container
+from specops.draft.gpu_synthesis import SYNTHESIS
 from specops.draft.spec import DataSpec, TrainSpec
 from specops.draft.store import DATA_FILE
 from specops.launch.describe import describe_line
@@ -20,22 +17,30 @@ FREE_PORT = "<free port>"
 TARGET = "<target checkpoint from the download step>"
 
 
-def synthesis_commands(data: DataSpec, profile: str, target_source: str, host: str, cache: str) -> list[str]:
-    """The vLLM container, its readiness probe, the requests the synthesizer sends, the teardown."""
-    server = data.server
-    spec = synthesis_container(server, profile, TARGET, target_source, host, FREE_PORT)
+def synthesis_commands(data: DataSpec, backend: Any, cache: str) -> list[str]:
+    """What the synthesis server's backend (vllm-serve, see gpu_synthesis) plans - its version, rendered files,
+    container and readiness probe - then the requests the synthesizer sends and the teardown."""
+    steps = {step.step: step for step in backend.plan(SYNTHESIS, None, None)}
+    repo = backend.run_repo(SYNTHESIS)
+    rendered = [f"render {repo}/{name.removeprefix('repository/')}: {_one_line(name, text)}"
+                for name, text in steps["render"].files.items()]
     sources = ", ".join(data.prompts + ([data.conversations] if data.conversations else []))
     return [
-        f"{server.image} ships vLLM {server.vllm_version()} (specops' image matrix)",
-        describe_line(spec),
-        f"ready: GET {health_url(host, FREE_PORT)}",
-        f"{data.num_samples} prompts ({sources}) -> POST http://{host}:{FREE_PORT}/v1/chat/completions "
-        f"(model {served_name(target_source)}, temperature 0, max_tokens {data.max_tokens}, {data.concurrency} in "
+        *steps["version"].commands, *rendered, *steps["serve"].commands,
+        f"{data.num_samples} prompts ({sources}) -> POST http://{backend.serving.host}:{FREE_PORT}/v1/chat/completions "
+        f"(model {SYNTHESIS.model_name}, temperature 0, max_tokens {data.max_tokens}, {data.concurrency} in "
         f"flight; Authorization: Bearer ${VLLM_KEY_ENV} when set: the container reads the same variable, so the key "
         "is on no command line) -> "
         f"{cache}/train-data/<key>/{DATA_FILE} (resumable)",
         "stop the container (SIGTERM, SIGKILL after serving.stop_timeout_s), logs into the run directory",
     ]
+
+
+def _one_line(name: str, text: str) -> str:
+    if name.endswith(".json"):
+        return json.dumps(json.loads(text))
+    return "; ".join(f"{k}: {json.dumps(v) if isinstance(v, dict | list) else v}"
+                     for k, v in yaml.safe_load(text).items())
 
 
 def training_step(train: TrainSpec, draft_length: int, profile: str, cache: str) -> tuple[list[str], dict[str, str]]:

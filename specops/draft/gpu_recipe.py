@@ -1,4 +1,5 @@
-"""What the GPU sections render: the vLLM synthesis container, ModelOpt's recipe and the training container.
+"""What the GPU training renders: ModelOpt's recipe and the training container (the synthesis server is
+backend vllm-serve: VllmSynthesisServer.backend_section).
 
 Pure (plan and run both call it; no docker, torch or modelopt). The recipe is ModelOpt's own format at the
 pinned release (`main.py --config`, modelopt.recipe): the seed's launch.sh settings mapped to 0.47's fields
@@ -13,10 +14,9 @@ from typing import Any
 
 import yaml
 
-from specops.draft.gpu import VLLM_KEY_ENV, GpuTraining, VllmSynthesisServer, modelopt_facts
+from specops.draft.gpu import GpuTraining, modelopt_facts
 from specops.draft.spec import TrainSpec
 from specops.launch.container import LABEL_PROFILE, LABEL_ROLE, ContainerSpec, Mount
-from specops.launch.gpus import parse_gpus
 
 TARGET_IN = "/hf-models/target"  # the downloaded target, mounted read-only
 DATA_IN = "/specops/data"  # the synthesized data set's directory, read-only
@@ -101,27 +101,3 @@ def training_container(train: TrainSpec, profile: str, target_dir: Path | str, d
         mounts=[Mount(Path(target_dir), TARGET_IN, True), Mount(Path(data_dir), DATA_IN, True),
                 Mount(Path(out_dir), OUT_IN)],
         gpus=gpu.gpus, shm_size=gpu.shm_size, labels=_labels(profile, "train"))
-
-
-def served_name(target_source: str) -> str:
-    """The model name the synthesis server answers to: the hub id (as the seed's `vllm serve` names it)."""
-    from specops.sources.schemes import parse_source
-
-    ref = parse_source(target_source)
-    return ref.name if ref.scheme == "hf" else "target"
-
-
-def synthesis_container(server: VllmSynthesisServer, profile: str, target_dir: Path | str, target_source: str,
-                        host: str, port: int | str) -> ContainerSpec:
-    """The seed's `vllm serve <target> --port ... --tensor-parallel-size 1`, its key from $VLLM_API_KEY."""
-    argv = ["vllm", "serve", TARGET_IN, "--served-model-name", served_name(target_source), "--host", host,
-            "--port", str(port), "--tensor-parallel-size", str(server.tensor_parallel_size)]
-    if server.gpu_memory_utilization is not None:
-        argv += ["--gpu-memory-utilization", str(server.gpu_memory_utilization)]
-    return ContainerSpec(image=server.image, command=argv, secret_env=(VLLM_KEY_ENV,),
-                         env={"HF_HUB_OFFLINE": "1"}, mounts=[Mount(Path(target_dir), TARGET_IN, True)],
-                         gpus=parse_gpus(server.gpus), shm_size=server.shm_size, labels=_labels(profile, "synthesis"))
-
-
-def health_url(host: str, port: int | str) -> str:
-    return f"http://{host}:{port}/health"

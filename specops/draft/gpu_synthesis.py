@@ -1,21 +1,27 @@
-"""The seed's data step: serve the target with `vllm serve` in a container while the synthesizer asks it.
+"""The seed's data step: serve the target on backend vllm-serve (a container) while the synthesizer asks it.
 
-The server binds the serving address on a free port; its key, when the worker has one, comes from
-$VLLM_API_KEY by name (the container's environment and the client's Authorization header), never a
-command line. The container is stopped and its log saved whatever happens to the synthesis.
+The backend (VllmSynthesisServer.backend_section, built by specops.pipeline.backend.synthesis_backend_for; the
+draft layer does not import backends) renders its serve.yaml, starts `vllm serve` through the Docker launcher
+on a free port of the serving address, and waits for GET /health. Its key, when the worker has one, comes
+from $VLLM_API_KEY by name (the container's environment and the client's Authorization header), never a
+command line. The server is stopped and its log saved whatever happens to the synthesis.
 """
 from __future__ import annotations
 
 import os
-import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from specops.draft.gpu import VLLM_KEY_ENV, VllmSynthesisServer
-from specops.draft.gpu_recipe import health_url, served_name, synthesis_container
+from specops.draft.gpu import VLLM_KEY_ENV
+from specops.sources.base import ModelArtifact
 from specops.teardown import teardown_quietly
+from specops.variant import Variant, base_method
+
+# The target with speculation off; vLLM answers to its name (--served-model-name synthesis).
+SYNTHESIS = Variant("synthesis", base_method())
 
 
 @dataclass(frozen=True)
@@ -25,33 +31,18 @@ class SynthesisEndpoint:
     api_key: str | None
 
 
-def _healthy(url: str) -> bool:
-    try:  # loopback: never through a proxy
-        with urllib.request.build_opener(urllib.request.ProxyHandler({})).open(url, timeout=2.0) as resp:
-            return 200 <= resp.status < 300
-    except OSError:
-        return False
-
-
 @contextmanager
-def synthesis_server(server: VllmSynthesisServer, profile: str, target_dir: Path, target_source: str, host: str,
-                     log_path: Path, ready_timeout_s: float, stop_timeout_s: float,
-                     launcher=None) -> Iterator[SynthesisEndpoint]:
-    """A ready vLLM server for the duration of the block."""
-    from specops.processes import pick_free_ports
-
-    if launcher is None:
-        from specops.launch import DockerLauncher
-
-        launcher = DockerLauncher()
-    port = pick_free_ports(host, 1)[0]
-    spec = synthesis_container(server, profile, target_dir, target_source, host, port)
-    handle = launcher.start(spec, log_path)
+def synthesis_server(backend: Any, target: ModelArtifact, repo: Path, log_path: Path) -> Iterator[SynthesisEndpoint]:
+    """A ready vLLM server of `target` for the duration of the block. `backend`: the vllm-serve backend of
+    draft.train.data.server; its files are rendered into `repo` (mounted read-only in the container)."""
+    backend.render(SYNTHESIS, target, None, repo)
+    server = backend.launch(SYNTHESIS, repo, log_path)  # stops what it started if it never gets ready
+    stop = backend.serving.stop_timeout_s
     try:
-        launcher.wait_ready(handle, lambda: _healthy(health_url(host, port)), ready_timeout_s)
-        yield SynthesisEndpoint(f"http://{host}:{port}", served_name(target_source),
+        e = server.endpoint
+        yield SynthesisEndpoint(f"http://{e.connect_host}:{e.http_port}", SYNTHESIS.model_name,
                                 os.environ.get(VLLM_KEY_ENV) or None)
     except BaseException:  # a container that will not stop must not hide why synthesis failed
-        teardown_quietly(lambda: launcher.stop(handle, stop_timeout_s), f"stopping {handle.name}")
+        teardown_quietly(lambda: server.stop(stop), f"stopping the synthesis server ({server.describe()})")
         raise
-    launcher.stop(handle, stop_timeout_s)
+    server.stop(stop)

@@ -1,6 +1,7 @@
 """The backend and the benchmark tool of a run, built once from the validated profile."""
 from __future__ import annotations
 
+from specops.backends import BACKENDS
 from specops.backends.base import Backend, Deployment, make_backend
 from specops.bench.tool import BenchTool
 from specops.bench.tools import bench_tool
@@ -16,6 +17,13 @@ def backend_for(profile: Profile) -> Backend:
         draft_source=draft.source if draft is not None else None,
         has_draft=draft is not None,
     ))
+
+
+def synthesis_backend_for(profile: Profile) -> Backend:
+    """The seed's data-step server (draft.train.data.server) as backend vllm-serve, serving the profile's target."""
+    section = profile.draft.train.data.server.backend_section()
+    return make_backend(BACKENDS.get(section["kind"]).config_model(**section), Deployment(
+        profile=profile.name, serving=profile.serving, target_source=profile.target.source))
 
 
 def tool_for(profile: Profile) -> BenchTool:

@@ -8,7 +8,7 @@ from specops.backends.base import Backend
 from specops.bench.tool import BenchTool
 from specops.draft.gpu_plan import synthesis_commands, training_step
 from specops.draft.modes import MODE_SUMMARY
-from specops.pipeline.backend import backend_for, tool_for
+from specops.pipeline.backend import backend_for, synthesis_backend_for, tool_for
 from specops.pipeline.benchmark import bench_job
 from specops.plan_step import PlanStep
 from specops.profile.loader import LoadedProfile
@@ -33,7 +33,7 @@ def training_plan(p: Profile) -> list[PlanStep]:
     where = data.endpoint or "the target served on this profile's backend (speculation off)"
     sources = ", ".join(data.prompts + ([data.conversations] if data.conversations else []))
     if data.server is not None:
-        synthesize = synthesis_commands(data, p.name, p.target.source, p.serving.host, str(cache_root()))
+        synthesize = synthesis_commands(data, synthesis_backend_for(p), str(cache_root()))
     else:
         synthesize = [f"{data.num_samples} prompts ({sources}; HumanEval 0..{data.humaneval_holdout - 1} held out) -> "
                       f"{where}, {data.max_tokens} tokens each, {data.concurrency} in flight -> "

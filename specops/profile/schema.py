@@ -154,8 +154,10 @@ class Profile(Section):
         if train.gpu is not None and expected == "distill":
             raise FieldError("draft.train.gpu", f"method {method!r} trains in mode 'distill', on the CPU only; "
                              "ModelOpt's GPU example trains eagle3, eagle and medusa")
-        # A draft trained here is a ModelOpt export: a backend that tells draft formats apart must expect one.
-        if "draft_format" in type(self.backend).model_fields and self.backend.draft_format != "modelopt":
+        # A head trained here is a ModelOpt export: a backend that tells draft formats apart must expect one. (A
+        # distilled draft is a plain checkpoint of the target's architecture.)
+        if (expected != "distill" and "draft_format" in type(self.backend).model_fields
+                and self.backend.draft_format != "modelopt"):
             raise FieldError("backend.draft_format", f"the draft is trained here with ModelOpt; set "
                              f"backend.draft_format: modelopt (now {self.backend.draft_format!r})")
         b = self.benchmark

@@ -19,6 +19,9 @@ class SweepOutcome(BaseModel):
     crossovers: dict[int, Crossover]
     best: dict[int, int | None]  # concurrency -> K (None: no K beat the base there)
     recommendation: Recommendation
+    # The recommended schedule served once and measured at each concurrency (k = its largest K); empty where the
+    # backend takes no schedule from the profile or the best K does not vary with load.
+    schedule_cells: list[Cell] = []
     measured: list[str]  # cells measured by this run, e.g. "k2-c4", "base-c4"; the rest came from the cache
     server_starts: dict[str, int]  # variant -> servers this run started ("speculative" once per draft length)
     table: str  # the text table, crossovers and recommendation (specops.sweep.table.format_sweep)

@@ -27,6 +27,9 @@ class Recommendation(BaseModel):
     base: list[int]  # concurrencies where no K beat the base: serve without speculation there
     backend_keys: dict[str, Any] | None  # the backend's own schedule, in its config's keys
     backend_source: str | None  # the data entry and upstream files the keys follow
+    # The schedule as profile overrides (the largest K, and the profile field that renders it), where the backend
+    # takes it from the profile: what a sweep serves and measures after the grid.
+    schedule_overrides: list[str] | None = None
     notes: list[str] = []
 
 
@@ -43,6 +46,7 @@ class ScheduleFact:
     shape: str
     status: str
     evidence: tuple[str, ...]
+    profile_field: str | None = None
 
     def source(self) -> str:
         return (f"specops/versions/data/draft_schedules.yaml schedules.{self.framework} ({self.status}): "
@@ -58,7 +62,8 @@ def flow(keys: dict) -> str:
 def schedule_facts() -> dict[str, ScheduleFact]:
     rows = load("draft_schedules")["schedules"]
     return {fw: ScheduleFact(row["framework"], row["name"], tuple(row["backends"]), row["key"], row["under"],
-                             row["max_key"], row["shape"], row["status"], tuple(row["evidence"]))
+                             row["max_key"], row["shape"], row["status"], tuple(row["evidence"]),
+                             row.get("profile_field"))
             for fw, row in rows.items()}
 
 
@@ -173,4 +178,13 @@ def recommend(loaded: LoadedProfile, best: dict[int, int | None]) -> Recommendat
                  "speculation there", *notes]
     return Recommendation(profile=loaded.profile.name, backend=loaded.profile.backend.kind, framework=framework,
                           profile_overrides=overrides, base=base, backend_keys=keys, backend_source=source,
-                          notes=notes)
+                          notes=notes, schedule_overrides=schedule_overrides(loaded.profile.backend.kind, keys))
+
+
+def schedule_overrides(backend_kind: str, keys: dict | None) -> list[str] | None:
+    """The rendered schedule as --set overrides, where the backend's profile has a field for it (None: not)."""
+    fact = _fact_for(backend_kind)
+    if keys is None or fact is None or fact.profile_field is None:
+        return None
+    section = keys[fact.under]
+    return [f"{K_KEY}={section[fact.max_key]}", f"{fact.profile_field}={flow(section[fact.key])}"]

@@ -35,15 +35,18 @@ def _cell_text(cell: Cell | None) -> str:
 
 
 def format_sweep(cells: list[Cell], crossovers: dict[int, Crossover], best: dict[int, int | None],
-                 recommendation: Recommendation) -> str:
-    """The K x concurrency table (speedup with its interval, `al` = mean acceptance length), the crossover
-    per K, the best K per concurrency and the recommendation."""
+                 recommendation: Recommendation, schedule: list[Cell] | None = None) -> str:
+    """The K x concurrency table (speedup with its interval, `al` = mean acceptance length; the served schedule
+    as its last row), the crossover per K, the best K per concurrency and the recommendation."""
     ks = sorted({c.k for c in cells} | set(crossovers))
     cs = sorted({c.concurrency for c in cells} | set(best))
     at = {(c.k, c.concurrency): c for c in cells}
     base = {c.concurrency: c.base_tok_s for c in cells if c.base_tok_s is not None}
     header = ["K \\ concurrency", *map(str, cs)]
     rows = [[f"K={k}", *(_cell_text(at.get((k, c))) for c in cs)] for k in ks]
+    if schedule:
+        served = {c.concurrency: c for c in schedule}
+        rows.append(["schedule", *(_cell_text(served.get(c)) for c in cs)])
     rows.append(["base tok/s", *(_num(base.get(c), "{:.1f}") for c in cs)])
     lines = ["Speedup over the base (95% interval), al = mean acceptance length", *_grid(header, rows), ""]
     lines.append("Crossover (concurrency where speculation stops paying, log2-interpolated):")

@@ -32,7 +32,9 @@ def vllm_backend_dir(root: Path, dist: TritonDist, code: Path, code_sha256: str,
     for name, src in python_files.items():
         if not src.is_file():
             raise FileNotFoundError(f"{name} not found at {src}")
-    key = hashlib.sha256("\n".join([code_sha256, bridges, version, str(dist.root)]).encode()).hexdigest()[:16]
+    # The copies' identity (an upgraded nvidia-pytriton gets a directory of its own), not only where they come from.
+    stats = [f"{name}:{src.stat().st_size}:{src.stat().st_mtime_ns}" for name, src in sorted(python_files.items())]
+    key = hashlib.sha256("\n".join([code_sha256, bridges, version, str(dist.root), *stats]).encode()).hexdigest()[:16]
     dest = Path(root) / key
     if (dest / BRIDGES).is_file():
         return dest

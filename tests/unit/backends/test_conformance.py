@@ -11,8 +11,8 @@ import pytest
 
 import specops.backends.trtllm as trtllm_module
 import specops.backends.trtllm_engine_commands as commands
-import specops.backends.vllm as vllm_module
 from specops.backends import BACKENDS
+from specops.backends.vllm_engine import VllmEngineBackend
 from specops.bench.genai_perf_payload import payloads, requests
 from specops.bench.genai_perf_tool import GenaiPerf
 from specops.pipeline.backend import backend_for
@@ -68,8 +68,8 @@ def _one(name: str, overrides=()):
 
 def test_vllm_check_catches_keys_and_inputs_the_version_lacks(monkeypatch):
     profile, backend, variant = _one("eagle-vllm-nested")
-    real = vllm_module.engine_args
-    monkeypatch.setattr(vllm_module, "engine_args", lambda *a: real(*a) | {"speculative_model": "/d"}
+    real = VllmEngineBackend.rendered_args
+    monkeypatch.setattr(VllmEngineBackend, "rendered_args", lambda *a: real(*a) | {"speculative_model": "/d"}
                         | {"speculative_config": {**real(*a)["speculative_config"], "acceptance_method": "x"}})
     found = backend.conformance(variant, {"genai-perf": [{"text_input": "p", "min_length": 4,
                                                           "sampling_parameters": '{"max_tokens": 8, "top_n": 1}'}]})

@@ -1,18 +1,23 @@
 """The GPU path's run-time pieces without a GPU or Docker: the training container's result collected, the
-Medusa layout written from a ModelOpt checkpoint, the vLLM server's lifecycle, dataset URIs, stable cache keys."""
+Medusa layout written from a ModelOpt checkpoint, the synthesis server's lifecycle on backend vllm-serve,
+dataset URIs, stable cache keys. The containers cannot run here (no GPU): a fake launcher stands in for Docker."""
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
 import pytest
+import yaml
 
+import specops.launch
 from specops.draft import store
 from specops.draft.datasets import parse_dataset_uri
-from specops.draft.gpu import VLLM_KEY_ENV, GpuTraining, VllmSynthesisServer
+from specops.draft.gpu import VLLM_KEY_ENV, GpuTraining
 from specops.draft.gpu_synthesis import synthesis_server
 from specops.draft.gpu_train import MEDUSA_WEIGHTS, export_medusa_checkpoint, train_in_container
 from specops.draft.spec import DataSpec, TrainSpec
+from specops.pipeline.backend import synthesis_backend_for
+from specops.profile.loader import load_profile
 from specops.sources.base import ModelArtifact
 
 
@@ -57,10 +62,12 @@ def test_medusa_export_names_a_checkpoint_without_heads(tmp_path):
 
 
 class FakeLauncher:
-    """Records the specs; `run` plays the training container by writing its checkpoint."""
+    """A fake Docker launcher (no Docker or GPU here): records the specs and stops; `run` plays the training
+    container by writing its checkpoint; `ready`/`stop_error` play a server that never answers or will not stop."""
 
-    def __init__(self, on_run=None):
+    def __init__(self, on_run=None, ready=True, stop_error=None):
         self.specs, self.stopped, self.on_run = [], [], on_run
+        self.ready, self.stop_error = ready, stop_error
 
     def run(self, spec, log_path, timeout_s, check=True):
         self.specs.append((spec, timeout_s))
@@ -74,10 +81,14 @@ class FakeLauncher:
         return type("Handle", (), {"name": "specops-x"})()
 
     def wait_ready(self, handle, probe, deadline_s):
+        if not self.ready:
+            raise TimeoutError(f"not ready within {deadline_s}s")
         return 0.0
 
     def stop(self, handle, timeout_s):
         self.stopped.append(timeout_s)
+        if self.stop_error is not None:
+            raise self.stop_error
 
 
 def test_training_container_result_is_collected(tmp_path):
@@ -104,20 +115,80 @@ def test_training_container_without_export_fails_naming_it(tmp_path):
                            launcher=FakeLauncher(lambda out: None))
 
 
-def test_synthesis_server_is_stopped_and_keyed_by_name_only(tmp_path, monkeypatch):
+TINYLLAMA_MOUNT = "/hf-models/TinyLlama-1.1B-Chat-v1.0"  # backend vllm-serve mounts <mount_root>/<model name>
+
+
+@pytest.fixture
+def synthesis(tmp_path, monkeypatch):
+    """The eagle seed's synthesis server as backend vllm-serve, launched through a fake Docker launcher."""
+    monkeypatch.setenv("SPECOPS_CACHE", str(tmp_path / "cache"))  # the hub cache the container mounts
     monkeypatch.setenv(VLLM_KEY_ENV, "s3cret")
+    target = ModelArtifact(_target(tmp_path / "target"), "hf://TinyLlama/TinyLlama-1.1B-Chat-v1.0", "abc")
+
+    def make(launcher, *overrides):
+        monkeypatch.setattr(specops.launch, "DockerLauncher", lambda: launcher)
+        backend = synthesis_backend_for(load_profile("eagle-vllm-seed", ["serving.stop_timeout_s=7", *overrides])
+                                        .profile)
+        return lambda: synthesis_server(backend, target, tmp_path / "repo", tmp_path / "synthesis-server.log")
+
+    return make
+
+
+def test_synthesis_server_is_vllm_serve_keyed_by_name_only(tmp_path, synthesis):
     launcher = FakeLauncher()
-    with synthesis_server(VllmSynthesisServer(), "p", tmp_path, "hf://TinyLlama/TinyLlama-1.1B-Chat-v1.0",
-                          "127.0.0.1", tmp_path / "log", 60, 7, launcher=launcher) as endpoint:
-        assert endpoint.model == "TinyLlama/TinyLlama-1.1B-Chat-v1.0" and endpoint.api_key == "s3cret"
+    with synthesis(launcher)() as endpoint:
+        assert endpoint.model == "synthesis" and endpoint.api_key == "s3cret"  # --served-model-name <variant>
         assert endpoint.url.startswith("http://127.0.0.1:")
+        assert launcher.stopped == []
+    assert launcher.stopped == [7]
     spec = launcher.specs[0]
-    assert spec.secret_env == (VLLM_KEY_ENV,) and "s3cret" not in " ".join(spec.command)
-    assert spec.command[:3] == ["vllm", "serve", "/hf-models/target"] and launcher.stopped == [7]
-    with pytest.raises(KeyError), synthesis_server(VllmSynthesisServer(), "p", tmp_path, "/local/model",
-                                                   "127.0.0.1", tmp_path / "log", 60, 7, launcher=launcher):
+    port = endpoint.url.rsplit(":", 1)[1]
+    assert spec.command == ["vllm", "serve", "--config", "/config/serve.yaml", "--host", "127.0.0.1", "--port", port,
+                            "--served-model-name", "synthesis"]
+    # the key by name only: in the container's environment as the launcher's, on no command line or label value
+    assert VLLM_KEY_ENV in spec.secret_env and "s3cret" not in repr(spec)
+    assert spec.env["HF_HUB_OFFLINE"] == "1" and "VLLM_SERVER_DEV_MODE" not in spec.env  # no dev endpoints
+    # the downloaded target, read-only, where serve.yaml names it; the rendered files read-only at /config
+    mounts = {m.target: (m.source, m.read_only) for m in spec.mounts}
+    assert mounts[TINYLLAMA_MOUNT] == (tmp_path / "target", True)
+    assert mounts["/config"] == (tmp_path / "repo", True)
+    assert yaml.safe_load((tmp_path / "repo" / "serve.yaml").read_text()) == {"model": TINYLLAMA_MOUNT,
+                                                                               "tensor-parallel-size": 1}
+    assert (spec.image, spec.shm_size, spec.ipc_mode) == ("nvcr.io/nvidia/tritonserver:26.02-vllm-python-py3", "1G",
+                                                          None)
+    # the janitor finds it by profile and role
+    assert spec.labels["specops.profile"] == "eagle-vllm-seed" and spec.labels["specops.role"] == "server-synthesis"
+
+
+def test_synthesis_server_settings_reach_vllm(tmp_path, synthesis):
+    launcher = FakeLauncher()
+    server = synthesis(launcher, "draft.train.data.server.tensor_parallel_size=2",
+                       "draft.train.data.server.gpu_memory_utilization=0.8", "draft.train.data.server.gpus=0,1")
+    with server():
+        pass
+    spec = launcher.specs[0]
+    assert yaml.safe_load((tmp_path / "repo" / "serve.yaml").read_text()) == {
+        "model": TINYLLAMA_MOUNT, "tensor-parallel-size": 2, "gpu-memory-utilization": 0.8}
+    assert spec.gpus == ["0", "1"]
+
+
+def test_synthesis_server_is_stopped_when_synthesis_fails(synthesis):
+    launcher = FakeLauncher()
+    with pytest.raises(KeyError, match="synthesis failed"), synthesis(launcher)():
         raise KeyError("synthesis failed")
-    assert launcher.stopped == [7, 7]  # stopped on the error path too
+    assert launcher.stopped == [7]
+    # a server that will not stop does not hide why synthesis failed
+    launcher = FakeLauncher(stop_error=RuntimeError("docker hangs"))
+    with pytest.raises(KeyError, match="synthesis failed"), synthesis(launcher)():
+        raise KeyError("synthesis failed")
+    assert launcher.stopped == [7]
+
+
+def test_synthesis_server_that_never_gets_ready_is_removed(synthesis):
+    launcher = FakeLauncher(ready=False)
+    with pytest.raises(TimeoutError), synthesis(launcher)():
+        raise AssertionError("never reached: the server was not ready")
+    assert launcher.stopped == [7]
 
 
 @pytest.mark.parametrize("uri, parsed", [

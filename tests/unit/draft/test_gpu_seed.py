@@ -59,13 +59,17 @@ def loaded():
 def test_seed_profile_plans_every_container_without_a_gpu(loaded, mode):
     text = format_plan(loaded[mode])
     for needle in [
-        # the data step: the seed's `vllm serve`, through the Docker launcher, key by name only
-        "nvcr.io/nvidia/tritonserver:26.02-vllm-python-py3 vllm serve /hf-models/target "
-        "--served-model-name TinyLlama/TinyLlama-1.1B-Chat-v1.0 --host 127.0.0.1 --port '<free port>' "
-        "--tensor-parallel-size 1",
-        "-e VLLM_API_KEY nvcr.io", "ready: GET http://127.0.0.1:<free port>/health",
+        # the data step: the seed's `vllm serve` as backend vllm-serve, through the Docker launcher, key by name
+        # only; the seed's flags in serve.yaml (--config), the target the mounted download
+        "nvcr.io/nvidia/tritonserver:26.02-vllm-python-py3 ships vllm 0.15.1",
+        "repository/synthesis/serve.yaml: model: /hf-models/TinyLlama-1.1B-Chat-v1.0; tensor-parallel-size: 1",
+        "-v '<target checkpoint from the download step>:/hf-models/TinyLlama-1.1B-Chat-v1.0:ro'",
+        f"--label specops.profile={PROFILES[mode]} --label specops.role=server-synthesis",
+        "-e HF_HUB_OFFLINE=1", "-e VLLM_API_KEY nvcr.io/nvidia/tritonserver:26.02-vllm-python-py3 vllm serve "
+        "--config /config/serve.yaml --host 127.0.0.1 --port <free port> --served-model-name synthesis",
+        "ready: GET http://127.0.0.1:<free port>/health",
         "100000 prompts (hf://datasets/nvidia/Daring-Anteater/train.jsonl) -> POST "
-        "http://127.0.0.1:<free port>/v1/chat/completions", "max_tokens 512, 256 in flight",
+        "http://127.0.0.1:<free port>/v1/chat/completions (model synthesis,", "max_tokens 512, 256 in flight",
         # training: ModelOpt's example at the pinned release, its launch line, one process per GPU
         "--gpus 1 --shm-size=16g", "nvcr.io/nvidia/pytorch:25.08-py3 bash -c",
         "nvidia-modelopt[hf]==0.47.0", "git clone --depth 1 --branch 0.47.0 https://github.com/NVIDIA/Model-Optimizer",
@@ -74,6 +78,8 @@ def test_seed_profile_plans_every_container_without_a_gpu(loaded, mode):
     ]:
         assert needle in text, needle
     assert "--api-key" not in text and "token-abc123" not in text  # the key is never on a command line
+    synthesize = text.split("[synthesize]")[1].split("[train]")[0]
+    assert "VLLM_SERVER_DEV_MODE" not in synthesize  # no read-back: dev endpoints are not behind the API key
     if mode == "eagle":
         assert "scripts/export_hf_checkpoint.py --model_path /specops/out/checkpoint" in text
         assert '"method": "eagle3"' in text  # vLLM loads ModelOpt's EAGLE export with its eagle3 method
@@ -165,6 +171,8 @@ def test_recipe_loads_with_modelopts_own_schema(loaded, mode, tmp_path):
     ("draft.train.data.server.image=nvcr.io/nvidia/tritonserver:26.02-trtllm-python-py3",
      "is not a -vllm-python-py3 image"),
     ("draft.train.data.server.image=vllm/vllm-openai:latest", "draft.train.data.server.image"),
+    ("draft.train.data.server.image=nvcr.io/nvidia/tritonserver:25.10-vllm-python-py3",
+     "ships vLLM 0.10.2; the synthesis server is backend vllm-serve, which serves vLLM 0.11.0 or newer"),
     ("draft.train.data.endpoint=http://127.0.0.1:8000", "give one of 'endpoint'"),
     ("draft.train.data.conversations=hf://datasets/nvidia/Daring-Anteater", "expected hf://datasets/org/name"),
 ])
@@ -172,6 +180,25 @@ def test_bad_gpu_settings_name_the_field(override, message):
     with pytest.raises(ProfileError) as info:
         load_profile("medusa-trtllm-engine-seed", [override])
     assert message in str(info.value)
+
+
+def test_synthesis_images_are_the_ones_vllm_serve_serves():
+    """The section refuses at load what backend vllm-serve would refuse at plan; every image it takes plans."""
+    from specops.backends.vllm_support import SERVE_FROM as BACKEND_SERVE_FROM
+    from specops.draft.gpu import SERVE_FROM, VllmSynthesisServer
+    from specops.versions.images import known_images
+
+    assert SERVE_FROM == BACKEND_SERVE_FROM
+    taken = 0
+    for image in known_images("vllm", "tritonserver", "vllm-python-py3"):
+        try:
+            VllmSynthesisServer(image=image)
+        except ValueError:
+            continue
+        profile = load_profile("eagle-vllm-seed", [f"draft.train.data.server.image={image}"])
+        assert f"{image} vllm serve --config /config/serve.yaml" in format_plan(profile)
+        taken += 1
+    assert taken >= 2
 
 
 def test_eagle_export_must_be_loaded_as_a_modelopt_export():

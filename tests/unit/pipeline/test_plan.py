@@ -9,6 +9,7 @@ import time
 import psutil
 import pytest
 
+from specops.backends import needs_gpu
 from specops.pipeline.plan import format_plan
 from specops.profile.loader import list_profile_names, load_profile
 
@@ -52,7 +53,7 @@ def test_gpu_profile_run_stops_at_once_naming_what_is_missing(tmp_path):
     assert not (tmp_path / "cache").exists() and not (tmp_path / "artifacts").exists()
 
 
-@pytest.mark.parametrize("name", [n for n in list_profile_names() if not n.endswith("-local") and n != "ngram-local"])
+@pytest.mark.parametrize("name", [n for n in list_profile_names() if needs_gpu(load_profile(n).profile.backend)])
 def test_every_gpu_profile_plan_names_its_version_and_acceptance_source(name):
     text = format_plan(load_profile(name))
     section = text.split("== variant speculative", 1)[1].split("== variant base", 1)[0]

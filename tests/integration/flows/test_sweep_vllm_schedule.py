@@ -1,0 +1,54 @@
+"""A sweep on real vLLM (ngram-vllm-serve-cpu, vLLM's OpenAI server on this CPU) over K {1, 3} x concurrency
+{1, 2}: the recommended per-load schedule is rendered in vLLM's own key
+(speculative_config.num_speculative_tokens_per_batch_size) and then served and measured at every concurrency:
+a tested schedule, not only a rendered one. The engine's own config shows the schedule it runs."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from specops.backends import vllm_cpu
+from specops.sweep.outcome import SweepOutcome
+from tests.integration.support import REPO_ROOT, SHARED_CACHE, service_env
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(2400)]
+
+KS, CS = [1, 3], [1, 2]
+SHRINK = ["benchmark.num_requests=4", "benchmark.output_tokens=24", "comparison.lossless_prompts=1",
+          "comparison.lossless_max_tokens=16"]
+
+
+def test_the_recommended_schedule_is_served_and_measured(embedded_model, tmp_path):
+    problems = vllm_cpu.preflight()
+    assert not problems, problems
+    cache = tmp_path / "cache"  # no cells of an earlier session: everything is measured here
+    cache.mkdir()
+    (cache / "embedded").symlink_to(SHARED_CACHE / "embedded", target_is_directory=True)
+    env = service_env(tmp_path, SPECOPS_CACHE=str(cache))
+    args = [sys.executable, "-m", "cli", "sweep", "ngram-vllm-serve-cpu", "--k", ",".join(map(str, KS)),
+            "--concurrency", ",".join(map(str, CS)), "--run-id", "sweep"]
+    for item in SHRINK:
+        args += ["--set", item]
+    proc = subprocess.run(args, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=2300)
+    assert proc.returncode == 0, proc.stdout[-5000:] + proc.stderr[-3000:]
+    run = tmp_path / "artifacts" / "ngram-vllm-serve-cpu" / "sweep"
+    outcome = SweepOutcome.model_validate_json((run / "sweep.json").read_text())
+    r = outcome.recommendation
+    keys = r.backend_keys["speculative_config"]
+    schedule = keys["num_speculative_tokens_per_batch_size"]
+    # The best K per concurrency, as vLLM's inclusive batch-size ranges from batch size 1.
+    assert schedule[0][0] == 1 and keys["num_speculative_tokens"] == max(k for *_, k in schedule)
+    for c, k in outcome.best.items():
+        assert next(rk for start, end, rk in schedule if start <= c <= end) == (k or 0)
+    # Served once, after the grid (one server per K, one for the schedule; the base once), measured at each load.
+    assert outcome.server_starts == {"base": 1, "speculative": len(KS) + 1}
+    assert [c.concurrency for c in outcome.schedule_cells] == CS
+    assert all(c.status == "ok" and c.speedup is not None and c.spec_tok_s for c in outcome.schedule_cells)
+    assert [m for m in outcome.measured if m.startswith("schedule-")] == [f"schedule-c{c}" for c in CS]
+    assert "schedule" in outcome.table.splitlines()[3 + len(KS)]
+    # The engine runs the schedule it was given (read back from the served config).
+    served = json.loads((run / "schedule" / "logs" / "server-speculative-engine-config.json").read_text())
+    assert served["speculative_config"]["num_speculative_tokens_per_batch_size"] == schedule
