@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import resource
+import time
 
 from specops.launch import Ulimit
 
@@ -15,3 +16,17 @@ def startable_ulimits() -> tuple[Ulimit, ...]:
     hard = resource.getrlimit(resource.RLIMIT_MEMLOCK)[1]
     memlock = Ulimit("memlock", -1, -1) if hard == resource.RLIM_INFINITY else Ulimit("memlock", hard, hard)
     return (memlock, Ulimit("stack", 67108864, 67108864))
+
+
+def wait_for_output(client, container_id: str, marker: str, timeout_s: float = 120.0) -> None:
+    """Until the container has printed `marker` (its docker logs show it).
+
+    Docker returns from starting a container once its process runs, not once it has printed
+    anything: a test that stops the container and then expects a line in the saved log waits
+    for the line first, however slowly this host gets round to running the container. The
+    timeout is a bound on a hang, not a timed assertion.
+    """
+    deadline = time.monotonic() + timeout_s
+    while marker not in client.containers.get(container_id).logs().decode(errors="replace"):
+        assert time.monotonic() < deadline, f"container {container_id[:12]} printed no {marker!r} in {timeout_s:.0f}s"
+        time.sleep(0.05)

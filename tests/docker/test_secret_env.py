@@ -6,7 +6,7 @@ import logging
 import pytest
 
 from specops.launch import ContainerSpec, describe_line, run_labels
-from tests.docker.support import startable_ulimits
+from tests.docker.support import startable_ulimits, wait_for_output
 
 pytestmark = pytest.mark.integration
 
@@ -23,6 +23,7 @@ def test_secret_only_in_container_env(dockerd, launcher, test_image, tmp_path, m
     log_path = tmp_path / "server.log"
     handle = launcher.start(spec, log_path)
     try:
+        wait_for_output(dockerd, handle.id, "HF_TOKEN=")  # both lines printed before the stop saves the log
         attrs = dockerd.containers.get(handle.id).attrs
         assert f"HF_TOKEN={TOKEN}" in attrs["Config"]["Env"]
         assert "HF_HUB_OFFLINE=1" in attrs["Config"]["Env"]

@@ -9,7 +9,7 @@ import docker
 import pytest
 
 from specops.launch import ContainerExited, ContainerSpec, ImageMissing, NotReady, run_labels
-from tests.docker.support import startable_ulimits
+from tests.docker.support import startable_ulimits, wait_for_output
 
 pytestmark = pytest.mark.integration
 
@@ -72,9 +72,10 @@ def test_wait_ready_fails_early_when_container_exits(launcher, test_image, tmp_p
         launcher.stop(handle, timeout_s=0)
 
 
-def test_wait_ready_deadline(launcher, test_image, tmp_path):
+def test_wait_ready_deadline(dockerd, launcher, test_image, tmp_path):
     handle = launcher.start(_spec(test_image, "echo marker-slow; sleep 1000"), tmp_path / "s.log")
     try:
+        wait_for_output(dockerd, handle.id, "marker-slow")  # in the log the 1 s deadline's message quotes
         with pytest.raises(NotReady, match="marker-slow"):
             launcher.wait_ready(handle, lambda: False, deadline_s=1, poll_s=0.2)
     finally:
@@ -84,7 +85,7 @@ def test_wait_ready_deadline(launcher, test_image, tmp_path):
 def test_stop_is_bounded_when_sigterm_is_ignored(dockerd, launcher, test_image, tmp_path):
     script = "trap '' TERM; echo marker-stubborn; sleep 1000"
     handle = launcher.start(_spec(test_image, script), tmp_path / "stubborn.log")
-    time.sleep(0.5)  # let the trap be installed
+    wait_for_output(dockerd, handle.id, "marker-stubborn")  # printed after the trap is installed
     start = time.monotonic()
     launcher.stop(handle, timeout_s=2)
     took = time.monotonic() - start
@@ -98,6 +99,7 @@ def test_janitor_removes_what_a_killed_run_left(dockerd, launcher, test_image, t
     other = launcher.start(_spec(test_image, "sleep 1000", run_id="live-run"), tmp_path / "b.log")
     left_id = left.id
     del left  # the run died: no handle, no teardown
+    wait_for_output(dockerd, left_id, "marker-left")  # what the janitor must save
     try:
         assert launcher.janitor({"specops.run": "killed-run"}, log_dir=tmp_path / "janitor", timeout_s=0) == 1
         assert _gone(dockerd, left_id)
@@ -131,6 +133,7 @@ def test_flow_janitor_reaps_a_recorded_container(dockerd, launcher, test_image, 
     monkeypatch.setenv("SPECOPS_CACHE", str(tmp_path / "cache"))
     handle = launcher.start(_spec(test_image, "echo marker-recorded; sleep 1000", run_id="flow-run"),
                             tmp_path / "server.log")
+    wait_for_output(dockerd, handle.id, "marker-recorded")  # what the reap must save
     janitor.register({"pid": 0, "tool": "docker", **handle.record(), "owner": "flow-run-1", "what": "test"})
     assert janitor.reap(owner="someone-else", timeout_s=0) == 0 and not _gone(dockerd, handle.id)
     assert janitor.reap(owner="flow-run-1", timeout_s=0) == 1

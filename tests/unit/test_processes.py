@@ -54,8 +54,12 @@ def test_spawned_child_outlives_the_thread_that_asked(tmp_path):
 def test_kill_process_tree_escalates_and_reaps_the_group(tmp_path):
     script = "trap '' TERM; sleep 30 & sleep 30 & wait"
     parent = spawn(["bash", "-c", script], {"PATH": "/usr/bin:/bin"}, tmp_path / "log")
-    time.sleep(0.5)
-    children = psutil.Process(parent.pid).children(recursive=True)
+    # Both sleeps started (so the trap, set before them, is in place), however slowly this host
+    # runs bash: a bound on a hang, not a timed assertion.
+    deadline = time.monotonic() + 30
+    while len(children := psutil.Process(parent.pid).children(recursive=True)) < 2:
+        assert time.monotonic() < deadline, f"bash started {len(children)} of its 2 sleeps in 30 s"
+        time.sleep(0.02)
     assert len(children) == 2
     t0 = time.monotonic()
     assert kill_process_tree(parent, timeout_s=1) == []

@@ -6,7 +6,6 @@ import os
 import signal
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -204,14 +203,14 @@ def test_run_timeout_kills_the_whole_group(tmp_path, monkeypatch):
 
 def test_run_keyboard_interrupt_kills_the_group_and_propagates(tmp_path, monkeypatch, sigint_interrupts):
     marker = f"sleep 42.{os.getpid()}"
-    _fake(monkeypatch, f"{marker} & {marker}; wait")
-    timer = threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGINT))
-    timer.start()
-    try:
-        with pytest.raises(KeyboardInterrupt):
-            genai_perf.run(_req(tmp_path), tmp_path / "gp.log", timeout_s=60)
-    finally:
-        timer.cancel()
+    _fake(monkeypatch, f"{marker} & echo started; {marker}; wait")
+
+    def interrupt_once_started(line: str) -> None:  # the tool runs, with a child: Ctrl-C now
+        if line == "started":
+            os.kill(os.getpid(), signal.SIGINT)
+
+    with pytest.raises(KeyboardInterrupt):
+        genai_perf.run(_req(tmp_path), tmp_path / "gp.log", timeout_s=60, on_line=interrupt_once_started)
     deadline = time.monotonic() + 10
     while not _group_gone(marker) and time.monotonic() < deadline:
         time.sleep(0.1)

@@ -16,17 +16,35 @@ from specops.cost.cpu import ProcessGone, process_tree_cpu_seconds
 from specops.cost.meter import CostMeter
 
 BURN_S = 1.0  # of CPU time, whatever the wall time under a busy neighbour
+# psutil's CPU times are the kernel's user and system times, each cut to whole clock ticks
+# (1/USER_HZ, 10 ms at the usual 100): a difference of two readings may miss up to a tick per
+# field. Accounting granularity, not a host's pace.
+TICK_S = 1 / os.sysconf("SC_CLK_TCK")
 
-# The child burns BURN_S of its own CPU time, writes `done`, then idles; the parent only waits.
-LIVE_CHILD = f"""
+# Each child says `ready` once its interpreter is up and waits for the test's `go`: no burn happens
+# before the test's first reading, however slowly the host starts processes, and the burn (BURN_S
+# of the child's own CPU time beyond what it had used) lies wholly between the two readings.
+_READY_THEN_GO = """
 import sys, time
-while time.process_time() < {BURN_S}:
+from pathlib import Path
+done = Path(sys.argv[1])
+done.with_name(done.name + ".ready").write_text("ready")
+while not done.with_name(done.name + ".go").exists():
+    time.sleep(0.01)
+start = time.process_time()
+"""
+# The child burns, writes `done`, then idles; the parent only waits.
+LIVE_CHILD = _READY_THEN_GO + f"""
+while time.process_time() - start < {BURN_S}:
     pass
-open(sys.argv[1], "w").write("done")
+done.write_text("done")
 time.sleep(60)
 """
-# The parent runs a child that burns and exits, reaps it (wait), writes `done`, then idles.
-REAPED_CHILD = f"import time\nwhile time.process_time() < {BURN_S / 2}:\n    pass\n"
+# The child burns and exits; the parent reaps it (wait), writes `done`, then idles.
+REAPED_CHILD = _READY_THEN_GO + f"""
+while time.process_time() - start < {BURN_S / 2}:
+    pass
+"""
 PARENT = """
 import subprocess, sys, time
 child = subprocess.Popen([sys.executable, "-c", sys.argv[1], sys.argv[2]])
@@ -43,10 +61,19 @@ def _own(pid: int) -> float:
 
 
 def _wait_for(path: Path, timeout_s: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout_s
+    deadline = time.monotonic() + timeout_s  # a bound on a hang, not a timed assertion
     while not path.exists():
         assert time.monotonic() < deadline, f"{path} never appeared"
         time.sleep(0.05)
+
+
+def _ready(done: Path) -> None:
+    """Once the child is up and waiting: nothing of the burn has happened yet."""
+    _wait_for(done.with_name(done.name + ".ready"))
+
+
+def _go(done: Path) -> None:
+    done.with_name(done.name + ".go").write_text("go")
 
 
 @pytest.fixture
@@ -70,29 +97,40 @@ def tree(tmp_path):
 
 def test_live_child_cpu_is_counted(tree):
     parent, done = tree(LIVE_CHILD, "live")
-    before = process_tree_cpu_seconds(parent.pid)
+    _ready(done)
+    before, parent_before = process_tree_cpu_seconds(parent.pid), _own(parent.pid)
+    _go(done)
     _wait_for(done)
     after = process_tree_cpu_seconds(parent.pid, psutil.Process(parent.pid).create_time())
-    assert after - before >= 0.5 * BURN_S
-    assert after - _own(parent.pid) >= 0.5 * BURN_S  # the child's share, beyond the parent alone
-    assert _own(parent.pid) < 0.5 * BURN_S
+    parent_spent = _own(parent.pid) - parent_before
+    # The whole burn lies between the two readings, so all of it is in their difference (less the
+    # child's two fields' rounding); the parent's own, read apart, may round up to two ticks more.
+    assert after - before >= BURN_S - 2 * TICK_S
+    assert after - before - parent_spent >= BURN_S - 4 * TICK_S  # the child's share, beyond the parent alone
+    # The parent only waited meanwhile: its own CPU did not grow by the burn (measured from its own
+    # reading after start-up, so a slow interpreter start on a slow host is not counted against it).
+    assert parent_spent < 0.5 * BURN_S
 
 
 def test_reaped_child_cpu_is_counted_through_the_parent(tree):
     parent, done = tree(REAPED_CHILD, "reap")
+    _ready(done)
     before = process_tree_cpu_seconds(parent.pid)
+    _go(done)
     _wait_for(done)
     assert not psutil.Process(parent.pid).children()  # the child is gone: only children_* holds its CPU
-    assert process_tree_cpu_seconds(parent.pid) - before >= 0.5 * BURN_S / 2
+    assert process_tree_cpu_seconds(parent.pid) - before >= BURN_S / 2 - 2 * TICK_S
 
 
 def test_window_over_a_tree(tree):
     parent, done = tree(LIVE_CHILD, "live")
+    _ready(done)
     meter = CostMeter(cpu_seconds=partial(process_tree_cpu_seconds, parent.pid), cpu_source="process tree")
     with meter.window() as window:
+        _go(done)
         _wait_for(done)
     cpu, gpu = window.totals
-    assert cpu >= 0.5 * BURN_S and gpu is None
+    assert cpu >= BURN_S - 2 * TICK_S and gpu is None
     cost = window.cost(output_tokens=2000)
     assert cost.cpu_s_per_1k_tokens == pytest.approx(cpu / 2) and cost.cpu_source == "process tree"
 

@@ -131,10 +131,15 @@ def test_one_process_at_a_time_holds_a_data_sets_lock_and_a_dead_holder_releases
         assert holder.stdout.readline() == "held\n"
         waited = []
         killer = threading.Timer(1.0, holder.kill)
-        killer.start()
-        with exclusive(store.data_lock(directory), waiting=lambda: waited.append(time.monotonic())):
+
+        def wait_then_kill() -> None:
+            waited.append(time.monotonic())
+            killer.start()  # the holder dies only once this process is known to be waiting for it
+
+        with exclusive(store.data_lock(directory), waiting=wait_then_kill):
             acquired = time.monotonic()
-        killer.join()
+        if waited:
+            killer.join()
     finally:
         holder.kill()
         holder.wait()

@@ -14,6 +14,7 @@ from specops.draft.prompt_sources import PromptItem
 from specops.draft.synthesize import EndpointError, openai_answerer, synthesize
 
 KEY = "sk-test-0123456789abcdef"
+MEET_S = 30.0  # a bound on a hang, not a timed assertion
 
 
 def _items(n: int) -> list[PromptItem]:
@@ -23,18 +24,26 @@ def _items(n: int) -> list[PromptItem]:
 class Recorder:
     """A thread-safe answer callable: remembers prompts and the most requests in flight at once."""
 
-    def __init__(self, delay_s: float = 0.0, fail=lambda prompt: False):
+    def __init__(self, delay_s: float = 0.0, fail=lambda prompt: False, meet: int = 0):
         self.delay_s, self.fail = delay_s, fail
         self.prompts: list[str] = []
         self.in_flight = self.max_in_flight = 0
         self._lock = threading.Lock()
+        # With meet=n, the first requests wait (up to MEET_S) until n are in flight together: an
+        # overlap that does not depend on how fast this host starts threads. If n never are, the
+        # waiting stops and max_in_flight says so.
+        self.meet, self._met = meet, threading.Event()
 
     def __call__(self, prompt: str) -> str:
         with self._lock:
             self.prompts.append(prompt)
             self.in_flight += 1
             self.max_in_flight = max(self.max_in_flight, self.in_flight)
+            if self.meet and self.in_flight >= self.meet:
+                self._met.set()
         try:
+            if self.meet and not self._met.wait(timeout=MEET_S):
+                self.meet = 0  # they never were: wait no more (the test's assertion fails)
             time.sleep(self.delay_s)
             if self.fail(prompt):
                 raise ConnectionError(f"refused: {prompt}")
@@ -68,7 +77,9 @@ def test_progress_hears_of_every_finished_request_of_this_runs_share(tmp_path):
 
 
 def test_requests_really_overlap_up_to_concurrency(tmp_path):
-    answer = Recorder(delay_s=0.1)
+    # The first 4 meet (all in flight at once) before any answers; each then takes 0.1 s, in which
+    # a fifth request would start if more than 4 ran at once.
+    answer = Recorder(delay_s=0.1, meet=4)
     synthesize(_items(12), answer, tmp_path / "d.jsonl", concurrency=4, text_format="chat", log=lambda m: None)
     assert answer.max_in_flight == 4  # 1 if requests ran one by one; never more than asked
     assert len(answer.prompts) == 12
