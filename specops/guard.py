@@ -164,10 +164,16 @@ def main(argv: list[str]) -> None:
     for sig in (signal.SIGTERM, signal.SIGINT):
         if signal.getsignal(sig) is not signal.SIG_IGN:  # an ignored SIGINT stays ignored for CMD
             signal.signal(sig, _outlive)
+    # Held over the fork: a group SIGTERM between fork and `_child = pid` would find no child yet and end
+    # the guard while CMD runs on unguarded. Delivered after, it finds the child (and the child got it too).
+    stop = {signal.SIGTERM, signal.SIGINT}
+    signal.pthread_sigmask(signal.SIG_BLOCK, stop)
     pid = os.fork()
     if pid == 0:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, stop)  # a pending one ends the child before CMD starts
         _exec(argv)
     _child = pid
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, stop)
     while True:
         try:
             done, status = os.waitpid(-1, 0)
