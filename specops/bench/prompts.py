@@ -64,14 +64,16 @@ def write_prompts_jsonl(prompts: Iterable[str], path: Path) -> Path:
     datasets: JSONL, one {"text": prompt} a line.
 
     genai-perf strips each prompt and silently drops empty ones, which would shift the
-    request count: an empty or whitespace-only prompt is an error here instead.
+    request count: an empty or whitespace-only prompt is an error here instead. Prompts are written
+    stripped, so every tool sends the same text (AIPerf would send the newline genai-perf drops, and
+    a different prompt is a different continuation: another speed under speculation).
     """
     path = Path(path)
     lines = []
     for index, prompt in enumerate(prompts):
         if not isinstance(prompt, str) or not prompt.strip():
             raise ValueError(f"prompt {index} is empty or not a string: {prompt!r}")
-        lines.append(json.dumps({"text": prompt}, ensure_ascii=False))
+        lines.append(json.dumps({"text": prompt.strip()}, ensure_ascii=False))
     if not lines:
         raise ValueError("no prompts to write")
     path.parent.mkdir(parents=True, exist_ok=True)

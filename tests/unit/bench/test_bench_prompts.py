@@ -97,9 +97,11 @@ def test_genai_perf_input_is_jsonl_of_text_records(tmp_path):
     prompts = ['def f(x):\n    """Doc with "quotes" and ünïcode."""\n', "second"]
     path = write_prompts_jsonl(prompts, tmp_path / "sub" / "input.jsonl")
     lines = path.read_text(encoding="utf-8").splitlines()
-    assert [json.loads(line) for line in lines] == [{"text": p} for p in prompts]
-    # Round trip through our own loader: the same prompts come back.
-    assert load_prompts(str(path), limit=None) == prompts
+    # Stripped, as genai-perf sends them: every tool then sends the same text.
+    assert [json.loads(line) for line in lines] == [{"text": p.strip()} for p in prompts]
+    assert lines[0].endswith('.\\"\\"\\""}')  # the trailing newline is gone, the text inside kept
+    # Round trip through our own loader: the same prompts come back, as sent.
+    assert load_prompts(str(path), limit=None) == [p.strip() for p in prompts]
 
 
 def test_genai_perf_input_refuses_prompts_genai_perf_would_drop(tmp_path):
