@@ -5,10 +5,14 @@ from __future__ import annotations
 from bisect import bisect_left
 
 import pytest
+import yaml
 
 from specops.backends import BACKENDS
+from specops.backends.base import Deployment, make_backend
+from specops.profile.errors import ProfileError
 from specops.profile.loader import load_profile
 from specops.sweep.schedule import FIELDS, recommend, schedule_facts
+from specops.variant import Variant
 from specops.versions.vllm import vllm_release
 
 BEST = {1: 4, 2: 2, 4: None}
@@ -122,3 +126,43 @@ def test_every_schedule_fact_names_registered_backends_of_its_framework(framewor
     fields_of, versions = FIELDS[framework]
     assert any(fact.key in (fields_of(v) or ()) for v in versions()), "no version in the data has the key"
     assert any(fact.max_key in (fields_of(v) or ()) for v in versions())
+
+
+@pytest.mark.parametrize("profile", ["ngram-vllm-serve-cpu", "ngram-vllm-cpu", "ngram-vllm-serve"])
+def test_a_recommended_vllm_schedule_loads_back_and_renders_what_vllm_will_look_up(profile):
+    """The schedule as profile overrides (what a sweep serves): loaded, it renders the recommended keys under
+    speculative_config, and vLLM's lookup over them gives the best K at every concurrency measured."""
+    r = recommend(load_profile(profile), BEST)
+    assert r.schedule_overrides is not None
+    loaded = load_profile(profile, r.schedule_overrides).profile
+    keys = r.backend_keys["speculative_config"]
+    assert loaded.method.num_speculative_tokens == keys["num_speculative_tokens"]
+    assert [list(x) for x in loaded.backend.draft_schedule] == keys["num_speculative_tokens_per_batch_size"]
+
+    p = loaded
+    backend = make_backend(p.backend, Deployment(p.name, p.serving, p.target.source))
+    files = backend.all_files(Variant("speculative", p.method), None, None)
+    rendered = next(v for k, v in files.items() if k.endswith(("model.json", "serve.yaml")))
+    doc = yaml.safe_load(rendered)  # model.json is YAML too
+    spec = doc.get("speculative_config") or doc["speculative-config"]
+    for c, k in BEST.items():
+        assert vllm_lookup(spec["num_speculative_tokens_per_batch_size"], spec["num_speculative_tokens"], c) == (k or 0)
+
+
+def test_backends_without_a_profile_field_for_the_schedule_get_no_overrides():
+    assert recommend(load_profile("eagle3-trtllm"), BEST).schedule_overrides is None
+    assert recommend(load_profile("ngram-local"), BEST).schedule_overrides is None
+
+
+@pytest.mark.parametrize(("schedule", "message"), [
+    ("[[2,2,3]]", "start at 1"), ("[[1,3,3],[2,4,1]]", "do not overlap"), ("[[1,1,9]]", "above method"),
+    ("[]", "empty schedule"), ("[[3,1,2]]", "first <= last")])
+def test_a_bad_schedule_is_refused_at_load_naming_the_field(schedule, message):
+    with pytest.raises(ProfileError, match=message) as err:
+        load_profile("ngram-vllm-serve-cpu", [f"backend.draft_schedule={schedule}"])
+    assert "backend.draft_schedule" in str(err.value)
+
+
+def test_a_schedule_on_a_vllm_without_the_key_is_refused_naming_the_first_version_with_it():
+    with pytest.raises(ProfileError, match="has no num_speculative_tokens_per_batch_size; first in vLLM 0.24.0"):
+        load_profile("draft-target-vllm-nested", ["backend.draft_schedule=[[1,1,5]]"])
