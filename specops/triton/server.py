@@ -10,7 +10,7 @@ import subprocess
 import sys
 import sysconfig
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import psutil
@@ -63,7 +63,7 @@ class TritonServer:
         extra_args: Sequence[str] = (),
         python_bin: Path | None = None,
         base_env: Mapping[str, str] | None = None,
-        prepare_backend_dir: Callable[[TritonDist], Path] | None = None,
+        backend_dir_ready: bool = False,
     ):
         self.model_repository = Path(model_repository).resolve()
         self.log_file = Path(log_file).resolve()
@@ -77,7 +77,7 @@ class TritonServer:
         # (Triton's vllm_backend runs in the vLLM venv); base_env replaces our environment as the start.
         self.python_bin = Path(python_bin) if python_bin else Path(os.path.dirname(sys.executable))
         self.base_env = dict(base_env) if base_env is not None else None
-        self.prepare_backend_dir = prepare_backend_dir
+        self.backend_dir_ready = backend_dir_ready  # assembled by the caller (vllm_backend_dir): used as it is
         self._dist: TritonDist | None = None
         self._proc: subprocess.Popen | None = None
         self._ports: tuple[int, int, int] | None = None
@@ -104,9 +104,7 @@ class TritonServer:
         if self._proc is not None:
             raise RuntimeError("tritonserver already started")
         self._dist = triton_dist()
-        if self.prepare_backend_dir is not None:
-            self.backend_dir = self.prepare_backend_dir(self._dist)
-        else:
+        if not self.backend_dir_ready:
             assemble_backend_dir(self.backend_dir, self._dist)
         _sweep_stale_shm_regions()
         self.log_file.parent.mkdir(parents=True, exist_ok=True)
