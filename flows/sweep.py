@@ -66,10 +66,13 @@ class Sweep:
     def key(self, k: int | None, c: int, extra: tuple[str, ...] = ()) -> str:
         return cell_key(self.loaded.sha256, [*self.overrides, *extra], k, c)
 
-    def serve(self, variant: Variant, server_run: RunDir, servers: dict[str, Server]) -> tuple[list[str], object]:
-        engines = build_engine(self.backend, variant, self.target, self.draft, cache_root(), server_run)
-        repo = render_repository(self.backend, variant, self.target, self.draft, cache_root(), engines, server_run)
-        outputs, pace = serve_and_check(self.backend, variant, repo, self.loaded, server_run, servers, self.facts)
+    def serve(self, variant: Variant, server_run: RunDir, servers: dict[str, Server],
+              backend: Backend | None = None) -> tuple[list[str], object]:
+        """Build, render, start and check one server; `backend` (the sweep's unless given) renders it."""
+        backend = backend or self.backend
+        engines = build_engine(backend, variant, self.target, self.draft, cache_root(), server_run)
+        repo = render_repository(backend, variant, self.target, self.draft, cache_root(), engines, server_run)
+        outputs, pace = serve_and_check(backend, variant, repo, self.loaded, server_run, servers, self.facts)
         self.starts[variant.name] += 1
         return outputs, pace
 
@@ -117,7 +120,8 @@ def measure_k(sweep: Sweep, k: int, concurrencies: list[int], bases: dict[int, B
     servers: dict[str, Server] = {}
     results = {}
     try:
-        outputs, pace = sweep.serve(variant, server_run, servers)
+        # A schedule lives in the backend section, so its server renders from the schedule's own profile.
+        outputs, pace = sweep.serve(variant, server_run, servers, backend_for(p) if schedule else None)
         base_outputs = next(iter(bases.values())).outputs
         lossless: Lossless | None = None
         if p.comparison.lossless_prompts:
