@@ -42,9 +42,9 @@ from specops.variant import Variant
 log = logging.getLogger(__name__)
 
 CONFIG_NAME = "serve.yaml"
-DEV_MODE = {"VLLM_SERVER_DEV_MODE": "1"}
+DEV_MODE = {"VLLM_SERVER_DEV_MODE": "1"}  # mounts /server_info (and vLLM's other dev endpoints)
 # vLLM's server takes its key from here when --api-key is absent (vllm/entrypoints/openai/api_server.py).
-KEY_ENV = "VLLM_API_KEY"  # mounts /server_info (and vLLM's other dev endpoints)
+KEY_ENV = "VLLM_API_KEY"
 # Streaming responses carry the per-request metrics only in a final usage chunk (vllm/entrypoints/openai/
 # completion/serving.py), sent when a request asks for usage (AIPerf does; genai-perf 0.0.16 does not, and
 # fails on such a chunk - `choices: []` - so --enable-force-include-usage stays off).
