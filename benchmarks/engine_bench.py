@@ -12,8 +12,6 @@ same measurements it is reported with (a winner's bias at small K spreads). Noth
 from __future__ import annotations
 
 import argparse
-import json
-from pathlib import Path
 
 # profile -> (label, overrides of its own). vLLM runs compiled here (the CPU profiles run eager for start-up's
 # sake; compiled decodes ~25% faster, data/vllm_cpu.yaml), as it runs by default wherever it is deployed.
@@ -25,11 +23,13 @@ DEFAULTS = ["benchmark.num_requests=16", "benchmark.output_tokens=128", "benchma
 
 
 def cell_result(outcome, k: int):
-    """The RunResult of the sweep cell (k, concurrency 1): speculative and base variants with their samples."""
-    from specops.results.model import RunResult
+    """The RunResult of the sweep cell (k, concurrency 1): speculative and base variants with their samples. From
+    the results database: a cell an earlier sweep measured is reused, and lives under that sweep's directory."""
+    from specops.results.store import ResultsStore
 
-    path = Path(outcome.run_dir) / f"k{k}" / "c1" / "manifest.json"
-    return RunResult.model_validate(json.loads(path.read_text()))
+    cell = next(c for c in outcome.cells if c.k == k and c.concurrency == 1)
+    with ResultsStore.open() as store:
+        return store.get(cell.run_uid)
 
 
 def main() -> None:
