@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import atexit
+import json
 import os
 import shutil
 import socket
@@ -109,3 +110,28 @@ def prefect_server(env: dict[str, str], log_path: Path, timeout_s: float = 180) 
         yield api
     finally:
         kill_process_tree(server, timeout_s=30)
+
+
+# One regression flow run in a process of its own (Prefect's log and event senders then end with it, not at
+# pytest's exit); its last line is the JSON of its verdicts and whether it raised RegressionFound.
+_RUN_REGRESSION = """
+import json, sys
+from flows.regression import RegressionFound, regression
+from specops.regression.policy import RegressionPolicy
+from specops.regression.suite import SuiteEntry
+
+suite, policy = [SuiteEntry(**e) for e in json.loads(sys.argv[1])], RegressionPolicy(**json.loads(sys.argv[2]))
+try:
+    judged, failed = regression(suite, policy), False
+except RegressionFound as found:
+    judged, failed = found.verdicts, True
+print(json.dumps({"failed": failed, "verdicts": {v.metric: v.verdict.value for v in judged}}))
+"""
+
+
+def run_regression_flow(suite: list[dict], policy: dict, env: dict[str, str], timeout: float) -> dict:
+    """The regression flow on `suite` under `policy`: {"failed": bool, "verdicts": {metric: verdict}}."""
+    done = subprocess.run([sys.executable, "-c", _RUN_REGRESSION, json.dumps(suite), json.dumps(policy)],
+                          cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=timeout)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])

@@ -46,6 +46,7 @@ from tests.integration.support import (
     port_free,
     prefect_server,
     processes_mentioning,
+    run_regression_flow,
     service_env,
 )
 
@@ -314,22 +315,6 @@ def test_cancelling_during_benchmark_leaves_nothing_behind(deployed, embedded_mo
         assert port_free("127.0.0.1", port), f"port {port} still bound"
 
 
-# One regression flow run in a process of its own; prints its verdicts and whether it raised RegressionFound.
-RUN_REGRESSION = """
-import json, sys
-from flows.regression import RegressionFound, regression
-from specops.regression.policy import RegressionPolicy
-from specops.regression.suite import SuiteEntry
-
-suite, policy = [SuiteEntry(**e) for e in json.loads(sys.argv[1])], RegressionPolicy(**json.loads(sys.argv[2]))
-try:
-    judged, failed = regression(suite, policy), False
-except RegressionFound as found:
-    judged, failed = found.verdicts, True
-print(json.dumps({"failed": failed, "verdicts": {v.metric: v.verdict.value for v in judged}}))
-"""
-
-
 class _Hook(BaseHTTPRequestHandler):
     received: list[dict] = []
 
@@ -398,10 +383,7 @@ def test_regression_suspicious_then_regression_fails_and_the_automation_calls_th
         for name, extra in (("baseline", []), ("degraded-1", ["method.num_speculative_tokens=1"]),
                             ("degraded-2", ["method.num_speculative_tokens=1"])):
             suite = [{"profile": "ngram-local", "overrides": shrink + extra}]
-            done = subprocess.run([sys.executable, "-c", RUN_REGRESSION, json.dumps(suite), json.dumps(policy)],
-                                  cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=600)
-            assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-            outcome = json.loads(done.stdout.strip().splitlines()[-1])
+            outcome = run_regression_flow(suite, policy, env, timeout=600)
             verdicts[name], failed[name] = outcome["verdicts"], outcome["failed"]
         print(f"three regression flow runs: {time.monotonic() - t0:.0f}s; verdicts {verdicts}")
         assert set(verdicts["baseline"].values()) == {"insufficient-data"}, verdicts

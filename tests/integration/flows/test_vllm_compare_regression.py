@@ -8,16 +8,17 @@
 """
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 
 import pytest
 
 from specops.backends import vllm_cpu
+from specops.regression.metrics import POSITION_PREFIX
+from specops.regression.verdict import Verdict
 from specops.results.model import RunResult
 from specops.results.store import ResultsStore
-from tests.integration.support import REPO_ROOT, service_env
+from tests.integration.support import REPO_ROOT, run_regression_flow, service_env
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -25,22 +26,6 @@ K = 3
 PROFILES = ["ngram-local", "ngram-vllm-serve-cpu"]
 SHRINK = [f"method.num_speculative_tokens={K}", "benchmark.num_requests=4", "benchmark.output_tokens=32",
           "comparison.lossless_prompts=2", "comparison.lossless_max_tokens=32"]
-
-# One regression flow run in a process of its own; prints its verdicts.
-RUN_REGRESSION = """
-import json, sys
-from flows.regression import RegressionFound, regression
-from specops.regression.policy import RegressionPolicy
-from specops.regression.suite import SuiteEntry
-
-suite, policy = [SuiteEntry(**e) for e in json.loads(sys.argv[1])], RegressionPolicy(**json.loads(sys.argv[2]))
-try:
-    judged = regression(suite, policy)
-except RegressionFound as found:
-    judged = found.verdicts
-print("VERDICTS " + json.dumps({v.metric: v.verdict.value for v in judged}))
-"""
-
 
 @pytest.fixture(scope="module", autouse=True)
 def _vllm_installed():
@@ -61,7 +46,7 @@ def test_compare_then_regression_run_a_vllm_profile_unchanged(embedded_model, tm
     proc = subprocess.run([sys.executable, "-m", "cli", "compare-profiles", *PROFILES, *sets], cwd=REPO_ROOT,
                           env=env, capture_output=True, text=True, timeout=1800)
     assert proc.returncode == 0, proc.stdout[-5000:] + proc.stderr[-3000:]
-    rows = {line.split()[0]: line.split() for line in proc.stdout.splitlines() if line.split()[:1] in [[p] for p in PROFILES]}
+    rows = {cells[0]: cells for cells in map(str.split, proc.stdout.splitlines()) if cells and cells[0] in PROFILES}
     assert set(rows) == set(PROFILES), proc.stdout[-3000:]
     assert all(row[-1] == "VALID" for row in rows.values()), rows
     vllm_run = _history(tmp_path, "ngram-vllm-serve-cpu")[0]
@@ -69,15 +54,11 @@ def test_compare_then_regression_run_a_vllm_profile_unchanged(embedded_model, tm
     assert acc is not None and acc.available and "vllm:spec_decode" in acc.source
     assert len(acc.accepted_per_position) == K
 
-    suite = json.dumps([{"profile": "ngram-vllm-serve-cpu", "overrides": SHRINK}])
-    policy = json.dumps({"min_baseline_runs": 1})
-    proc = subprocess.run([sys.executable, "-c", RUN_REGRESSION, suite, policy], cwd=REPO_ROOT, env=env,
-                          capture_output=True, text=True, timeout=1800)
-    assert proc.returncode == 0, proc.stdout[-5000:] + proc.stderr[-3000:]
-    verdicts = json.loads(proc.stdout.split("VERDICTS ", 1)[1].splitlines()[0])
+    suite = [{"profile": "ngram-vllm-serve-cpu", "overrides": SHRINK}]
+    verdicts = run_regression_flow(suite, {"min_baseline_runs": 1}, env, timeout=1800)["verdicts"]
     # Judged against the compare run: every tracked metric and each draft position vLLM counted has a baseline.
-    positions = {m for m in verdicts if m.startswith("acceptance_rate_pos")}
-    assert positions == {f"acceptance_rate_pos{i}" for i in range(K)}, verdicts
+    positions = {m for m in verdicts if m.startswith(POSITION_PREFIX)}
+    assert positions == {f"{POSITION_PREFIX}{i}" for i in range(K)}, verdicts
     for metric in ["speedup", "output_tokens_per_s", "mean_acceptance_length", *positions]:
-        assert verdicts[metric] != "insufficient-data", (metric, verdicts)
+        assert verdicts[metric] != Verdict.INSUFFICIENT.value, (metric, verdicts)
     assert len(_history(tmp_path, "ngram-vllm-serve-cpu")) == 2
