@@ -6,7 +6,8 @@ from .venv-vllm), no stand-ins:
   config the served engine reports (GET /server_info, kept beside the server's log);
 - a setting vLLM takes and silently runs without (async_scheduling, forced off on CPU) stops the server at
   start, named, caught by reading the served config back;
-- genai-perf and AIPerf measure one vllm-serve server within 5% of each other.
+- genai-perf and AIPerf measure one vllm-serve server within 5% of each other, each set against the engine's
+  own clock for the requests it sent.
 """
 from __future__ import annotations
 
@@ -17,10 +18,13 @@ import sys
 
 import psutil
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from specops.backends import vllm_cpu
 from specops.backends.base import Deployment, make_backend
+from specops.backends.loopback_http import get_text
 from specops.backends.vllm_readback import ServedConfigError
+from specops.backends.vllm_serve import base_url
 from specops.bench.prompts import load_prompts
 from specops.bench.target import Api
 from specops.bench.tool import BenchJob
@@ -119,6 +123,19 @@ def test_a_setting_vllm_silently_runs_without_is_caught_when_the_server_starts(e
     assert not psutil.pid_exists(started) or psutil.Process(started).status() == psutil.STATUS_ZOMBIE
 
 
+def engine_clock(server) -> tuple[float, float, float]:
+    """vLLM's own account of the requests it finished: (count, sum of end-to-end seconds, tokens generated).
+    The engine times each request from its arrival to its last token (vllm/v1/metrics/stats.py at 0.32.0)."""
+    found = {"vllm:e2e_request_latency_seconds_count": 0.0, "vllm:e2e_request_latency_seconds_sum": 0.0,
+             "vllm:generation_tokens_total": 0.0}
+    for family in text_string_to_metric_families(get_text(f"{base_url(server.endpoint)}/metrics", 10.0)):
+        for sample in family.samples:
+            if sample.name in found:
+                found[sample.name] += sample.value
+    return (found["vllm:e2e_request_latency_seconds_count"], found["vllm:e2e_request_latency_seconds_sum"],
+            found["vllm:generation_tokens_total"])
+
+
 def test_genai_perf_and_aiperf_agree_within_5_percent_and_aiperf_joins_acceptance_per_request(embedded_model,
                                                                                                tmp_path):
     loaded = load_profile("ngram-vllm-serve-cpu", [f"method.num_speculative_tokens={K}"])
@@ -129,36 +146,43 @@ def test_genai_perf_and_aiperf_agree_within_5_percent_and_aiperf_joins_acceptanc
     backend.render(variant, embedded_model, None, repo)
     server = backend.launch(variant, repo, tmp_path / "server.log")
     prompts = load_prompts("humaneval", limit=4)
-    # Per tool, prompt and round: output tokens per second of request time (what specops' paired speedups are
-    # made of: the server's pace, not the client's gaps between requests). Each prompt has a pace of its own
-    # under speculation, so a tool's figure is the mean over prompts of the prompt's median over rounds, which a
-    # stall of this shared host in one round does not move. The tools' own aggregate tokens/s are printed.
-    rates: dict[str, dict[int, list[float]]] = {"genai-perf": {}, "aiperf": {}}
-    aggregate: dict[str, list[float]] = {"genai-perf": [], "aiperf": []}
+    # Each tool's output tokens per second of request time (what specops' speedups are made of), set against the
+    # engine's own figure for the same requests. Two runs of one tool on this shared 2-core host differ by up
+    # to 2x per request (the server's pace drifts between runs, whatever measures it), so raw figures of
+    # sequential runs cannot show a 5% agreement; the engine's clock over each run's window can: a tool that
+    # times requests differently (a missed first token, gaps between requests, a wrong token count) moves its
+    # ratio to the engine, and the server's drift moves neither ratio.
+    to_engine: dict[str, list[float]] = {"genai-perf": [], "aiperf": []}
+    raw: dict[str, list[float]] = {"genai-perf": [], "aiperf": []}
     try:
-        # Rounds alternate the tools on one server, so the server's own drift falls on both alike.
         for i in range(3):
-            for name in rates:
+            for name in to_engine:
                 job = BenchJob(target=backend.bench_target(server, variant), api=Api.OPENAI_COMPLETIONS,
                                tokenizer=embedded_model.path, prompts=prompts, requests=4, warmup=0, output_tokens=32,
                                concurrency=1, artifact_dir=tmp_path / f"{name}-{i}" / name,
                                log_path=tmp_path / f"{name}-{i}.log", timeout_s=600, round=i)
-                before = backend.acceptance(server, variant)
+                before, clock_before = backend.acceptance(server, variant), engine_clock(server)
                 run = bench_tool(name).run(job)
                 window = backend.acceptance(server, variant).since(before)
+                count, engine_s, engine_tokens = (b - a for a, b in zip(clock_before, engine_clock(server)))
                 assert [s.output_tokens for s in run.samples] == [32] * 4, name
-                for x in run.samples:
-                    rates[name].setdefault(x.prompt, []).append(x.output_tokens / x.latency_s)
-                aggregate[name].append(run.metrics.output_token_throughput_tok_s)
+                # The window holds exactly this run's requests, so both sides count the same tokens.
+                assert count == 4 and engine_tokens == 4 * 32, (name, count, engine_tokens)
+                tool_s = sum(s.latency_s for s in run.samples)
+                to_engine[name].append((128 / tool_s) / (engine_tokens / engine_s))
+                raw[name].append(128 / tool_s)
                 if name == "aiperf":  # vLLM's per-request counts, each on its own request's sample
                     assert all(s.spec_steps is not None for s in run.samples)
                     assert sum(s.accepted_tokens for s in run.samples) == window.num_accepted_tokens
                     assert sum(s.spec_steps for s in run.samples) == window.num_drafts
     finally:
         server.stop(p.serving.stop_timeout_s)
-    pace = {name: statistics.mean(statistics.median(r) for r in by_prompt.values()) for name, by_prompt in rates.items()}
-    assert sorted(rates["aiperf"]) == sorted(rates["genai-perf"]) == list(range(4))
+    pace = {name: statistics.median(r) for name, r in to_engine.items()}
     ratio = pace["aiperf"] / pace["genai-perf"]
-    print(f"tokens/s of request time: genai-perf {pace['genai-perf']:.2f}, aiperf {pace['aiperf']:.2f}: "
-          f"aiperf/genai-perf {ratio:.3f}; per prompt {rates}; the tools' aggregates {aggregate}")
-    assert abs(ratio - 1) <= 0.05, rates
+    print(f"tokens/s of request time over the engine's, per run: {to_engine}; aiperf/genai-perf {ratio:.3f}. "
+          f"Raw tokens/s of request time per run: {raw}")
+    # A client's request time holds the engine's plus HTTP and (de)tokenising, so a tool reads at most the
+    # engine's pace, and on loopback not much less: 10% of a ~2 s request is 200 ms.
+    for name, ratios in to_engine.items():
+        assert all(0.90 <= r <= 1.001 for r in ratios), (name, ratios)
+    assert abs(ratio - 1) <= 0.05, to_engine
