@@ -7,14 +7,13 @@ only, launching and waiting through the Docker launcher, and the plan. A backend
 what differs: its files, its container command, its readiness probe, how clients reach it, and
 its acceptance source.
 
-Containers go through the Docker launcher (`specops.launch`), imported only when used so that
-`specops plan` works on machines without Docker.
+Containers go through the Docker launcher (`specops.launch`); it imports docker-py only when it
+talks to a daemon, so `specops plan` works on machines without Docker.
 """
 from __future__ import annotations
 
 import json
 import re
-import shlex
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,9 +22,23 @@ from typing import Any, ClassVar
 from specops.acceptance.model import Acceptance
 from specops.backends.base import Backend
 from specops.backends.container_config import ContainerBackendConfig
+from specops.cost.container_cpu import container_cpu_seconds
+from specops.launch import (
+    LABEL_PROFILE,
+    LABEL_ROLE,
+    ContainerSpec,
+    DockerLauncher,
+    LaunchError,
+    Mount,
+    describe_line,
+    logs,
+)
 from specops.launch.gpus import parse_gpus
 from specops.plan_step import PlanStep
+from specops.processes import pick_free_ports
+from specops.rundir import cache_root
 from specops.sources.base import ModelArtifact
+from specops.sources.hf import HUB_CACHE
 from specops.sources.schemes import parse_source
 from specops.teardown import teardown_quietly
 from specops.triton.endpoint import Endpoint
@@ -102,16 +115,12 @@ class ContainerServer:
         return self.probe is None or bool(self.probe())
 
     def log_tail(self, lines: int = 20) -> str:
-        from specops.launch import logs  # noqa: PLC0415
-
         return logs.tail(self.launcher.text(self.handle), lines)
 
     def stop(self, timeout_s: float | None = None) -> None:
         self.launcher.stop(self.handle, self.stop_timeout_s if timeout_s is None else timeout_s)  # idempotent
 
     def cpu_seconds(self) -> float:
-        from specops.cost.container_cpu import container_cpu_seconds  # noqa: PLC0415
-
         return container_cpu_seconds(self.launcher.client.containers.get(self.handle.id))
 
     def version(self) -> tuple[str, str]:
@@ -236,8 +245,6 @@ class ContainerBackend(Backend):
 
     # --- containers -----------------------------------------------------------------------
     def labels(self, variant_or_step: str, role: str) -> dict[str, str]:
-        from specops.launch import LABEL_PROFILE, LABEL_ROLE  # noqa: PLC0415
-
         return {LABEL_PROFILE: self.deployment.profile, LABEL_ROLE: role, "specops.backend": self.name,
                 "specops.variant": variant_or_step}
 
@@ -248,8 +255,6 @@ class ContainerBackend(Backend):
     def spec(self, command: list[str], mounts: list[tuple[str, str, bool]], labels: dict[str, str], *,
              variant: Variant | None = None, secrets: bool = True):
         """The launcher's ContainerSpec: host network, the tutorials' ulimits, secrets by name only."""
-        from specops.launch import ContainerSpec, Mount  # noqa: PLC0415
-
         c = self.config
         binds = list(mounts)
         env = self.container_env(variant)
@@ -265,9 +270,6 @@ class ContainerBackend(Backend):
 
     def hub_cache(self) -> Path:
         """Where the download step keeps hub snapshots (specops.sources.hf), mounted as the containers' hub cache."""
-        from specops.rundir import cache_root  # noqa: PLC0415
-        from specops.sources.hf import HUB_CACHE  # noqa: PLC0415
-
         return cache_root() / HUB_CACHE
 
     def server_spec(self, variant: Variant, repo: Path | str, mounts: list[tuple[str, str]], endpoint: Endpoint):
@@ -276,15 +278,11 @@ class ContainerBackend(Backend):
                          variant=variant)
 
     def endpoint(self) -> Endpoint:
-        from specops.processes import pick_free_ports  # noqa: PLC0415
-
         host = self.serving.host
         ports = pick_free_ports(host, len(self.port_names))
         return Endpoint(host, *(ports + [ports[0]] * (3 - len(ports))))
 
     def launch(self, variant: Variant, repo: Path, log_path: Path) -> ContainerServer:
-        from specops.launch import DockerLauncher  # noqa: PLC0415
-
         endpoint = self.endpoint()
         self.hub_cache().mkdir(parents=True, exist_ok=True)  # a bind mount's source must exist
         spec = self.server_spec(variant, repo, read_sidecar(repo), endpoint)
@@ -300,8 +298,6 @@ class ContainerBackend(Backend):
         return self.server_cls(launcher, handle, log_path, spec.image, serving.stop_timeout_s, endpoint, probe)
 
     def preflight(self) -> list[str]:
-        from specops.launch import DockerLauncher  # noqa: PLC0415
-
         return list(DockerLauncher().preflight(gpus=True))
 
     def served(self) -> dict[str, str | None]:
@@ -315,8 +311,6 @@ class ContainerBackend(Backend):
         """The Docker engine's Id and repo digest of the configured image (specops.launch.image), asked once
         per run; None where no engine answers or the image is absent (the run then failed before serving)."""
         if not hasattr(self, "_image_identity"):
-            from specops.launch import DockerLauncher, LaunchError  # noqa: PLC0415
-
             try:
                 self._image_identity = DockerLauncher().image_identity(self.config.image)
             except LaunchError:  # DockerUnavailable, ImageMissing
@@ -340,8 +334,6 @@ class ContainerBackend(Backend):
         return f"artifacts/{self.deployment.profile}/<run-id>/repository/{variant.name}"
 
     def plan(self, variant: Variant, target: ModelArtifact | None, draft: ModelArtifact | None) -> list[PlanStep]:
-        from specops.launch import describe_line  # noqa: PLC0415
-
         files = self.all_files(variant, target, draft)
         mounts = [tuple(m) for m in json.loads(files[SIDECAR])["mounts"]]
         endpoint = self.plan_endpoint()
@@ -359,8 +351,3 @@ class ContainerBackend(Backend):
     @staticmethod
     def bash(steps: list[str]) -> list[str]:
         return ["bash", "-c", "set -e; " + "; ".join(steps)]
-
-    @staticmethod
-    def quoted(argv: list[str]) -> str:
-        return shlex.join(argv)
-

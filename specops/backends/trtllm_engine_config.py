@@ -107,10 +107,6 @@ class TrtllmEngineBackendConfig(ContainerBackendConfig):
         return resolve(self, method)
 
     @property
-    def examples_dir(self) -> str:
-        return f"{self.app_dir}/examples"
-
-    @property
     def fill_template_script(self) -> str:
         return f"{self.app_dir}/tools/fill_template.py"
 

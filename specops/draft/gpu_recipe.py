@@ -27,10 +27,6 @@ EXPORT = "export"
 EXAMPLES_IN = "/opt/Model-Optimizer"
 
 
-def modelopt_version() -> str:
-    return str(modelopt_facts()["version"])
-
-
 def recipe(train: TrainSpec, draft_length: int, data_file: str) -> dict[str, Any]:
     """ModelOpt's speculative-decoding recipe for this training (modelopt.recipe, metadata.recipe_type)."""
     facts, gpu = modelopt_facts(), train.gpu

@@ -14,8 +14,6 @@ from specops.draft.datasets import FORM, is_dataset_uri, parse_dataset_uri
 from specops.draft.gpu import GpuTraining, VllmSynthesisServer
 from specops.fields import Count, Real
 
-PROMPT_SOURCES = ("humaneval", "stdlib")
-
 
 class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)

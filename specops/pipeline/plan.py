@@ -13,6 +13,7 @@ from specops.pipeline.benchmark import bench_job
 from specops.plan_step import PlanStep
 from specops.profile.loader import LoadedProfile
 from specops.profile.schema import Profile
+from specops.report.writer import REPORT_NAMES
 from specops.rundir import cache_root
 from specops.variant import Variant, variants_of
 
@@ -67,7 +68,7 @@ def build_plan(loaded: LoadedProfile) -> list[tuple[str, list[PlanStep]]]:
         steps.append(PlanStep("teardown", commands=[f"SIGTERM, SIGKILL after {p.serving.stop_timeout_s:g}s"]))
         sections.append((f"variant {variant.name} (method {variant.method.kind})", steps))
     sections.append(("report", [PlanStep("report", commands=[
-        f"artifacts/{p.name}/<run-id>/: report.md, comparison.csv, comparison.png, result.json; "
+        f"artifacts/{p.name}/<run-id>/: {', '.join(REPORT_NAMES)}; "
         "the RunResult appended to the results database"])]))
     return sections
 

@@ -9,6 +9,9 @@ from specops.report.plot import write_plot
 from specops.report.tables import comparison_frame, report_markdown
 from specops.results.model import RunResult
 
+REPORT_MD, COMPARISON_CSV, PLOT_PNG, MANIFEST_JSON = "report.md", "comparison.csv", "comparison.png", "manifest.json"
+REPORT_NAMES = (REPORT_MD, COMPARISON_CSV, PLOT_PNG, MANIFEST_JSON)
+
 
 @dataclass(frozen=True)
 class ReportFiles:
@@ -22,14 +25,14 @@ class ReportFiles:
 def write_report(result: RunResult, run_path: Path) -> ReportFiles:
     run_path = Path(run_path)
     run_path.mkdir(parents=True, exist_ok=True)
-    csv_path = run_path / "comparison.csv"
+    csv_path = run_path / COMPARISON_CSV
     comparison_frame(result).to_csv(csv_path, index=False)
     md = report_markdown(result)
-    md_path = run_path / "report.md"
+    md_path = run_path / REPORT_MD
     md_path.write_text(md, encoding="utf-8")
-    manifest = run_path / "manifest.json"
+    manifest = run_path / MANIFEST_JSON
     manifest.write_text(json.dumps(result.model_dump(mode="json"), indent=2, sort_keys=True) + "\n", encoding="utf-8")
-    plot = write_plot(run_path / "comparison.png", result)
+    plot = write_plot(run_path / PLOT_PNG, result)
     return ReportFiles(md_path, csv_path, plot, manifest, md)
 
 

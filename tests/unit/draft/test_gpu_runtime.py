@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-import specops.launch
+import specops.backends.container
 from specops.draft import store
 from specops.draft.datasets import parse_dataset_uri
 from specops.draft.gpu import VLLM_KEY_ENV, GpuTraining
@@ -126,7 +126,7 @@ def synthesis(tmp_path, monkeypatch):
     target = ModelArtifact(_target(tmp_path / "target"), "hf://TinyLlama/TinyLlama-1.1B-Chat-v1.0", "abc")
 
     def make(launcher, *overrides):
-        monkeypatch.setattr(specops.launch, "DockerLauncher", lambda: launcher)
+        monkeypatch.setattr(specops.backends.container, "DockerLauncher", lambda: launcher)
         backend = synthesis_backend_for(load_profile("eagle-vllm-seed", ["serving.stop_timeout_s=7", *overrides])
                                         .profile)
         return lambda: synthesis_server(backend, target, tmp_path / "repo", tmp_path / "synthesis-server.log")

@@ -25,7 +25,7 @@ def test_plan_lists_commands_and_files_without_side_effects(tmp_path, monkeypatc
         "repository/speculative/config.pbtxt", 'string_value: "ngram"', "decoupled: true",
         "tritonserver --model-repository", "--http-address 127.0.0.1", "--exit-timeout-secs 5",
         "genai-perf profile -m speculative --endpoint-type kserve --backend vllm --streaming",
-        "--request-count 5", "--concurrency 1",
+        "--request-count 5", "--concurrency 1", "report.md, comparison.csv, comparison.png, manifest.json",
     ]:
         assert needle in text, needle
     assert "--service-kind" not in text

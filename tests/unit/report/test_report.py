@@ -6,7 +6,7 @@ import json
 import pandas as pd
 
 from specops.acceptance.model import Acceptance
-from specops.report.writer import summary, write_report
+from specops.report.writer import REPORT_NAMES, summary, write_report
 from specops.results.model import RunResult, Status
 from tests.results_factory import run_result
 
@@ -31,6 +31,8 @@ def test_report_files_come_from_the_run_result(tmp_path):
     assert set(frame["valid"]) == {"VALID"} and set(frame["status"]) == {"ok"}
     assert RunResult.model_validate(json.loads(files.manifest_json.read_text())) == result
     assert files.plot_png.stat().st_size > 1000
+    # What `specops plan` promises a run writes (it reads REPORT_NAMES) is what the writer wrote.
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(REPORT_NAMES)
 
 
 def test_failed_run_report_names_the_step_the_error_and_the_logs(tmp_path):
