@@ -12,14 +12,12 @@ preprocessing/postprocessing, a key the current templates no longer have (fill_t
 ignores unknown keys through `safe_substitute`); specops leaves it out so every key it passes
 exists in the template it fills.
 
-`fill_text` mirrors the script's substitution (escaped split on `,` and `:`, then
-`string.Template.safe_substitute`) so tests can fill the upstream templates without a
-container. It is not used to write repositories.
+`parse_substitutions` reads an argv's `key:value,...` back the way the script splits it
+(escaped split on `,` and `:`), so the validation can check every key against its template.
 """
 from __future__ import annotations
 
 import re
-from string import Template
 
 MODELS = ("preprocessing", "postprocessing", "tensorrt_llm", "tensorrt_llm_bls", "ensemble")
 DRAFT_MODEL = "tensorrt_llm_draft"  # a copy of tensorrt_llm serving the draft engine (draft-target)
@@ -102,7 +100,7 @@ def parameter_sets(
     return sets
 
 
-# --- the pure mirror, for tests ---------------------------------------------------------------
+# --- the script's own split, read back -------------------------------------------------------
 def _split(text: str, delimiter: str) -> list[str]:
     """fill_template.split: split on delimiter, a backslash escapes the next character."""
     out, current, escape = [], "", False
@@ -126,19 +124,3 @@ def parse_substitutions(arg: str) -> dict[str, str]:
         key, value = _split(pair, ":")  # more than one unescaped ':' fails here as in the script
         out[key] = value
     return out
-
-
-def fill_text(template: str, arg: str) -> str:
-    """What fill_template.py writes for `template` given the substitutions argument `arg`."""
-    return Template(template).safe_substitute(parse_substitutions(arg))
-
-
-def template_keys(template: str) -> set[str]:
-    """The `${key}` placeholders a template carries."""
-    return set(Template(template).get_identifiers())
-
-
-def unfilled(text: str, keys: set[str] | None = None) -> set[str]:
-    """Placeholders still present after filling (only among `keys` when given)."""
-    left = set(re.findall(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}", text))
-    return left & keys if keys is not None else left

@@ -8,16 +8,16 @@ the fill_template.py lines below list the keys the seed fills, per template.
 """
 from __future__ import annotations
 
+import re
+from string import Template
+
 import pytest
 
 from specops.backends.fill_template import (
     TEMPLATE_OF,
     choices_value,
-    fill_text,
     parse_substitutions,
     substitutions_arg,
-    template_keys,
-    unfilled,
 )
 from specops.backends.trtllm_engine_commands import layout, repository_parameters
 from specops.backends.trtllm_engine_config import TrtllmEngineBackendConfig
@@ -29,6 +29,21 @@ IMAGE = "nvcr.io/nvidia/tritonserver:25.01-trtllm-python-py3"
 
 # The keys the seed's fill_template.py calls fill (tokenizer_type is listed separately: the seed
 # passes it, the current templates have no such placeholder).
+def fill_text(template: str, arg: str) -> str:
+    """What the container's fill_template.py writes for `template` given the substitutions argument `arg`:
+    the script's split, then string.Template.safe_substitute (no container needed)."""
+    return Template(template).safe_substitute(parse_substitutions(arg))
+
+
+def template_keys(template: str) -> set[str]:
+    return set(Template(template).get_identifiers())
+
+
+def unfilled(text: str, keys: set[str]) -> set[str]:
+    """Placeholders among `keys` still present after filling."""
+    return set(re.findall(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}", text)) & keys
+
+
 SEED_FILLED = {
     "preprocessing": {"tokenizer_dir", "triton_max_batch_size", "preprocessing_instance_count"},
     "postprocessing": {"tokenizer_dir", "triton_max_batch_size", "postprocessing_instance_count"},
