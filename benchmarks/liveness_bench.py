@@ -47,7 +47,7 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=4)
     args = parser.parse_args()
 
-    from specops.bench.tools import bench_tool
+    from specops.bench.tool_registry import bench_tool
     from specops.liveness import STALL_S
     from specops.pipeline.backend import backend_for
     from specops.pipeline.benchmark import bench_job, bench_prompts

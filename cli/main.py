@@ -260,7 +260,7 @@ def cmd_janitor(args) -> int:
 
     runs = None
     if not args.all:  # a flow run the Prefect API calls running is left alone, whatever its process looks like here
-        from flows.hooks import ApiUnavailable, flow_runs_alive
+        from prefect_adapters.reaping import ApiUnavailable, flow_runs_alive
 
         try:
             runs = flow_runs_alive(janitor.owners())

@@ -14,15 +14,15 @@ from pathlib import Path
 from prefect import flow, get_run_logger
 from prefect.states import Failed, State
 
-from flows.hooks import reap_servers
-from flows.slots import hold_slots
 from flows.train_draft import prepare_trained_draft
+from prefect_adapters.reaping import reap_servers
+from prefect_adapters.slot_limits import hold_slots
 from specops.backends.base import Backend, Server
 from specops.bench.tool import BenchTool
 from specops.pipeline.backend import backend_for, tool_for
 from specops.pipeline.benchmark import Measured, bench_prompts, variant_record
 from specops.pipeline.check import Pace, check_prompts
-from specops.pipeline.result import RunFacts
+from specops.pipeline.summarize import RunFacts
 from specops.profile.loader import LoadedProfile
 from specops.results.model import RunResult, Status, Window
 from specops.rundir import RunDir, cache_root

@@ -16,14 +16,14 @@ from functools import partial
 
 from prefect import flow
 
-from flows.hooks import reap_servers
-from flows.slots import hold_slots
 from flows.specdec import finish, prepare_models, serve_and_check, set_final_status
+from prefect_adapters.reaping import reap_servers
+from prefect_adapters.slot_limits import hold_slots
 from specops.backends.base import Backend, Server
 from specops.bench.tool import BenchTool
 from specops.pipeline.backend import backend_for, tool_for
 from specops.pipeline.benchmark import bench_prompts, variant_record
-from specops.pipeline.result import RunFacts
+from specops.pipeline.summarize import RunFacts
 from specops.profile.loader import LoadedProfile, load_profile
 from specops.results.model import SWEEP_CELL_NOTE, Lossless, RunResult, VariantRecord, Window
 from specops.rundir import RunDir, cache_root

@@ -9,10 +9,10 @@ from pathlib import Path
 
 from prefect import flow
 
-from flows.hooks import reap_servers
-from flows.slots import hold_slots
+from prefect_adapters.reaping import reap_servers
+from prefect_adapters.slot_limits import hold_slots
 from specops.backends.base import Backend
-from specops.draft.result import TrainResult
+from specops.draft.train_result import TrainResult
 from specops.pipeline.backend import backend_for, tool_for
 from specops.profile.loader import LoadedProfile
 from specops.rundir import RunDir, cache_root

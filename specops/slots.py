@@ -3,7 +3,7 @@
 Each GPU is a slot of its own, named after the host and the board (`gpu:<host>:<NVML UUID>`), so a
 run on "all" and a run on "0" of one host exclude each other while runs on GPU 0 and GPU 1 do not,
 and a name stays with its board whatever CUDA_VISIBLE_DEVICES says. The orchestrator holds every
-slot of a run at once (flows/slots.py: Prefect global concurrency limits of 1).
+slot of a run at once (prefect_adapters/slot_limits.py: Prefect global concurrency limits of 1).
 
 A CPU backend holds none unless its profile says `serving.exclusive: true` (then `cpu:<host>`): the
 CPU profiles are run by `specops run`, whose private Prefect API server no other run shares (a

@@ -7,6 +7,7 @@ from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 from prefect.runtime import flow_run
 
+from prefect_adapters.progress_artifacts import ProgressArtifact
 from specops.acceptance.model import Acceptance
 from specops.backends.base import Backend, Server
 from specops.bench.tool import BenchTool
@@ -16,7 +17,6 @@ from specops.profile.schema import Benchmark
 from specops.progress import within
 from specops.rundir import RunDir
 from specops.variant import Variant
-from tasks.progress import ProgressArtifact
 
 # One progress artifact per variant and flow run, carried across its rounds (each round is a task run).
 _PROGRESS: dict[tuple[str, str], ProgressArtifact] = {}

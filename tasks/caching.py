@@ -35,10 +35,10 @@ from prefect.cache_policies import TASK_SOURCE, CachePolicy
 from prefect.locking.protocol import LockManager
 from pydantic import BaseModel
 
+from prefect_adapters.run_logs import LOGGER
 from specops.rundir import cache_root
 from specops.sources.base import ModelArtifact
 from specops.sources.integrity import GENERATION
-from tasks.run_logs import LOGGER
 
 LOCKS = ".prefect-locks"  # <cache>/.prefect-locks/<cache key>.lock, beside what the keys point into
 
@@ -151,7 +151,7 @@ class CacheLockManager(LockManager):
 
 POLL_S = 0.1  # as often as Prefect's own wait_for_lock looks
 WAIT_LOG_EVERY_S = 60.0
-LOG = logging.getLogger(f"{LOGGER}.cache")  # in the run's logs (tasks/run_logs.py)
+LOG = logging.getLogger(f"{LOGGER}.cache")  # in the run's logs (prefect_adapters/run_logs.py)
 
 
 @dataclass(frozen=True)

@@ -9,14 +9,15 @@ from prefect import get_run_logger, task
 from prefect.artifacts import create_markdown_artifact
 from prefect.cache_policies import NO_CACHE
 
+from prefect_adapters.progress_artifacts import ProgressArtifact
 from specops.backends.base import Backend, Server
 from specops.bench.prompts import load_prompts
 from specops.draft import store
 from specops.draft.gpu_synthesis import SYNTHESIS, synthesis_server
-from specops.draft.result import TrainResult
 from specops.draft.spec import TrainSpec
 from specops.draft.synthesize import openai_answerer, synthesize
 from specops.draft.train import RESULT_FILE, train_draft
+from specops.draft.train_result import TrainResult
 from specops.liveness import Watchdog
 from specops.pipeline.backend import synthesis_backend_for
 from specops.pipeline.check import watched_generate
@@ -27,7 +28,6 @@ from specops.sources.base import ModelArtifact
 from specops.sources.integrity import exclusive
 from specops.variant import Variant
 from tasks.caching import ContentKey, locked
-from tasks.progress import ProgressArtifact
 from tasks.report import artifact_key
 
 # The key an OpenAI-compatible endpoint wants, read from the environment and sent only in

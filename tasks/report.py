@@ -9,9 +9,10 @@ from prefect import get_run_logger, task
 from prefect.artifacts import create_link_artifact, create_markdown_artifact, create_table_artifact
 from prefect.cache_policies import NO_CACHE
 
+from prefect_adapters.run_logs import forward_specops_logs
 from specops.backends.base import Backend
 from specops.bench.tool import BenchTool
-from specops.pipeline.result import RunFacts, run_result
+from specops.pipeline.summarize import RunFacts, run_result
 from specops.profile.loader import LoadedProfile
 from specops.report.tables import comparison_frame
 from specops.report.writer import ReportFiles, summary
@@ -19,7 +20,6 @@ from specops.report.writer import write_report as write
 from specops.results.model import RunResult
 from specops.results.store import ResultsStore
 from specops.rundir import RunDir
-from tasks.run_logs import forward_specops_logs
 
 # The process that runs a flow (`specops run`, a worker's flow-run process) imports the flow's
 # module, which imports this one: from here on specops' own log lines reach the run's logs.

@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 from specops.acceptance.model import Acceptance
-from specops.bench.metrics import BenchMetrics, RequestSample
+from specops.results.metrics import BenchMetrics, RequestSample
 from specops.results.model import (
     BenchmarkRecord,
     Cost,

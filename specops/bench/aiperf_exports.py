@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from specops.bench.exports import ExportError, metric_stat
-from specops.bench.metrics import BenchMetrics, RequestSample
 from specops.bench.tool import payload_prompt
+from specops.results.metrics import BenchMetrics, RequestSample
 
 log = logging.getLogger(__name__)
 

@@ -47,13 +47,13 @@ from typing import Any
 
 from specops.bench.aiperf_exports import parse_metrics, request_errors, request_samples
 from specops.bench.exports import ExportError
-from specops.bench.metrics import BenchRun
 from specops.bench.prompts import write_prompts_jsonl
 from specops.bench.target import Api
 from specops.bench.tool import BenchJob, BenchTool, BenchToolError, prompt_index
 from specops.bench.tool_process import ToolExitError, run_logged
 from specops.bench.toolchain import OFFLINE_VARS
 from specops.liveness import Watchdog
+from specops.results.metrics import BenchRun
 from specops.secrets import scrubbed_env
 from specops.triton.client import generate_inputs
 

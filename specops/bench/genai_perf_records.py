@@ -10,8 +10,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from specops.bench.exports import ExportError
-from specops.bench.metrics import RequestSample
 from specops.bench.tool import payload_prompt
+from specops.results.metrics import RequestSample
 
 RAW_EXPORT = "profile_export.json"
 

@@ -8,11 +8,11 @@ from typing import Any
 from specops.bench import genai_perf
 from specops.bench.exports import find_export
 from specops.bench.genai_perf_records import RAW_EXPORT, request_samples
-from specops.bench.metrics import BenchMetrics, BenchRun
 from specops.bench.prompts import write_prompts_jsonl
 from specops.bench.target import Api
 from specops.bench.tool import BenchJob, BenchTool, BenchToolError, prompt_index
 from specops.liveness import Watchdog
+from specops.results.metrics import BenchMetrics, BenchRun
 
 # API -> (genai-perf --endpoint-type, --backend for kserve)
 ENDPOINTS: dict[Api, tuple[str, str | None]] = {

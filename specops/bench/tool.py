@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
-from specops.bench.metrics import BenchRun
 from specops.bench.target import Api, BenchTarget
 from specops.liveness import Watchdog
+from specops.results.metrics import BenchRun
 
 
 class BenchToolError(RuntimeError):
@@ -45,7 +45,7 @@ class BenchJob:
 
 
 class BenchTool(ABC):
-    """A load generator specops can run; registered in specops.bench.tools.BENCH_TOOLS."""
+    """A load generator specops can run; registered in specops.bench.tool_registry.BENCH_TOOLS."""
 
     name: ClassVar[str]
     apis: ClassVar[tuple[Api, ...]]  # the APIs it can drive, preferred first

@@ -15,10 +15,10 @@ import torch
 
 from specops.draft.hidden import cache_hidden_states
 from specops.draft.loop import run_loop, shuffled_epochs
-from specops.draft.result import TrainResult
 from specops.draft.sequences import load_sequences, token_count
 from specops.draft.spec import TrainSpec
 from specops.draft.target import draft_vocabulary, load_target, pad_id
+from specops.draft.train_result import TrainResult
 from specops.progress import Progress
 
 

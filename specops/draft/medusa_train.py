@@ -17,10 +17,10 @@ import torch.nn.functional as F
 
 from specops.draft.hidden import cache_hidden_states
 from specops.draft.loop import run_loop, shuffled_epochs
-from specops.draft.result import TrainResult
 from specops.draft.sequences import load_sequences, token_count
 from specops.draft.spec import TrainSpec
 from specops.draft.target import draft_vocabulary, load_target, pad_id
+from specops.draft.train_result import TrainResult
 from specops.progress import Progress
 from specops.runtime.medusa_proposer import MEDUSA_WEIGHTS
 

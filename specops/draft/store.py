@@ -23,8 +23,8 @@ from pathlib import Path
 
 from specops.draft.datasets import fetch_dataset_file, is_dataset_uri
 from specops.draft.prompt_sources import PromptItem, conversation_prompts, humaneval_prompts, stdlib_prompts
-from specops.draft.result import RESULT_FILE, TrainResult
 from specops.draft.spec import DataSpec, TrainSpec
+from specops.draft.train_result import RESULT_FILE, TrainResult
 from specops.sources.base import ModelArtifact, hash_file
 from specops.sources.integrity import (
     CacheCorruptError,

@@ -6,8 +6,8 @@ from pathlib import Path
 
 from specops.draft.conversations import read_conversations
 from specops.draft.evaluate import measure_acceptance
-from specops.draft.result import RESULT_FILE, TrainResult
 from specops.draft.spec import TrainSpec
+from specops.draft.train_result import RESULT_FILE, TrainResult
 from specops.progress import Progress
 from specops.registry import Registry
 

@@ -7,13 +7,13 @@ from pathlib import Path
 
 from specops.acceptance.model import Acceptance
 from specops.backends.base import Backend, Server
-from specops.bench.metrics import BenchMetrics, BenchRun
 from specops.bench.prompts import load_prompts
 from specops.bench.tool import BenchJob, BenchTool
 from specops.cost.meter import CostMeter
 from specops.liveness import Watchdog
 from specops.pipeline.check import Pace
 from specops.profile.schema import Benchmark
+from specops.results.metrics import BenchMetrics, BenchRun
 from specops.results.model import Cost, VariantRecord
 from specops.variant import Variant
 

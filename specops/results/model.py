@@ -10,7 +10,7 @@ from enum import StrEnum
 from pydantic import BaseModel, ConfigDict, Field
 
 from specops.acceptance.model import Acceptance, analytical_bound
-from specops.bench.metrics import BenchMetrics, RequestSample
+from specops.results.metrics import BenchMetrics, RequestSample
 
 # Of the RunResult JSON; bump with every change of its fields (and a migration of stored records
 # when old ones no longer load). 2: window, image identity, compute capability; schema-1 records

@@ -18,7 +18,7 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from specops.bench.metrics import RequestSample
+from specops.results.metrics import RequestSample
 from specops.results.model import Speedup
 
 RESAMPLES = 4000

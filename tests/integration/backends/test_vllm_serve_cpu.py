@@ -28,7 +28,7 @@ from specops.backends.vllm_serve import base_url
 from specops.bench.prompts import load_prompts
 from specops.bench.target import Api
 from specops.bench.tool import BenchJob
-from specops.bench.tools import bench_tool
+from specops.bench.tool_registry import bench_tool
 from specops.profile.loader import load_profile
 from specops.variant import BASE, SPECULATIVE, Variant, base_method
 from tests.integration.support import REPO_ROOT, service_env

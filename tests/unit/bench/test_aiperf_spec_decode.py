@@ -28,9 +28,9 @@ import pytest
 from specops.acceptance.vllm_metrics import from_vllm_metrics
 from specops.bench.aiperf_exports import RECORDS, request_samples
 from specops.bench.aiperf_tool import AIPerf
-from specops.bench.metrics import RequestSample
 from specops.bench.target import Api, BenchTarget
 from specops.bench.tool import BenchJob, payload_prompt, prompt_index
+from specops.results.metrics import RequestSample
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SPEC = ("aiperf-spec-completions", "aiperf-spec-chat", "aiperf-spec-completions-nostream")

@@ -16,7 +16,7 @@ from specops.bench.aiperf_tool import TEMPLATE, AIPerf
 from specops.bench.exports import ExportError
 from specops.bench.target import Api, BenchTarget
 from specops.bench.tool import BenchJob, prompt_index
-from specops.bench.tools import BENCH_TOOLS
+from specops.bench.tool_registry import BENCH_TOOLS
 from specops.profile.errors import ProfileError
 from specops.profile.loader import load_profile
 

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from specops.draft import store
-from specops.draft.result import RESULT_FILE, TrainResult
 from specops.draft.spec import DataSpec, TrainSpec
+from specops.draft.train_result import RESULT_FILE, TrainResult
 from specops.sources.base import ModelArtifact
 from specops.sources.integrity import CacheCorruptError, exclusive
 

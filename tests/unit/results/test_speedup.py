@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from specops.bench.metrics import RequestSample
+from specops.results.metrics import RequestSample
 from specops.results.speedup import paired_speedup
 
 

@@ -19,8 +19,8 @@ from prefect.client.schemas.filters import (
 from prefect.logging.handlers import APILogHandler, APILogWorker
 from prefect.testing.utilities import prefect_test_harness
 
-from tasks.progress import ProgressArtifact
-from tasks.run_logs import forward_specops_logs
+from prefect_adapters.progress_artifacts import ProgressArtifact
+from prefect_adapters.run_logs import forward_specops_logs
 
 
 @pytest.fixture(scope="module")

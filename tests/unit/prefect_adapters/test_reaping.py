@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 from prefect.settings import PREFECT_API_URL, temporary_settings
 
-from flows.hooks import ApiUnavailable, flow_runs_alive
+from prefect_adapters.reaping import ApiUnavailable, flow_runs_alive
 
 
 def test_no_configured_api_is_said_so():
