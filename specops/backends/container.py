@@ -25,6 +25,7 @@ from specops.backends.base import Backend
 from specops.backends.container_config import ContainerBackendConfig
 from specops.launch.gpus import parse_gpus
 from specops.plan_step import PlanStep
+from specops.settings import env_name
 from specops.sources.base import ModelArtifact
 from specops.sources.schemes import parse_source
 from specops.teardown import teardown_quietly
@@ -243,7 +244,7 @@ class ContainerBackend(Backend):
 
     def secret_env(self) -> tuple[str, ...]:
         """HF_TOKEN by name only, where the container downloads from the hub."""
-        return ("HF_TOKEN",)
+        return (env_name("hf_token"),)
 
     def spec(self, command: list[str], mounts: list[tuple[str, str, bool]], labels: dict[str, str], *,
              variant: Variant | None = None, secrets: bool = True):
