@@ -1,5 +1,5 @@
 """specops command line: run, plan, profiles, history, compare, sweep, compare-profiles, schema, deployments,
-janitor."""
+janitor, settings."""
 from __future__ import annotations
 
 import argparse
@@ -64,6 +64,7 @@ def _parser() -> argparse.ArgumentParser:
     janitor = sub.add_parser("janitor", help="stop what killed runs left behind (servers, benchmark tools, ...)")
     janitor.add_argument("--all", action="store_true",
                          help="also what live runs started (everything recorded; the Prefect API is not asked)")
+    sub.add_parser("settings", help="the environment variables specops reads: default and meaning (Markdown)")
     for command in sub.choices.values():  # also after the command: `specops run X --debug`
         command.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
     return parser
@@ -255,6 +256,13 @@ def cmd_deployments(args) -> int:
     return run(args)
 
 
+def cmd_settings(args) -> int:
+    from specops.settings import table
+
+    print("\n".join(table()))
+    return 0
+
+
 def cmd_janitor(args) -> int:
     from specops import janitor
 
@@ -275,7 +283,8 @@ def cmd_janitor(args) -> int:
 
 COMMANDS = {"run": cmd_run, "plan": cmd_plan, "profiles": cmd_profiles, "history": cmd_history,
             "compare": cmd_compare, "sweep": cmd_sweep, "compare-profiles": cmd_compare_profiles,
-            "schema": cmd_schema, "janitor": cmd_janitor, "deployments": cmd_deployments}
+            "schema": cmd_schema, "janitor": cmd_janitor, "deployments": cmd_deployments,
+            "settings": cmd_settings}
 
 
 def main(argv: list[str] | None = None) -> int:

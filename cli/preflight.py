@@ -18,6 +18,7 @@ from pathlib import Path
 from specops.profile.errors import ProfileError
 from specops.profile.loader import LoadedProfile
 from specops.rundir import RunDirError, artifacts_root, cache_root, validate_run_id
+from specops.settings import env_name, settings
 from specops.sources.schemes import parse_source
 
 PROBE_TIMEOUT_S = 3.0  # a hub or a Prefect server that needs longer to answer is not there for us
@@ -57,11 +58,12 @@ def environment_problems(loaded: LoadedProfile) -> list[str]:
 
 
 def directory_problems() -> list[str]:
-    problems = []
-    for var, root in (("SPECOPS_ARTIFACTS", artifacts_root()), ("SPECOPS_CACHE", cache_root())):
-        why = _not_writable(root)
+    problems, given = [], settings()
+    for field, root in (("specops_artifacts", artifacts_root()), ("specops_cache", cache_root())):
+        why, var = _not_writable(root), env_name(field)
         if why:
-            where = f"{var}={os.environ[var]}" if os.environ.get(var) else f"{root} (the default: {var} is unset)"
+            where = (f"{var}={getattr(given, field)}" if field in given.model_fields_set
+                     else f"{root} (the default: {var} is unset)")
             problems.append(f"{where}: {why}; point {var} at a writable directory (created if missing)")
     return problems
 

@@ -20,6 +20,7 @@ from specops.backends import needs_gpu
 from specops.profile.loader import list_profile_names, load_profile
 from specops.profile.schema import Profile
 from specops.regression.suite import EVENT, RESOURCE_PREFIX
+from specops.settings import env_name
 
 COMMAND = "specops deployments -o prefect.yaml"
 CPU_POOL, GPU_POOL = "specops-cpu", "specops-gpu"
@@ -66,7 +67,7 @@ def pool_env(pool: str) -> dict[str, str]:
     (prefect/workers/base.py BaseJobConfiguration.from_template_and_values), so the token is in no
     deployment record; a `{{ prefect.blocks... }}` in a deployment's job variables would be resolved
     by `prefect deploy` and stored in plain text (prefect/cli/deploy/_core.py _run_single_deploy)."""
-    return {"HF_TOKEN": f"{{{{ prefect.blocks.secret.{HF_TOKEN_BLOCK} }}}}"} if pool == GPU_POOL else {}
+    return {env_name("hf_token"): f"{{{{ prefect.blocks.secret.{HF_TOKEN_BLOCK} }}}}"} if pool == GPU_POOL else {}
 
 
 def work_pool(pool: str) -> dict[str, Any]:

@@ -14,17 +14,19 @@ from typing import Any
 
 import yaml
 
+from specops.settings import settings
+
 
 def artifacts_root() -> Path:
-    return Path(os.environ.get("SPECOPS_ARTIFACTS", "artifacts")).resolve()
+    return settings().specops_artifacts.resolve()
 
 
 def cache_root() -> Path:
     """Cross-run cache for models and rendered repositories ($SPECOPS_CACHE or ~/.cache/specops)."""
-    if env := os.environ.get("SPECOPS_CACHE"):
-        return Path(env).resolve()
-    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(base) / "specops"
+    s = settings()
+    if s.specops_cache is not None:
+        return s.specops_cache.resolve()
+    return (s.xdg_cache_home or Path.home() / ".cache") / "specops"
 
 
 _TIMINGS_LOCK = threading.Lock()

@@ -3,7 +3,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-SECRET_ENV = frozenset({"HF_TOKEN", "HUGGING_FACE_HUB_TOKEN"})
+from specops.settings import env_name
+
+SECRET_ENV = frozenset({env_name("hf_token"), "HUGGING_FACE_HUB_TOKEN"})
 
 
 def scrubbed_env(env: Mapping[str, str]) -> dict[str, str]:

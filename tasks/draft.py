@@ -1,7 +1,6 @@
 """Synthesize training data with the served target, and train the draft module from it."""
 from __future__ import annotations
 
-import os
 import shutil
 from pathlib import Path
 
@@ -24,15 +23,13 @@ from specops.pipeline.check import watched_generate
 from specops.profile.schema import Profile
 from specops.progress import within
 from specops.rundir import RunDir
+from specops.settings import secret, settings
 from specops.sources.base import ModelArtifact
 from specops.sources.integrity import exclusive
 from specops.variant import Variant
 from tasks.caching import ContentKey, locked
 from tasks.report import artifact_key
 
-# The key an OpenAI-compatible endpoint wants, read from the environment and sent only in
-# the Authorization header (never in a profile, a log or a command line).
-ENDPOINT_KEY_ENV = "SPECOPS_ENDPOINT_API_KEY"
 EVAL_PROMPTS = 2
 
 
@@ -87,7 +84,7 @@ def _answer_all(profile: Profile, backend: Backend, server: Server | None, varia
     data = profile.draft.train.data
     if chat_answer is None and data.endpoint:
         chat_answer = openai_answerer(data.endpoint, data.endpoint_model or target.source, data.max_tokens,
-                                      profile.serving.request_timeout_s, os.environ.get(ENDPOINT_KEY_ENV))
+                                      profile.serving.request_timeout_s, secret(settings().specops_endpoint_api_key))
     if chat_answer is not None:
         answer, items, text_format = chat_answer, store.prompt_items(data, cache_dir=cache_dir), "chat"
     else:

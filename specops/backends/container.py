@@ -37,6 +37,7 @@ from specops.launch.gpus import parse_gpus
 from specops.plan_step import PlanStep
 from specops.processes import pick_free_ports
 from specops.rundir import cache_root
+from specops.settings import env_name
 from specops.sources.base import ModelArtifact
 from specops.sources.hf import HUB_CACHE
 from specops.sources.schemes import parse_source
@@ -250,7 +251,7 @@ class ContainerBackend(Backend):
 
     def secret_env(self) -> tuple[str, ...]:
         """HF_TOKEN by name only, where the container downloads from the hub."""
-        return ("HF_TOKEN",)
+        return (env_name("hf_token"),)
 
     def spec(self, command: list[str], mounts: list[tuple[str, str, bool]], labels: dict[str, str], *,
              variant: Variant | None = None, secrets: bool = True):

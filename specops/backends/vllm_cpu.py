@@ -16,9 +16,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from specops.secrets import scrubbed_env
+from specops.settings import env_name, settings
 from specops.versions.store import load
 
-VENV_VAR = "SPECOPS_VLLM_VENV"
+VENV_VAR = env_name("specops_vllm_venv")
 CHECKOUT = Path(__file__).resolve().parents[2]
 BRIDGE_MODULE = "specops_vllm_bridge"  # the standalone file in specops/triton/bridge/
 BRIDGE_VAR = "SPECOPS_VLLM_BRIDGE"  # the bridge is active only where this names its table
@@ -105,8 +106,7 @@ def _write_if_changed(path: Path, text: str) -> None:
 
 def venv() -> VllmVenv:
     """$SPECOPS_VLLM_VENV, else the checkout's venv named in the facts."""
-    configured = os.environ.get(VENV_VAR)
-    return VllmVenv(Path(configured) if configured else CHECKOUT / facts()["venv"])
+    return VllmVenv(settings().specops_vllm_venv or CHECKOUT / facts()["venv"])
 
 
 @functools.lru_cache(maxsize=4)

@@ -15,7 +15,6 @@ from __future__ import annotations
 import ipaddress
 import json
 import logging
-import os
 import shlex
 from pathlib import Path
 from typing import Any
@@ -34,6 +33,7 @@ from specops.backends.vllm_engine import VllmEngineBackend
 from specops.backends.vllm_readback import ServedConfigError, findings, from_server_info, unseen
 from specops.bench.target import BenchTarget, addresses
 from specops.plan_step import PlanStep
+from specops.settings import env_name, secret, settings
 from specops.sources.base import ModelArtifact
 from specops.teardown import teardown_quietly
 from specops.triton.endpoint import Endpoint
@@ -44,7 +44,7 @@ log = logging.getLogger(__name__)
 CONFIG_NAME = "serve.yaml"
 DEV_MODE = {"VLLM_SERVER_DEV_MODE": "1"}  # mounts /server_info (and vLLM's other dev endpoints)
 # vLLM's server takes its key from here when --api-key is absent (vllm/entrypoints/openai/api_server.py).
-KEY_ENV = "VLLM_API_KEY"
+KEY_ENV = env_name("vllm_api_key")
 # Streaming responses carry the per-request metrics only in a final usage chunk (vllm/entrypoints/openai/
 # completion/serving.py), sent when a request asks for usage (AIPerf does; genai-perf 0.0.16 does not, and
 # fails on such a chunk - `choices: []` - so --enable-force-include-usage stays off).
@@ -98,7 +98,7 @@ class VllmServeBackend(VllmEngineBackend):
         return ["vllm", "serve", *self.serve_args(variant, f"{self.repo_in_container}/{CONFIG_NAME}", endpoint)]
 
     def secret_env(self) -> tuple[str, ...]:
-        return ("HF_TOKEN", *((KEY_ENV,) if self.config.api_key else ()))
+        return (env_name("hf_token"), *((KEY_ENV,) if self.config.api_key else ()))
 
     def process_env(self, variant: Variant | None) -> dict[str, str]:
         env = super().process_env(variant)
@@ -108,7 +108,7 @@ class VllmServeBackend(VllmEngineBackend):
 
     def headers(self) -> dict[str, str]:
         """specops' own requests carry the server's key where it has one."""
-        key = os.environ.get(KEY_ENV) if self.config.api_key else None
+        key = secret(settings().vllm_api_key) if self.config.api_key else None
         return {"Authorization": f"Bearer {key}"} if key else {}
 
     def container_env(self, variant: Variant | None) -> dict[str, str]:

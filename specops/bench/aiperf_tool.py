@@ -55,10 +55,11 @@ from specops.bench.toolchain import OFFLINE_VARS
 from specops.liveness import Watchdog
 from specops.results.metrics import BenchRun
 from specops.secrets import scrubbed_env
+from specops.settings import env_name, settings
 from specops.triton.client import generate_inputs
 
 VERSION = "0.13.0"  # the release whose CLI and exports this adapter was written against
-EXECUTABLE_VAR = "SPECOPS_AIPERF"
+EXECUTABLE_VAR = env_name("specops_aiperf")
 CHECKOUT_VENV = Path(__file__).resolve().parents[2] / ".venv-aiperf"  # where `make install` puts it
 INSTALL_HINT = (f"`make install` creates .venv-aiperf with aiperf=={VERSION} (its pins clash with specops' "
                 f"environment), or point {EXECUTABLE_VAR} at an aiperf {VERSION} executable")
@@ -70,8 +71,8 @@ _FOREIGN_VARS = ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV")
 
 def executable() -> Path | None:
     """$SPECOPS_AIPERF, else the checkout's .venv-aiperf, else `aiperf` on PATH."""
-    if os.environ.get(EXECUTABLE_VAR):
-        return Path(os.environ[EXECUTABLE_VAR])
+    if (configured := settings().specops_aiperf) is not None:
+        return configured
     candidate = CHECKOUT_VENV / "bin" / "aiperf"
     if candidate.is_file():
         return candidate

@@ -6,7 +6,6 @@ the commit the revision resolves to. The token, when needed, is read from HF_TOK
 """
 from __future__ import annotations
 
-import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -46,8 +45,9 @@ def fetch_dataset_file(text: str, cache_dir: Path) -> Path:
     """The file on disk (downloaded once into <cache>/hf, huggingface_hub's own layout)."""
     from huggingface_hub import hf_hub_download
 
+    from specops.settings import secret, settings
     from specops.sources.hf import HUB_CACHE
 
     ref = parse_dataset_uri(text)
     return Path(hf_hub_download(ref.repo_id, ref.filename, repo_type="dataset", revision=ref.revision,
-                                cache_dir=str(Path(cache_dir) / HUB_CACHE), token=os.environ.get("HF_TOKEN") or None))
+                                cache_dir=str(Path(cache_dir) / HUB_CACHE), token=secret(settings().hf_token)))

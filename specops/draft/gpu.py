@@ -17,6 +17,7 @@ from packaging.version import Version
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from specops.fields import Count, Real, Seconds
+from specops.settings import env_name
 
 # The image the seed's `vllm serve` runs in: Triton's vLLM image, whose vLLM version specops' image matrix
 # knows (26.02: vLLM 0.15.1), the same one the vllm backend serves with by default.
@@ -24,7 +25,7 @@ VLLM_IMAGE = "nvcr.io/nvidia/tritonserver:26.02-vllm-python-py3"
 # vLLM's OpenAI server takes its key from this variable when --api-key is absent
 # (vllm/entrypoints/openai/api_server.py: `args.api_key or envs.VLLM_API_KEY`): the key reaches the container
 # by name only (`docker run -e VLLM_API_KEY`) and the synthesizer's Authorization header, never a command line.
-VLLM_KEY_ENV = "VLLM_API_KEY"
+VLLM_KEY_ENV = env_name("vllm_api_key")
 # Backend vllm-serve serves from this vLLM on (its only engine is V1: specops/backends/vllm_support.py SERVE_FROM,
 # which a unit test holds this to); an older image is refused at load rather than at plan or run.
 SERVE_FROM = "0.11.0"

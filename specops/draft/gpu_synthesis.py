@@ -8,14 +8,13 @@ command line. The server is stopped and its log saved whatever happens to the sy
 """
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from specops.draft.gpu import VLLM_KEY_ENV
+from specops.settings import secret, settings
 from specops.sources.base import ModelArtifact
 from specops.teardown import teardown_quietly
 from specops.variant import Variant, base_method
@@ -41,7 +40,7 @@ def synthesis_server(backend: Any, target: ModelArtifact, repo: Path, log_path: 
     try:
         e = server.endpoint
         yield SynthesisEndpoint(f"http://{e.connect_host}:{e.http_port}", SYNTHESIS.model_name,
-                                os.environ.get(VLLM_KEY_ENV) or None)
+                                secret(settings().vllm_api_key))
     except BaseException:  # a container that will not stop must not hide why synthesis failed
         teardown_quietly(lambda: server.stop(stop), f"stopping the synthesis server ({server.describe()})")
         raise

@@ -62,7 +62,7 @@ def device_requests(gpus) -> list:
 
 def _environment(spec: ContainerSpec) -> dict[str, str]:
     env = dict(spec.env)
-    for name in spec.secret_env:
+    for name in spec.secret_env:  # the container's environment, copied by name: not a setting of specops
         if name in os.environ:
             env[name] = os.environ[name]
         else:

@@ -11,7 +11,7 @@ TAIL_LINES = 40
 
 def redact(text: str, secret_names: Iterable[str]) -> str:
     """text with the current values of the named environment variables replaced by ***."""
-    for name in secret_names:
+    for name in secret_names:  # any name a spec passes on, so os.environ rather than a fixed settings field
         value = os.environ.get(name)
         if value and len(value) >= 4:
             text = text.replace(value, MASK)

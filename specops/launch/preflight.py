@@ -1,18 +1,18 @@
 """What would stop a Docker launch here, each problem with its fix."""
 from __future__ import annotations
 
-import os
 import shutil
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-DEFAULT_SOCKET = "unix:///var/run/docker.sock"
+from specops.settings import env_name, settings
 
 
 def daemon_hint() -> str:
-    where = os.environ.get("DOCKER_HOST") or f"{DEFAULT_SOCKET} (DOCKER_HOST unset)"
+    s, var = settings(), env_name("docker_host")
+    where = s.docker_host if "docker_host" in s.model_fields_set else f"{s.docker_host} ({var} unset)"
     return (f"Looked at {where}. Start the daemon (`systemctl start docker`, or run `dockerd` as root) "
-            "or set DOCKER_HOST to the socket of a running one, e.g. DOCKER_HOST=unix:///run/docker.sock")
+            f"or set {var} to the socket of a running one, e.g. {var}=unix:///run/docker.sock")
 
 
 def gpu_hint() -> str:
@@ -35,7 +35,7 @@ def start_hint(error: str, spec) -> str:
 
 
 def _local_daemon() -> bool:
-    host = os.environ.get("DOCKER_HOST", DEFAULT_SOCKET)
+    host = settings().docker_host
     return host.startswith("unix://") or host.startswith("npipe://")
 
 

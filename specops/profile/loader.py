@@ -9,7 +9,6 @@ import copy
 import difflib
 import hashlib
 import json
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,14 +20,15 @@ from specops.draft.datasets import is_dataset_uri
 from specops.profile import strict_yaml
 from specops.profile.errors import ProfileError, explain
 from specops.profile.schema import Profile
+from specops.settings import settings
 
 INCLUDE_KEY = "include"
 
 
 def profiles_dir() -> Path:
     """$SPECOPS_PROFILES, else ./profiles, else the profiles/ beside the installed package."""
-    if env := os.environ.get("SPECOPS_PROFILES"):
-        return Path(env)
+    if (configured := settings().specops_profiles) is not None:
+        return configured
     cwd = Path.cwd() / "profiles"
     return cwd if cwd.is_dir() else Path(__file__).resolve().parents[2] / "profiles"
 

@@ -9,7 +9,6 @@ columns, so the columns serve queries and the JSON stays the truth.
 from __future__ import annotations
 
 import math
-import os
 from pathlib import Path
 from typing import Any, Self
 
@@ -25,6 +24,7 @@ from sqlalchemy.engine import URL, Connection, Engine
 
 from specops.results.model import SCHEMA_VERSION, RunResult
 from specops.rundir import artifacts_root
+from specops.settings import secret, settings
 
 MIGRATIONS = Path(__file__).with_name("migrations")
 MIN_PREFIX = 6  # shortest uid prefix `get` accepts: shorter ones match too many runs to be useful
@@ -67,7 +67,7 @@ class AmbiguousRun(ResultsError, LookupError):
 
 def results_url() -> str:
     """$SPECOPS_RESULTS_URL, else the SQLite file `results.db` under the artifacts root."""
-    return os.environ.get("SPECOPS_RESULTS_URL") or f"sqlite:///{artifacts_root() / 'results.db'}"
+    return secret(settings().specops_results_url) or f"sqlite:///{artifacts_root() / 'results.db'}"
 
 
 def engine_url(url: str | URL) -> URL:

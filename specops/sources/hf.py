@@ -8,6 +8,7 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
+from specops.settings import secret, settings
 from specops.sources.base import ModelArtifact
 from specops.sources.hub_files import HubFiles, selected
 from specops.sources.integrity import Entry, quarantine, verify
@@ -48,7 +49,7 @@ def fetch_hf(
     files the backend reads are downloaded, at that commit; without, the whole snapshot.
     """
     # The token only ever travels as an argument: never logged, never put in the artifact.
-    token = os.environ.get("HF_TOKEN") or None
+    token = secret(settings().hf_token)
     log(f"fetching hf://{repo_id}@{revision or 'main'} ...")
     allow = None
     if files is not None:
@@ -100,7 +101,7 @@ def verify_hf(artifact: ModelArtifact, cache_dir: Path, log: Callable[[str], Non
         log(f"{artifact.path} is gone from the cache; fetching {artifact.source} again")
         if allow is None:
             return fetch_hf(repo_id, revision, cache_dir, log=log)
-        token = os.environ.get("HF_TOKEN") or None
+        token = secret(settings().hf_token)
         _download(repo_id, artifact.revision, cache_dir, token, allow)  # the same files of the same commit
     sha256 = verified_hash(Path(cache_dir), repo_id, artifact.revision, artifact.path, allow)
     return ModelArtifact(path=artifact.path, source=artifact.source, sha256=sha256, revision=artifact.revision,

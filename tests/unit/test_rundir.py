@@ -41,3 +41,16 @@ def test_create_refuses_a_path_as_run_id(artifacts):
 def test_generated_run_ids_are_fresh_directories(artifacts):
     a, b = RunDir.create("ngram-local"), RunDir.create("ngram-local", None)
     assert a.path != b.path and a.path.parent == artifacts / "ngram-local"
+
+
+def test_cache_root_is_specops_cache_else_under_xdg_cache_home_else_home(tmp_path, monkeypatch):
+    from specops.rundir import cache_root
+
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+    monkeypatch.delenv("SPECOPS_CACHE", raising=False)
+    assert cache_root() == tmp_path / "home" / ".cache" / "specops"
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert cache_root() == tmp_path / "xdg" / "specops"
+    monkeypatch.setenv("SPECOPS_CACHE", str(tmp_path / "mine"))
+    assert cache_root() == tmp_path / "mine"

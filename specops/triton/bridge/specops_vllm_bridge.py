@@ -25,6 +25,8 @@ import os
 import sys
 from pathlib import Path
 
+# Read with os.environ, not specops.settings: this file runs in Triton's stub interpreter in the vLLM venv,
+# which cannot import specops (isolated, so PYTHONPATH does not reach it, and specops is not installed there).
 ENV = "SPECOPS_VLLM_BRIDGE"
 
 

@@ -43,6 +43,20 @@ def test_not_writable_names_what_is_in_the_way(tmp_path):
     assert preflight._not_writable(tmp_path / "file" / "sub") == f"{tmp_path / 'file'} is a file, not a directory"
 
 
+def test_directory_problems_name_the_variable_set_or_the_default(tmp_path, monkeypatch):
+    (tmp_path / "file").write_text("x")
+    monkeypatch.setenv("SPECOPS_CACHE", str(tmp_path / "file"))
+    monkeypatch.setenv("SPECOPS_ARTIFACTS", str(tmp_path / "file" / "artifacts"))
+    monkeypatch.chdir(tmp_path)
+    artifacts, cache = preflight.directory_problems()
+    assert artifacts.startswith(f"SPECOPS_ARTIFACTS={tmp_path / 'file' / 'artifacts'}: ")
+    assert cache.startswith(f"SPECOPS_CACHE={tmp_path / 'file'}: ")
+    monkeypatch.delenv("SPECOPS_ARTIFACTS")
+    (tmp_path / "artifacts").write_text("x")
+    assert preflight.directory_problems()[0].startswith(
+        f"{tmp_path / 'artifacts'} (the default: SPECOPS_ARTIFACTS is unset): ")
+
+
 def test_not_writable_directory(tmp_path):
     locked = tmp_path / "locked"
     locked.mkdir(mode=0o500)

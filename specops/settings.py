@@ -1,0 +1,74 @@
+"""Every environment variable specops reads: its name, default and meaning, in one model.
+
+A field's variable is its name in upper case, exactly (a lower-case `hf_token` is not HF_TOKEN, as for
+every other reader of the environment), so the name is written once: modules that mention a variable
+(in a hint, or to pass it on to a container) take it from `env_name`. `settings()` reads the environment
+anew on each call: a variable changed by the caller (a test's monkeypatch, a flow's worker) counts from
+the next call on. Building a child process's environment (copying or scrubbing os.environ) is not a
+setting and does not come here.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import AliasGenerator, Field, SecretStr
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+UNSET = "unset"  # how the table shows a variable with no default value
+
+
+class Settings(BaseSettings):
+    # An empty variable counts as unset, as `os.environ.get(...) or default` did before this model.
+    model_config = SettingsConfigDict(extra="forbid", frozen=True, env_ignore_empty=True, case_sensitive=True,
+                                      alias_generator=AliasGenerator(validation_alias=str.upper))
+
+    specops_artifacts: Path = Field(Path("artifacts"), description="root of the run directories and of the "
+                                    "default results.db (a relative path is taken from the working directory)")
+    specops_cache: Path | None = Field(None, description="cross-run cache of models, rendered repositories, "
+                                       "locks and the hub cache; unset: $XDG_CACHE_HOME/specops")
+    xdg_cache_home: Path | None = Field(None, description="base of the default cache (its specops/ directory) "
+                                        "when SPECOPS_CACHE is unset; unset: ~/.cache")
+    specops_profiles: Path | None = Field(None, description="profile directory; unset: ./profiles, else the "
+                                          "profiles/ beside the installed package")
+    # A PostgreSQL URL may carry a password.
+    specops_results_url: SecretStr | None = Field(None, description="results database (SQLAlchemy URL, "
+                                                  "postgresql:// means psycopg 3); unset: results.db under "
+                                                  "SPECOPS_ARTIFACTS (SQLite)")
+    specops_vllm_venv: Path | None = Field(None, description="venv holding the vLLM CPU build; unset: the one "
+                                           "`make install` builds in the checkout")
+    specops_aiperf: Path | None = Field(None, description="AIPerf executable; unset: the one in the venv "
+                                        "`make install` builds in the checkout, else `aiperf` on PATH")
+    # docker-py's own default on Linux (docker/constants.py DEFAULT_UNIX_SOCKET); docker-py reads the variable itself.
+    docker_host: str = Field("unix:///var/run/docker.sock", description="Docker daemon address, as docker-py "
+                             "reads it; specops reads it to say where it looked and whether the daemon is local")
+    hf_token: SecretStr | None = Field(None, description="Hugging Face token for downloads and server containers "
+                                       "(by name, never on a command line); unset: huggingface_hub's own lookup")
+    vllm_api_key: SecretStr | None = Field(None, description="key of a vllm-serve server with serving api_key "
+                                           "set, and of the seed's synthesis server (sent as Bearer)")
+    specops_endpoint_api_key: SecretStr | None = Field(None, description="key of draft.train.data.endpoint, "
+                                                       "sent only in the Authorization header")
+
+
+def settings() -> Settings:
+    """The environment's settings, read now."""
+    return Settings()
+
+
+def env_name(field: str) -> str:
+    """The environment variable of a Settings field (KeyError for a field the model lacks)."""
+    return Settings.model_fields[field].validation_alias  # a typo fails where the name is taken, not unread
+
+
+def secret(value: SecretStr | None) -> str | None:
+    """A secret setting's value for the one place that sends it; None when unset."""
+    return value.get_secret_value() if value is not None else None
+
+
+def table() -> list[str]:
+    """The variables as a Markdown table (README's, and `specops settings`)."""
+    rows = ["| Variable | Default | Meaning |", "|---|---|---|"]
+    for name, field in Settings.model_fields.items():
+        default = UNSET if field.default is None else f"`{field.default}`"
+        meaning = field.description.replace("|", r"\|")  # a bare | would split the cell
+        rows.append(f"| `{env_name(name)}` | {default} | {meaning} |")
+    return rows

@@ -1,0 +1,97 @@
+"""Every environment variable specops reads is one field of Settings: read fresh, defaulted, secrets hidden."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import get_args
+
+import pytest
+from pydantic import SecretStr
+
+from cli.main import main
+from specops.settings import Settings, env_name, secret, settings, table
+
+README = Path(__file__).resolve().parents[2] / "README.md"
+FIELDS = list(Settings.model_fields)
+SECRETS = [name for name, f in Settings.model_fields.items() if SecretStr in (f.annotation, *get_args(f.annotation))]
+
+
+@pytest.fixture(autouse=True)
+def clean_environment(monkeypatch):
+    for name in FIELDS:
+        monkeypatch.delenv(env_name(name), raising=False)
+
+
+def _plain(value) -> str:
+    return value.get_secret_value() if isinstance(value, SecretStr) else str(value)
+
+
+@pytest.mark.parametrize("name", FIELDS)
+def test_each_field_reads_its_variable(monkeypatch, name):
+    monkeypatch.setenv(env_name(name), "/given/by/the/environment")
+    assert _plain(getattr(settings(), name)) == "/given/by/the/environment"
+
+
+def test_variables_are_the_upper_case_field_names(monkeypatch):
+    assert env_name("hf_token") == "HF_TOKEN" and env_name("specops_cache") == "SPECOPS_CACHE"
+    with pytest.raises(KeyError):
+        env_name("specops_cahce")
+    monkeypatch.setenv("specops_cache", "/lower/case")
+    assert settings().specops_cache is None
+
+
+def test_defaults_hold_when_nothing_is_set():
+    s = settings()
+    assert s.specops_artifacts == Path("artifacts")
+    assert s.docker_host == "unix:///var/run/docker.sock"
+    assert all(getattr(s, name) is None for name in FIELDS if name not in ("specops_artifacts", "docker_host"))
+    assert s.model_fields_set == set()
+
+
+@pytest.mark.parametrize("name", FIELDS)
+def test_an_empty_variable_counts_as_unset(monkeypatch, name):
+    monkeypatch.setenv(env_name(name), "")
+    assert getattr(settings(), name) == Settings.model_fields[name].default
+
+
+def test_read_anew_on_every_call(monkeypatch):
+    assert settings().specops_cache is None
+    monkeypatch.setenv("SPECOPS_CACHE", "/one")
+    assert settings().specops_cache == Path("/one")
+    monkeypatch.setenv("SPECOPS_CACHE", "/two")
+    assert settings().specops_cache == Path("/two")
+
+
+def test_tokens_keys_and_the_results_url_are_secrets():
+    assert set(SECRETS) == {"hf_token", "vllm_api_key", "specops_endpoint_api_key", "specops_results_url"}
+
+
+@pytest.mark.parametrize("name", SECRETS)
+def test_a_secret_never_prints(monkeypatch, name):
+    monkeypatch.setenv(env_name(name), "s3cret-value")
+    s = settings()
+    for shown in (repr(s), str(s), s.model_dump_json(), str(s.model_dump()), repr(getattr(s, name))):
+        assert "s3cret-value" not in shown
+    assert secret(getattr(s, name)) == "s3cret-value"
+    assert secret(None) is None
+
+
+def test_the_table_is_the_model():
+    header, rule, *rows = table()
+    assert header.startswith("| Variable |") and rule.startswith("|---")
+    assert len(rows) == len(FIELDS)
+    for row, (name, field) in zip(rows, Settings.model_fields.items()):
+        assert row.startswith(f"| `{env_name(name)}` |") and field.description in row
+        assert ("| unset |" in row) == (field.default is None)
+
+
+def test_every_field_is_described():
+    assert all(field.description for field in Settings.model_fields.values())
+
+
+def test_readme_table_is_the_one_the_model_renders():
+    assert "\n".join(table()) in README.read_text()
+
+
+def test_specops_settings_prints_the_table(capsys):
+    assert main(["settings"]) == 0
+    assert capsys.readouterr().out == "\n".join(table()) + "\n"
