@@ -17,7 +17,6 @@ from specops.acceptance.trtllm_perf_metrics import from_perf_metrics
 from specops.backends.conformance import flag_names, not_in, request_findings
 from specops.backends.container import ContainerBackend, ContainerServer, Placed, write_files
 from specops.backends.fill_template import TEMPLATE_OF, parse_substitutions
-from specops.backends.loopback_http import post_json
 from specops.backends.triton_launch import loopback_wrapper, wrapper_steps
 from specops.backends.trtllm_engine_commands import (
     build_commands,
@@ -29,6 +28,7 @@ from specops.backends.trtllm_engine_commands import (
 from specops.backends.trtllm_engine_config import TrtllmEngineBackendConfig
 from specops.backends.trtllm_engine_support import EngineSupport
 from specops.bench.target import BenchTarget, addresses
+from specops.http_client import post_json
 from specops.plan_step import PlanStep
 from specops.sources.base import ModelArtifact
 from specops.triton import client

@@ -19,9 +19,9 @@ from specops.acceptance.trtllm_iter_stats import accumulate
 from specops.backends.conformance import flag_names, not_in
 from specops.backends.container import ContainerBackend, ContainerServer, Placed
 from specops.backends.llmapi_support import LlmApiSupport, llm_args_findings
-from specops.backends.loopback_http import get_json, http_ok, post_json
 from specops.backends.trtllm_serve_config import TrtllmServeBackendConfig
 from specops.bench.target import BenchTarget, addresses
+from specops.http_client import get_json, http_ok, post_json
 from specops.methods import MethodConfig
 from specops.triton.endpoint import Endpoint
 from specops.variant import Variant

@@ -26,12 +26,12 @@ from specops.acceptance.vllm_metrics import from_vllm_metrics
 from specops.backends import vllm_cpu
 from specops.backends.conformance import not_in
 from specops.backends.container import Placed
-from specops.backends.loopback_http import get_json, get_text, http_ok, post_json
 from specops.backends.process_server import ProcessServer
 from specops.backends.vllm_config import VllmServeBackendConfig
 from specops.backends.vllm_engine import VllmEngineBackend
 from specops.backends.vllm_readback import ServedConfigError, findings, from_server_info, unseen
 from specops.bench.target import BenchTarget, addresses
+from specops.http_client import get_json, get_text, http_ok, post_json
 from specops.plan_step import PlanStep
 from specops.settings import env_name, secret, settings
 from specops.sources.base import ModelArtifact

@@ -8,22 +8,19 @@ from __future__ import annotations
 import json
 import math
 import time
-import urllib.error
-import urllib.parse
-import urllib.request
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
+from specops import http_client
 from specops.draft.conversations import TEXT_FORMATS, Conversation, DataFileError, Turn, parse_line, write_record
 from specops.draft.prompt_sources import PromptItem
 from specops.progress import Progress
 from specops.triton import client
 from specops.triton.endpoint import Endpoint
 
-_LOOPBACK = {"127.0.0.1", "localhost", "::1"}
 _DEAD_SERVER_PROBE = 10  # this many first requests all failing means nothing will succeed
 
 
@@ -81,20 +78,15 @@ def openai_answerer(
 ) -> Callable[[str], str]:
     """Greedy chat answer from an OpenAI-compatible server's /v1/chat/completions."""
     url = base_url.rstrip("/").removesuffix("/v1") + "/v1/chat/completions"
-    headers = {"Content-Type": "application/json"}
-    if api_key:
-        headers["Authorization"] = f"Bearer {api_key}"
-    host = urllib.parse.urlsplit(url).hostname or ""
+    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
     # Loopback servers must never go through a configured HTTP proxy; remote ones may need it.
-    opener = urllib.request.build_opener(urllib.request.ProxyHandler({})) if host in _LOOPBACK else (
-        urllib.request.build_opener())
+    http = http_client.Client(env_proxy=not http_client.is_loopback(url))
 
     def answer(prompt: str) -> str:
         body = {"model": model, "messages": [{"role": "user", "content": prompt}],
                 "max_tokens": max_tokens, "temperature": 0}
-        request = urllib.request.Request(url, data=json.dumps(body).encode(), headers=headers, method="POST")
         try:
-            return _chat_content(url, _post(opener, request, url, timeout_s))
+            return _chat_content(url, _post(http, url, body, headers, timeout_s))
         except (RuntimeError, TimeoutError) as exc:
             if api_key and api_key in str(exc):  # a server echoing the header must not leak the key
                 raise type(exc)(str(exc).replace(api_key, "***")) from None
@@ -107,19 +99,13 @@ class EndpointError(RuntimeError):
     """An OpenAI-compatible server refused a request or answered something unusable."""
 
 
-def _post(opener: urllib.request.OpenerDirector, request: urllib.request.Request, url: str, timeout_s: float) -> str:
+def _post(http: http_client.Client, url: str, body: dict, headers: dict[str, str], timeout_s: float) -> str:
     try:
-        with opener.open(request, timeout=timeout_s) as resp:
-            return resp.read().decode("utf-8", "replace")
-    except urllib.error.HTTPError as exc:
-        text = exc.read().decode("utf-8", "replace")[:200]
-        raise EndpointError(f"{url}: HTTP {exc.code}: {text}") from None
-    except urllib.error.URLError as exc:
-        if isinstance(exc.reason, TimeoutError):
-            raise TimeoutError(f"{url}: no answer within {timeout_s:.0f}s") from None
-        raise EndpointError(f"{url}: cannot connect ({exc.reason})") from None
-    except TimeoutError:
-        raise TimeoutError(f"{url}: no answer within {timeout_s:.0f}s") from None
+        return http.text("POST", url, timeout_s, body=body, headers=headers)
+    except http_client.NoAnswer:
+        raise  # a TimeoutError naming the URL already
+    except http_client.HttpError as exc:
+        raise EndpointError(str(exc)) from None
 
 
 def _chat_content(url: str, text: str) -> str:

@@ -8,11 +8,11 @@ import json
 import queue
 import re
 import time
-import urllib.request
 from collections.abc import Iterable
 
 import numpy as np
 
+from specops.http_client import get_text, http_ok
 from specops.triton.endpoint import Endpoint
 
 SPEC_COUNTERS = (
@@ -38,9 +38,6 @@ _GRPC_CHANNEL_ARGS = [
 
 class GenerateError(RuntimeError):
     """The server answered a generate request with an error."""
-
-
-_LOOPBACK = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # our servers: never via a proxy
 
 
 def is_ready(endpoint: Endpoint, models: Iterable[str] = (), timeout_s: float = 2.0) -> bool:
@@ -177,14 +174,9 @@ def accepted_per_position(metrics: dict[str, float]) -> list[float]:
 
 def metrics_answer(endpoint: Endpoint, timeout_s: float = 2.0) -> bool:
     """The metrics port answers (tritonserver starts it after the HTTP and gRPC services)."""
-    try:
-        with _LOOPBACK.open(endpoint.metrics_url, timeout=timeout_s) as resp:
-            return resp.status == 200
-    except OSError:
-        return False
+    return http_ok(endpoint.metrics_url, timeout_s)
 
 
 def read_metrics(endpoint: Endpoint, model: str | None = None, timeout_s: float = 5.0) -> dict[str, float]:
     """Fetch the metrics port and parse our spec_decode_* series (see `parse_metrics`)."""
-    with _LOOPBACK.open(endpoint.metrics_url, timeout=timeout_s) as resp:
-        return parse_metrics(resp.read().decode("utf-8", "replace"), model)
+    return parse_metrics(get_text(endpoint.metrics_url, timeout_s), model)

@@ -14,8 +14,8 @@ from pathlib import Path
 import psutil
 import pytest
 
-from specops.backends.loopback_http import http_ok
 from specops.backends.process_server import ProcessServer, ProcessStartError
+from specops.http_client import http_ok
 from specops.processes import pick_free_ports, port_is_free
 from specops.triton.endpoint import Endpoint
 

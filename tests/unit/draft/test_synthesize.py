@@ -12,6 +12,7 @@ import pytest
 from specops.draft.conversations import DataFileError, read_conversations
 from specops.draft.prompt_sources import PromptItem
 from specops.draft.synthesize import EndpointError, openai_answerer, synthesize
+from specops.processes import pick_free_ports
 
 KEY = "sk-test-0123456789abcdef"
 MEET_S = 30.0  # a bound on a hang, not a timed assertion
@@ -249,6 +250,20 @@ def test_openai_answerer_unreachable_server(chat_server):
     with pytest.raises(EndpointError, match="cannot connect") as err:
         answer("x")
     assert KEY not in str(err.value)
+
+
+def test_openai_answerer_reaches_a_remote_endpoint_through_the_environments_proxy(chat_server, proxy_at):
+    proxy_at(chat_server.server_port)  # the chat server answers what the proxy is asked
+    answer = openai_answerer("http://synthesis.invalid:8000/v1", "m", 8, 5, api_key=KEY)
+    assert answer("x") == "re: x"
+    assert chat_server.seen[0][0] == "http://synthesis.invalid:8000/v1/chat/completions"
+
+
+def test_openai_answerer_on_loopback_ignores_the_environments_proxy(chat_server, proxy_at):
+    proxy_at(pick_free_ports("127.0.0.1", 1)[0])  # nothing listens there
+    answer = openai_answerer(f"http://localhost:{chat_server.server_port}", "m", 8, 5, api_key=KEY)
+    assert answer("x") == "re: x"
+    assert chat_server.seen[0][0] == "/v1/chat/completions"
 
 
 def test_synthesize_through_the_openai_answerer(chat_server, tmp_path):
