@@ -12,6 +12,7 @@ Prefect-free: this writes the file that `prefect deploy` reads.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import yaml
@@ -112,12 +113,13 @@ def pull_steps() -> list[dict[str, Any]]:
     ]
 
 
-def deployments() -> list[dict[str, Any]]:
-    profiles = [load_profile(name).profile for name in list_profile_names()]
-    specdec = [deployment(p, SPECDEC, ["specops", p.method.kind, p.backend.kind]) for p in profiles]
-    train = [deployment(p, TRAIN_DRAFT, ["specops", "train-draft", p.method.kind]) for p in profiles
-             if p.draft is not None and p.draft.train is not None]
-    return specdec + train
+def specdec_deployments(profiles: list[Profile]) -> list[dict[str, Any]]:
+    return [deployment(p, SPECDEC, ["specops", p.method.kind, p.backend.kind]) for p in profiles]
+
+
+def train_draft_deployments(profiles: list[Profile]) -> list[dict[str, Any]]:
+    return [deployment(p, TRAIN_DRAFT, ["specops", "train-draft", p.method.kind]) for p in profiles
+            if p.draft is not None and p.draft.train is not None]
 
 
 def regression_deployments(profiles: list[Profile]) -> list[dict[str, Any]]:
@@ -159,10 +161,16 @@ def regression_deployments(profiles: list[Profile]) -> list[dict[str, Any]]:
     return [nightly, alert]
 
 
+# Every flow's deployments, from the shipped profiles, in prefect.yaml's order: a new flow adds its builder here
+# (CONTRIBUTING.md, "A flow"), so that `specops deployments` writes them.
+FLOW_DEPLOYMENTS: tuple[Callable[[list[Profile]], list[dict[str, Any]]], ...] = (
+    specdec_deployments, train_draft_deployments, regression_deployments)
+
+
 def document() -> dict[str, Any]:
     profiles = [load_profile(name).profile for name in list_profile_names()]
     return {"name": "specops", "prefect-version": "3.8.8", "build": build_steps(),
-            "pull": pull_steps(), "deployments": deployments() + regression_deployments(profiles)}
+            "pull": pull_steps(), "deployments": [d for build in FLOW_DEPLOYMENTS for d in build(profiles)]}
 
 
 class _Dumper(yaml.SafeDumper):
