@@ -15,6 +15,7 @@ import shutil
 import subprocess
 import sys
 import textwrap
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -22,7 +23,9 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "CONTRIBUTING.md"
-COPIED = ("specops", "cli", "flows", "tasks", "profiles")
+# The project's packages (as pyproject.toml installs them) and its profiles.
+COPIED = (*(name.rstrip("*") for name in tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+                                                   ["packages"]["find"]["include"]), "profiles")
 # A backticked span that names a file or folder of the repository, optionally `path::NAME`.
 PATH = re.compile(r"^((?:[\w.<>-]+/)+(?:[\w.<>-]+\.(?:py|ya?ml|json|md|toml))?|[\w.-]+\.(?:md|ya?ml|toml)|Makefile)"
                   r"(?:::(\w+))?$")
@@ -77,7 +80,7 @@ def test_placeholders_match_the_files_they_stand_for():
     text = recipe("A backend")
     assert names_path(text, "specops/backends/toy.py") and names_path(text, "specops/backends/toy_config.py")
     assert names_path(text, "specops/backends/__init__.py")
-    assert not names_path(text, "specops/profile/schema.py/x") and not names_path(text, "specops/bench/tools.py")
+    assert not names_path(text, "specops/profile/schema.py/x") and not names_path(text, "specops/bench/tool_registry.py")
     assert names_path(recipe("A flow"), "specops/toy/__init__.py") and not names_path(recipe("A flow"), "specops")
 
 
@@ -340,7 +343,7 @@ TOY_TOOL = {
             def run(self, job, on_line=None, watch=None):
                 raise BenchToolError("a toy")
     ''',
-    "specops/bench/tools.py": '''
+    "specops/bench/tool_registry.py": '''
         BENCH_TOOLS.register("toy-load", "specops.bench.toy_load_tool:ToyLoad")
     ''',
 }
@@ -393,7 +396,7 @@ TOY_FLOW = {
     "flows/toy.py": '''
         from prefect import flow
 
-        from flows.hooks import reap_servers
+        from prefect_adapters.reaping import reap_servers
         from tasks.toy import describe_profile
 
 
