@@ -11,13 +11,12 @@ import os
 import subprocess
 import sys
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 from specops import tracking
+from specops.http_client import http_ok
 from specops.processes import kill_process_tree, pick_free_ports, spawn_guarded
 
 HOST = "127.0.0.1"
@@ -99,11 +98,7 @@ def _command(port: int) -> list[str]:
 
 
 def _healthy(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(f"{url}/health", timeout=2) as response:
-            return response.status == 200
-    except (urllib.error.URLError, OSError):
-        return False
+    return http_ok(f"{url}/health", 2.0)
 
 
 @contextmanager

@@ -11,10 +11,9 @@ import os
 import re
 import socket
 import tempfile
-import urllib.error
-import urllib.request
 from pathlib import Path
 
+from specops.http_client import Client, HttpError, StatusError, is_loopback
 from specops.profile.errors import ProfileError
 from specops.profile.loader import LoadedProfile
 from specops.rundir import RunDirError, artifacts_root, cache_root, validate_run_id
@@ -153,13 +152,13 @@ def _api_url_origin() -> tuple[str, str]:
 
 def _unreachable(url: str) -> str | None:
     """Why nothing answers at url, or None when something does (an HTTP error is an answer)."""
+    client = Client(env_proxy=not is_loopback(url))  # a remote Prefect server may sit behind the proxy
     try:
-        with urllib.request.urlopen(urllib.request.Request(url, method="GET"), timeout=PROBE_TIMEOUT_S):
-            return None
-    except urllib.error.HTTPError:
+        client.text("GET", url, PROBE_TIMEOUT_S)
+    except StatusError:
         return None
-    except urllib.error.URLError as err:
-        reason = err.reason
-        return getattr(reason, "strerror", None) or str(reason)
-    except (OSError, ValueError) as err:  # a timeout, a reset, a malformed URL
-        return str(err) or type(err).__name__
+    except HttpError as err:
+        return str(err)
+    finally:
+        client.close()
+    return None

@@ -70,6 +70,8 @@ class Client:
             raise HttpError(_redact(f"{url}: cannot connect ({exc})", headers)) from None
         except httpx.HTTPError as exc:
             raise HttpError(_redact(f"{url}: {type(exc).__name__} ({exc})", headers)) from None
+        except httpx.InvalidURL as exc:  # not an HTTPError in httpx
+            raise HttpError(f"{url}: not a URL ({exc})") from None
         text = response.content.decode("utf-8", "replace")
         if not response.is_success:
             shown = _redact(text, headers)[:ERROR_BODY_CHARS]  # redacted first: a cut must not expose part of a key
@@ -82,7 +84,10 @@ class Client:
 
 def is_loopback(url: str) -> bool:
     """The URL's host is this machine's loopback (localhost, 127.0.0.0/8, ::1)."""
-    host = httpx.URL(url).host
+    try:
+        host = httpx.URL(url).host
+    except httpx.InvalidURL:
+        return False
     if host == "localhost":
         return True
     try:

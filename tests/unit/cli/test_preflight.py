@@ -2,11 +2,14 @@
 from __future__ import annotations
 
 import os
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 
 from cli import preflight
+from specops.processes import pick_free_ports
 from specops.profile.errors import ProfileError
 from specops.profile.loader import load_profile
 
@@ -70,11 +73,23 @@ def test_host_check_accepts_loopback_and_refuses_a_foreign_address():
         preflight.check_host(load_profile("ngram-local", ["serving.host=192.0.2.1"]))
 
 
-def test_unreachable_treats_an_http_error_as_an_answer(monkeypatch):
-    import urllib.error
+def test_unreachable_treats_an_http_error_as_an_answer_and_names_why_nothing_answers():
+    class Unavailable(BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802 - http.server's name
+            self.send_response(503)
+            self.end_headers()
 
-    def http_error(*args, **kwargs):
-        raise urllib.error.HTTPError("http://x/health", 503, "unavailable", {}, None)
+        def log_message(self, *args):
+            pass
 
-    monkeypatch.setattr(preflight.urllib.request, "urlopen", http_error)
-    assert preflight._unreachable("http://x/health") is None
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Unavailable)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        assert preflight._unreachable(f"http://127.0.0.1:{server.server_port}/health") is None
+    finally:
+        server.shutdown()
+        server.server_close()
+    closed = pick_free_ports("127.0.0.1", 1)[0]
+    assert "Connection refused" in preflight._unreachable(f"http://127.0.0.1:{closed}/health")
+    assert "not a URL" in preflight._unreachable("http://[::1")
