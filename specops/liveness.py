@@ -9,11 +9,16 @@ cores answers late (see STALL_S).
 """
 from __future__ import annotations
 
+import subprocess
 import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol, TypeVar
+
+import psutil
+
+from specops.processes import descendants
 
 T = TypeVar("T")
 
@@ -131,6 +136,22 @@ class Watchdog:
         state = self.server.state()
         if state is not None:
             self.fail(state)
+
+
+def process_state(popen: subprocess.Popen | None) -> str | None:
+    """Why a server process cannot serve (stopped by us, exited, killed, frozen); None while it can. A frozen
+    child (SIGSTOP) stalls every request it takes as surely as a frozen parent, so the whole tree is looked at."""
+    if popen is None:
+        return "was stopped"
+    code = popen.poll()
+    if code is not None:
+        return exit_cause(code)
+    try:
+        frozen = [p for p in [psutil.Process(popen.pid), *descendants(popen.pid)]
+                  if p.status() in (psutil.STATUS_STOPPED, psutil.STATUS_TRACING_STOP)]
+    except psutil.NoSuchProcess:
+        return "exited"
+    return f"is stopped (SIGSTOP: pid {frozen[0].pid}) and answers nothing" if frozen else None
 
 
 def exit_cause(returncode: int) -> str:

@@ -8,7 +8,7 @@ from typing import Any, Protocol
 
 from specops.acceptance.model import Acceptance
 from specops.backends.spec import BackendConfig
-from specops.bench.target import BenchTarget
+from specops.bench.target import Api, BenchTarget, addresses
 from specops.plan_step import PlanStep
 from specops.server_settings import Serving
 from specops.sources.base import ModelArtifact
@@ -106,6 +106,14 @@ class Backend(ABC):
     def acceptance_source(self, variant: Variant) -> str:
         """Where the variant's acceptance comes from, or why there is none (for the plan)."""
         return "none (no speculation)" if not variant.method.speculative else "the backend's counters"
+
+    def endpoints(self, server: Server | None) -> dict[Api, str]:
+        """Each API the backend registers -> its address on `server`; for a plan (server None), the serving host
+        with placeholders for the ports only a running server knows."""
+        e = server.endpoint if server is not None else None
+        host = self.serving.host
+        return addresses(self.registration.apis, grpc=e.grpc_url if e else f"{host}:<grpc port>",
+                         http=e.http_base if e else f"http://{host}:<http port>")
 
     @abstractmethod
     def bench_target(self, server: Server | None, variant: Variant) -> BenchTarget:

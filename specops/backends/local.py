@@ -10,7 +10,7 @@ from typing import Any
 from specops.acceptance.model import Acceptance
 from specops.backends.base import Backend
 from specops.backends.triton_process import TritonProcessServer, start_triton
-from specops.bench.target import BenchTarget, addresses
+from specops.bench.target import BenchTarget
 from specops.methods import MethodConfig
 from specops.plan_step import PlanStep
 from specops.rundir import cache_root
@@ -80,11 +80,7 @@ class LocalBackend(Backend):
         )
 
     def bench_target(self, server: TritonProcessServer | None, variant: Variant) -> BenchTarget:
-        host = self.serving.host
-        grpc = server.endpoint.grpc_url if server else f"{host}:<grpc port>"
-        http = f"http://{server.endpoint.http_url}" if server else f"http://{host}:<http port>"
-        return BenchTarget(model=variant.model_name, endpoints=addresses(self.registration.apis, grpc=grpc, http=http),
-                           streaming=True)
+        return BenchTarget(model=variant.model_name, endpoints=self.endpoints(server), streaming=True)
 
     def served(self) -> dict[str, str | None]:
         import torch  # noqa: PLC0415

@@ -18,7 +18,7 @@ import psutil
 
 from specops import processes as proc
 from specops.cost.cpu import process_tree_cpu_seconds
-from specops.liveness import exit_cause
+from specops.liveness import exit_cause, process_state
 from specops.triton.endpoint import Endpoint
 
 log = logging.getLogger(__name__)
@@ -104,17 +104,7 @@ class ProcessServer:
         return f"{self.name} pid {self.pid}"
 
     def state(self) -> str | None:
-        if self._proc is None:
-            return "was stopped"
-        code = self._proc.poll()
-        if code is not None:
-            return exit_cause(code)
-        try:
-            frozen = [p for p in [psutil.Process(self._proc.pid), *proc.descendants(self._proc.pid)]
-                      if p.status() in (psutil.STATUS_STOPPED, psutil.STATUS_TRACING_STOP)]
-        except psutil.NoSuchProcess:
-            return "exited"
-        return f"is stopped (SIGSTOP: pid {frozen[0].pid}) and answers nothing" if frozen else None
+        return process_state(self._proc)
 
     def answers(self, timeout_s: float) -> bool:
         return self.probe(timeout_s)

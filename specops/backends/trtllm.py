@@ -22,7 +22,7 @@ from specops.backends.container import ContainerBackend, ContainerServer, Placed
 from specops.backends.llmapi_support import LlmApiSupport, llm_args_findings
 from specops.backends.triton_launch import loopback_wrapper, wrapper_steps
 from specops.backends.trtllm_config import TrtllmBackendConfig
-from specops.bench.target import BenchTarget, addresses
+from specops.bench.target import BenchTarget
 from specops.methods import MethodConfig
 from specops.triton import client
 from specops.triton.endpoint import Endpoint
@@ -201,8 +201,7 @@ class TrtllmBackend(ContainerBackend):
         return acceptance_from(server.perf, variant.method.draft_length())
 
     def bench_target(self, server: ContainerServer | None, variant: Variant) -> BenchTarget:
-        url = server.endpoint.grpc_url if server else f"{self.serving.host}:<grpc port>"
-        return BenchTarget(model=MODEL, endpoints=addresses(self.registration.apis, grpc=url),
+        return BenchTarget(model=MODEL, endpoints=self.endpoints(server),
                            streaming=self.config.decoupled, inputs=benchmark_inputs(self.config),
                            pins_output_length=self.support(variant).release.llmapi.pins_output_length)
 

@@ -27,7 +27,7 @@ from specops.backends.trtllm_engine_commands import (
 )
 from specops.backends.trtllm_engine_config import TrtllmEngineBackendConfig
 from specops.backends.trtllm_engine_support import EngineSupport
-from specops.bench.target import BenchTarget, addresses
+from specops.bench.target import BenchTarget
 from specops.http_client import post_json
 from specops.plan_step import PlanStep
 from specops.sources.base import ModelArtifact
@@ -184,9 +184,7 @@ class TrtllmEngineBackend(ContainerBackend):
                           acc.num_draft_tokens, acc.num_accepted_tokens, covers_benchmark=False)
 
     def bench_target(self, server: EngineServer | None, variant: Variant) -> BenchTarget:
-        url = server.endpoint.grpc_url if server else f"{self.serving.host}:<grpc port>"
-        return BenchTarget(model=self.support(variant).served_model,
-                           endpoints=addresses(self.registration.apis, grpc=url),
+        return BenchTarget(model=self.support(variant).served_model, endpoints=self.endpoints(server),
                            streaming=self.config.triton.decoupled_mode)
 
     # --- conformance ----------------------------------------------------------------------

@@ -20,7 +20,7 @@ from specops.backends.conformance import flag_names, not_in
 from specops.backends.container import ContainerBackend, ContainerServer, Placed
 from specops.backends.llmapi_support import LlmApiSupport, llm_args_findings
 from specops.backends.trtllm_serve_config import TrtllmServeBackendConfig
-from specops.bench.target import BenchTarget, addresses
+from specops.bench.target import BenchTarget
 from specops.http_client import get_json, http_ok, post_json
 from specops.methods import MethodConfig
 from specops.triton.endpoint import Endpoint
@@ -59,10 +59,6 @@ def serve_argv(cfg: TrtllmServeBackendConfig, model: str, endpoint: Endpoint) ->
 @dataclass
 class ServeServer(ContainerServer):
     totals: Acceptance | None = None
-
-    @property
-    def base_url(self) -> str:
-        return f"http://{self.endpoint.connect_host}:{self.endpoint.http_port}"
 
 
 class TrtllmServeBackend(ContainerBackend):
@@ -123,7 +119,7 @@ class TrtllmServeBackend(ContainerBackend):
 
     def generate(self, server: ServeServer, variant: Variant, prompt: str, max_tokens: int) -> str:
         body = self.completion(variant, prompt, max_tokens)
-        out = post_json(f"{server.base_url}/v1/completions", body, self.serving.request_timeout_s)
+        out = post_json(f"{server.endpoint.http_base}/v1/completions", body, self.serving.request_timeout_s)
         return str(out["choices"][0]["text"])
 
     # --- acceptance -----------------------------------------------------------------------
@@ -134,7 +130,7 @@ class TrtllmServeBackend(ContainerBackend):
         return "trtllm-serve GET /metrics iteration stats (specDecodingStats), drained and summed per server"
 
     def read_acceptance(self, server: ServeServer, variant: Variant, settle: bool) -> Acceptance:
-        server.totals = accumulate(server.totals, get_json(f"{server.base_url}/metrics", 10.0))
+        server.totals = accumulate(server.totals, get_json(f"{server.endpoint.http_base}/metrics", 10.0))
         if not server.totals.num_draft_tokens:
             # Whether the PyTorch executor fills specDecodingStats for one-model EAGLE-3 before 1.2 is
             # unverified (data/trtllm.yaml common.serve_metrics.spec_stats_semantics).
@@ -143,8 +139,7 @@ class TrtllmServeBackend(ContainerBackend):
         return server.totals
 
     def bench_target(self, server: ServeServer | None, variant: Variant) -> BenchTarget:
-        url = server.base_url if server else f"http://{self.serving.host}:<port>"
-        return BenchTarget(model=self.served_model(variant), endpoints=addresses(self.registration.apis, http=url),
+        return BenchTarget(model=self.served_model(variant), endpoints=self.endpoints(server),
                            streaming=True)
 
     # --- conformance ----------------------------------------------------------------------

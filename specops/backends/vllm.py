@@ -28,7 +28,7 @@ from specops.backends.triton_process import start_triton
 from specops.backends.vllm_config import VllmBackendConfig
 from specops.backends.vllm_engine import VllmEngineBackend
 from specops.backends.vllm_readback import ServedConfigError, findings, from_engine_log
-from specops.bench.target import BenchTarget, addresses
+from specops.bench.target import BenchTarget
 from specops.plan_step import PlanStep
 from specops.rundir import cache_root
 from specops.sources.backend_code import fetch_backend_code
@@ -177,11 +177,7 @@ class VllmBackend(VllmEngineBackend):
         return found
 
     def bench_target(self, server: ContainerServer | None, variant: Variant) -> BenchTarget:
-        host = self.serving.host
-        grpc = server.endpoint.grpc_url if server else f"{host}:<grpc port>"
-        http = f"http://{server.endpoint.http_url}" if server else f"http://{host}:<http port>"
-        return BenchTarget(model=variant.model_name, endpoints=addresses(self.registration.apis, grpc=grpc, http=http),
-                           streaming=True)
+        return BenchTarget(model=variant.model_name, endpoints=self.endpoints(server), streaming=True)
 
     # --- conformance ----------------------------------------------------------------------
     def own_request(self, variant: Variant) -> dict[str, Any]:

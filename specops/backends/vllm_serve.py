@@ -30,7 +30,7 @@ from specops.backends.process_server import ProcessServer
 from specops.backends.vllm_config import VllmServeBackendConfig
 from specops.backends.vllm_engine import VllmEngineBackend
 from specops.backends.vllm_readback import ServedConfigError, findings, from_server_info, unseen
-from specops.bench.target import BenchTarget, addresses
+from specops.bench.target import BenchTarget
 from specops.http_client import get_json, get_text, http_ok, post_json
 from specops.plan_step import PlanStep
 from specops.settings import env_name, secret, settings
@@ -57,10 +57,6 @@ def config_text(args: dict[str, Any]) -> str:
     (--max-num-seqs None: "invalid int value"), where leaving the key out gives vLLM's default, as null means."""
     return yaml.safe_dump({key.replace("_", "-"): value for key, value in args.items() if value is not None},
                           sort_keys=False)
-
-
-def base_url(endpoint: Endpoint) -> str:
-    return f"http://{endpoint.connect_host}:{endpoint.http_port}"
 
 
 def loopback(host: str) -> bool:
@@ -119,11 +115,11 @@ class VllmServeBackend(VllmEngineBackend):
         return self.config.read_back and loopback(self.serving.host)
 
     def probe(self, variant: Variant, endpoint: Endpoint):
-        url = f"{base_url(endpoint)}/health"
+        url = f"{endpoint.http_base}/health"
         return lambda timeout_s=2.0: http_ok(url, timeout_s)
 
     def probe_description(self, variant: Variant, endpoint: Endpoint) -> str:
-        return f"GET {base_url(endpoint)}/health; smoke: POST {base_url(endpoint)}/v1/completions"
+        return f"GET {endpoint.http_base}/health; smoke: POST {endpoint.http_base}/v1/completions"
 
     def launch(self, variant: Variant, repo: Path, log_path: Path):
         server = self.start_process(variant, repo, log_path) if self.config.in_process \
@@ -155,7 +151,7 @@ class VllmServeBackend(VllmEngineBackend):
         served config is kept beside the server's log (<log>-engine-config.json)."""
         rendered = yaml.safe_load((Path(repo) / CONFIG_NAME).read_text())
         rendered = {key.replace("-", "_"): value for key, value in rendered.items()}
-        url = f"{base_url(server.endpoint)}/server_info?config_format=json"
+        url = f"{server.endpoint.http_base}/server_info?config_format=json"
         served = from_server_info(get_json(url, 30.0))
         kept = Path(log_path).with_name(f"{Path(log_path).stem}-engine-config.json")
         kept.write_text(json.dumps(served, indent=1, sort_keys=True) + "\n", encoding="utf-8")
@@ -171,7 +167,7 @@ class VllmServeBackend(VllmEngineBackend):
         return {"model": variant.model_name, "prompt": prompt, "max_tokens": max_tokens, "temperature": 0.0}
 
     def generate(self, server, variant: Variant, prompt: str, max_tokens: int) -> str:
-        out = post_json(f"{base_url(server.endpoint)}/v1/completions", self.completion(variant, prompt, max_tokens),
+        out = post_json(f"{server.endpoint.http_base}/v1/completions", self.completion(variant, prompt, max_tokens),
                         self.serving.request_timeout_s, headers=self.headers())
         return str(out["choices"][0]["text"])
 
@@ -181,14 +177,13 @@ class VllmServeBackend(VllmEngineBackend):
                 "_num_accepted_tokens / _num_accepted_tokens_per_pos), read before and after the benchmark")
 
     def read_acceptance(self, server, variant: Variant, settle: bool) -> Acceptance:
-        found = from_vllm_metrics(get_text(f"{base_url(server.endpoint)}/metrics", 10.0))
+        found = from_vllm_metrics(get_text(f"{server.endpoint.http_base}/metrics", 10.0))
         if found is None:
             return Acceptance.unavailable(self.serving_what(), "GET /metrics carried no vllm:spec_decode_* counters")
         return found
 
     def bench_target(self, server, variant: Variant) -> BenchTarget:
-        url = base_url(server.endpoint) if server else f"http://{self.serving.host}:<port>"
-        return BenchTarget(model=variant.model_name, endpoints=addresses(self.registration.apis, http=url),
+        return BenchTarget(model=variant.model_name, endpoints=self.endpoints(server),
                            streaming=True)
 
     # --- plan -------------------------------------------------------------------------------

@@ -24,6 +24,10 @@ class Endpoint:
         return f"{self.connect_host}:{self.http_port}"
 
     @property
+    def http_base(self) -> str:
+        return f"http://{self.http_url}"
+
+    @property
     def grpc_url(self) -> str:
         return f"{self.connect_host}:{self.grpc_port}"
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import psutil
 
 from specops import processes as proc
-from specops.liveness import exit_cause
+from specops.liveness import process_state
 from specops.secrets import scrubbed_env
 from specops.triton import client
 from specops.triton.backend_dir import TritonDist, assemble_backend_dir, triton_dist
@@ -166,16 +166,9 @@ class TritonServer:
     # --- state ------------------------------------------------------------------------------
     def state(self) -> str | None:
         """Why the server cannot serve (exited, killed, stopped, lost a stub); None while it can."""
-        if self._proc is None:
-            return "was stopped"
-        code = self._proc.poll()
-        if code is not None:
-            return exit_cause(code)
-        try:
-            if psutil.Process(self._proc.pid).status() in (psutil.STATUS_STOPPED, psutil.STATUS_TRACING_STOP):
-                return "is stopped (SIGSTOP) and answers nothing"
-        except psutil.NoSuchProcess:
-            return "exited"
+        down = process_state(self._proc)
+        if down is not None:
+            return down
         for stub in self._stubs:
             if not proc.running(stub):
                 # The model instance it served fails every request from now on (Triton does not

@@ -14,7 +14,7 @@ import psutil
 import pytest
 
 from specops.bench.tool_process import run_logged
-from specops.liveness import ServerDown, Watchdog, exit_cause
+from specops.liveness import ServerDown, Watchdog, exit_cause, process_state
 from specops.processes import pick_free_ports
 
 # Answers GET / with 200 until it receives SIGUSR1; from then on it accepts connections and
@@ -183,3 +183,25 @@ def test_a_tool_on_a_dead_server_is_killed_at_once_with_its_process_group(server
     killer.wait(5)
     left = [p for p in psutil.process_iter(["cmdline"]) if marker in " ".join(p.info["cmdline"] or [])]
     assert not left
+
+
+def test_process_state_names_why_a_server_process_cannot_serve():
+    assert process_state(None) == "was stopped"
+    popen = subprocess.Popen([sys.executable, "-c", "import subprocess, sys, time; "
+                              "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)']); time.sleep(60)"],
+                             start_new_session=True)
+    try:
+        deadline = time.monotonic() + 10
+        while not psutil.Process(popen.pid).children() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        child = psutil.Process(popen.pid).children()[0]
+        assert process_state(popen) is None
+        os.kill(child.pid, signal.SIGSTOP)  # a frozen child stalls the server as a frozen parent would
+        deadline = time.monotonic() + 5
+        while process_state(popen) is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert process_state(popen) == f"is stopped (SIGSTOP: pid {child.pid}) and answers nothing"
+    finally:
+        os.killpg(popen.pid, signal.SIGKILL)
+        popen.wait(10)
+    assert process_state(popen) == "was killed by SIGKILL"

@@ -23,7 +23,6 @@ from prometheus_client.parser import text_string_to_metric_families
 from specops.backends import vllm_cpu
 from specops.backends.base import Deployment, make_backend
 from specops.backends.vllm_readback import ServedConfigError
-from specops.backends.vllm_serve import base_url
 from specops.bench.prompts import load_prompts
 from specops.bench.target import Api
 from specops.bench.tool import BenchJob
@@ -128,7 +127,7 @@ def engine_clock(server) -> tuple[float, float, float]:
     The engine times each request from its arrival to its last token (vllm/v1/metrics/stats.py at 0.32.0)."""
     found = {"vllm:e2e_request_latency_seconds_count": 0.0, "vllm:e2e_request_latency_seconds_sum": 0.0,
              "vllm:generation_tokens_total": 0.0}
-    for family in text_string_to_metric_families(get_text(f"{base_url(server.endpoint)}/metrics", 10.0)):
+    for family in text_string_to_metric_families(get_text(f"{server.endpoint.http_base}/metrics", 10.0)):
         for sample in family.samples:
             if sample.name in found:
                 found[sample.name] += sample.value

@@ -214,7 +214,7 @@ def test_server_killed_during_the_benchmark(env):
 def test_server_frozen_during_the_benchmark(env):
     outcome = run_with_fault(env, "frozen-in-benchmark", _in_benchmark("speculative"),
                              _signal_server("speculative", signal.SIGSTOP))
-    assert_clean(outcome, "benchmark", "speculative", "is stopped (SIGSTOP) and answers nothing",
+    assert_clean(outcome, "benchmark", "speculative", "is stopped (SIGSTOP: pid", "and answers nothing",
                  bound_s=1 + DETECT_S)
 
 

@@ -99,7 +99,7 @@ def test_bench_target_is_the_openai_completions_endpoint(load_gpu_profile):
     profile = load_gpu_profile("draft-target-trtllm-serve")
     target = backend_for(profile).bench_target(None, Variant("speculative", profile.method))
     assert target.apis == (Api.OPENAI_COMPLETIONS, Api.OPENAI_CHAT) and target.model == "/models/target"
-    assert target.endpoints[Api.OPENAI_COMPLETIONS] == "http://127.0.0.1:<port>"
+    assert target.endpoints[Api.OPENAI_COMPLETIONS] == "http://127.0.0.1:<http port>"
 
 
 def test_container_flags_match_the_playbook(load_gpu_profile):
