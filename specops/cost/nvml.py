@@ -80,11 +80,6 @@ def energy_delta_j(before: Mapping[int, int], after: Mapping[int, int]) -> float
     return sum(after[i] - before[i] for i in before) / 1000.0
 
 
-def per_1k_tokens(quantity: float, tokens: float) -> float | None:
-    """`quantity` per 1,000 tokens; None when there were no tokens to divide by."""
-    return 1000.0 * quantity / tokens if tokens else None
-
-
 def gpu_indices(gpus: str | None) -> list[int] | None:
     """Device indices a profile's `gpus` string gives the server: None = all, [] = none.
 

@@ -72,9 +72,7 @@ def train_eagle(spec: TrainSpec, target_dir: Path, data_path: Path, out_dir: Pat
                 log: Callable[[str], None], draft_length: int = 0,
                 progress: Progress | None = None) -> TrainResult:
     """Train, export to out_dir/export, keep ModelOpt's state in out_dir/modelopt."""
-    import modelopt.torch.opt as mto
     import modelopt.torch.speculative as mtsp
-    from modelopt.torch.export import export_speculative_decoding
 
     torch.manual_seed(spec.seed)
     model, tokenizer = load_target(target_dir, spec.threads)
@@ -96,31 +94,44 @@ def train_eagle(spec: TrainSpec, target_dir: Path, data_path: Path, out_dir: Pat
     params = [p for p in model.eagle_module.parameters() if p.requires_grad]
     model.train()
 
-    def step(batch):
-        ids, mask, hidden, aux = batch
-        outputs = {"base_model_hidden_states": hidden}
-        if aux is not None:
-            outputs["aux_hidden_states"] = aux
-        out = model(input_ids=ids, attention_mask=mask, base_model_outputs=outputs)
-        accs = out.train_acc[0]
-        return out.loss, {f"acc{i}": float(a) for i, a in enumerate(accs)}
-
-    stats = run_loop(params, step, shuffled_epochs(cached, spec.seed), epochs=spec.epochs,
+    stats = run_loop(params, _eagle_step(model), shuffled_epochs(cached, spec.seed), epochs=spec.epochs,
                      steps_per_epoch=len(cached),
                      max_steps=spec.max_steps, lr=spec.lr, log=log, label=f"train {spec.mode}",
                      progress=progress)
-    model.eval()
-    export_dir = out_dir / "export"
-    export_speculative_decoding(model, export_dir=export_dir)
-    (out_dir / "modelopt").mkdir(parents=True, exist_ok=True)
-    torch.save({"modelopt_state": mto.modelopt_state(model),
-                "eagle_module": model.eagle_module.state_dict()}, out_dir / "modelopt" / "eagle_module.pth")
+    export_dir = _export(model, out_dir)
     log(f"{spec.mode}: exported to {export_dir}")
     return TrainResult(
         mode=spec.mode, export_dir=export_dir, sequences=len(seqs), tokens=token_count(seqs),
         steps=stats.steps, train_seconds=stats.seconds, prepare_seconds=cache_s,
         final_loss=stats.final_loss, train_accuracy=stats.last_metrics,
     )
+
+
+def _eagle_step(model) -> Callable:
+    """One training step on a cached batch: the loss and the head's accuracy at each draft position."""
+    def step(batch):
+        ids, mask, hidden, aux = batch
+        outputs = {"base_model_hidden_states": hidden}
+        if aux is not None:
+            outputs["aux_hidden_states"] = aux
+        out = model(input_ids=ids, attention_mask=mask, base_model_outputs=outputs)
+        return out.loss, {f"acc{i}": float(a) for i, a in enumerate(out.train_acc[0])}
+
+    return step
+
+
+def _export(model, out_dir: Path) -> Path:
+    """ModelOpt's deployable export in out_dir/export; its own state (to resume or inspect) in out_dir/modelopt."""
+    import modelopt.torch.opt as mto
+    from modelopt.torch.export import export_speculative_decoding
+
+    model.eval()
+    export_dir = out_dir / "export"
+    export_speculative_decoding(model, export_dir=export_dir)
+    (out_dir / "modelopt").mkdir(parents=True, exist_ok=True)
+    torch.save({"modelopt_state": mto.modelopt_state(model),
+                "eagle_module": model.eagle_module.state_dict()}, out_dir / "modelopt" / "eagle_module.pth")
+    return export_dir
 
 
 def _rope_theta(config) -> float:

@@ -18,8 +18,6 @@ from specops import http_client
 from specops.draft.conversations import TEXT_FORMATS, Conversation, DataFileError, Turn, parse_line, write_record
 from specops.draft.prompt_sources import PromptItem
 from specops.progress import Progress
-from specops.triton import client
-from specops.triton.endpoint import Endpoint
 
 _DEAD_SERVER_PROBE = 10  # this many first requests all failing means nothing will succeed
 
@@ -62,15 +60,6 @@ def synthesize(
     writer.check_failures()
     log(writer.summary())
     return SynthesisResult(out_path, writer.written, reused, writer.empty, writer.failed)
-
-
-def triton_answerer(endpoint: Endpoint, model: str, max_tokens: int, timeout_s: float) -> Callable[[str], str]:
-    """Greedy raw-prompt continuation from a Triton generate model (the draft learns exactly this)."""
-
-    def answer(prompt: str) -> str:
-        return client.generate(endpoint, model, prompt, max_tokens, temperature=0.0, timeout_s=timeout_s)
-
-    return answer
 
 
 def openai_answerer(

@@ -113,15 +113,15 @@ class Cost(Record):
 
     @property
     def cpu_s_per_1k_tokens(self) -> float | None:
-        if self.cpu_seconds is None or not self.output_tokens:
-            return None
-        return 1000 * self.cpu_seconds / self.output_tokens
+        return self._per_1k_tokens(self.cpu_seconds)
 
     @property
     def gpu_j_per_1k_tokens(self) -> float | None:
-        if self.gpu_energy_j is None or not self.output_tokens:
-            return None
-        return 1000 * self.gpu_energy_j / self.output_tokens
+        return self._per_1k_tokens(self.gpu_energy_j)
+
+    def _per_1k_tokens(self, quantity: float | None) -> float | None:
+        """None where nothing was measured or no token was produced to divide by."""
+        return None if quantity is None or not self.output_tokens else 1000 * quantity / self.output_tokens
 
 
 class VariantRecord(Record):

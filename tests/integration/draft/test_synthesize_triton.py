@@ -7,7 +7,7 @@ import pytest
 
 from specops.draft.conversations import read_conversations
 from specops.draft.prompt_sources import stdlib_prompts
-from specops.draft.synthesize import synthesize, triton_answerer
+from specops.draft.synthesize import synthesize
 from specops.triton import client
 from specops.triton.model_config import python_generate_config
 from specops.triton.repository import write_python_model
@@ -30,7 +30,10 @@ def base_endpoint(embedded_model, tmp_path_factory):
 def test_synthesize_stdlib_prompts_and_resume(base_endpoint, tmp_path):
     items = stdlib_prompts(4, seed=0)
     out = tmp_path / "data" / "synth.jsonl"
-    answer = triton_answerer(base_endpoint, "base", max_tokens=16, timeout_s=120)
+
+    def answer(prompt: str) -> str:  # greedy raw-prompt continuation, what the draft learns
+        return client.generate(base_endpoint, "base", prompt, 16, temperature=0.0, timeout_s=120)
+
     logs: list[str] = []
     t0 = time.monotonic()
     first = synthesize(items, answer, out, concurrency=2, text_format="completion", log=logs.append)

@@ -11,7 +11,8 @@ import pytest
 from specops.cost import nvml
 from specops.cost.host import cpu_model, host_record
 from specops.cost.meter import CostMeter
-from specops.cost.nvml import EnergyCounterError, energy_delta_j, gpu_indices, nvml_available, per_1k_tokens
+from specops.cost.nvml import EnergyCounterError, energy_delta_j, gpu_indices, nvml_available
+from specops.results.model import Cost
 
 # Two recorded readings of 2 devices (mJ since driver load), 10 s apart at ~300 W and ~60 W.
 BEFORE = {0: 812_345_678, 1: 91_000_000}
@@ -22,13 +23,16 @@ AFTER = {0: 815_350_678, 1: 91_600_500}
 
 def test_energy_delta_of_recorded_readings():
     assert energy_delta_j(BEFORE, AFTER) == pytest.approx(3605.5)
-    assert per_1k_tokens(energy_delta_j(BEFORE, AFTER), 2500) == pytest.approx(1442.2)
+    assert Cost(output_tokens=2500, gpu_energy_j=energy_delta_j(BEFORE, AFTER)).gpu_j_per_1k_tokens == pytest.approx(
+        1442.2)
     assert energy_delta_j(BEFORE, BEFORE) == 0.0
 
 
-def test_per_1k_tokens_without_tokens_is_none():
-    assert per_1k_tokens(12.0, 0) is None
-    assert per_1k_tokens(12.0, 4000) == pytest.approx(3.0)
+def test_per_1k_tokens_without_tokens_or_a_measurement_is_none():
+    assert Cost(output_tokens=0, gpu_energy_j=12.0, cpu_seconds=12.0).gpu_j_per_1k_tokens is None
+    assert Cost(output_tokens=4000, gpu_energy_j=12.0).gpu_j_per_1k_tokens == pytest.approx(3.0)
+    assert Cost(output_tokens=4000, cpu_seconds=12.0).cpu_s_per_1k_tokens == pytest.approx(3.0)
+    assert Cost(output_tokens=4000).cpu_s_per_1k_tokens is None
 
 
 def test_backwards_counter_is_an_error():
