@@ -28,11 +28,12 @@ from specops.results.model import RunResult, Status, Window
 from specops.rundir import RunDir, cache_root
 from specops.slots import slot_names
 from specops.sources.base import ModelArtifact
+from specops.sources.integrity import Stored
 from specops.teardown import teardown_quietly
 from specops.variant import BASE, SPECULATIVE, Variant, variants_of
 from tasks.benchmark import benchmark_round, read_acceptance
 from tasks.check import compare_check_outputs, generate_check_outputs, send_smoke_request
-from tasks.models import check_draft_vocabulary, download_model, verify_model
+from tasks.models import check_draft_vocabulary, download_model
 from tasks.profile import check_prerequisites, create_run_dir, validate_profile
 from tasks.render import build_engine, render_repository
 from tasks.report import publish_artifacts, record_result, summarize_run, write_report
@@ -75,28 +76,24 @@ def final_state(result: RunResult, report: Path) -> RunResult | State:
     return result
 
 
-def _value(state, facts: RunFacts, step: str):
-    """A task's result, noting whether it came from the cache (state.result() re-raises a failure)."""
-    facts.cached_steps[step] = state.name == "Cached"
-    return state.result()
+def _value(result: ModelArtifact | Stored, facts: RunFacts, step: str):
+    """A cache step's result (an artifact, or a Stored path), noting whether the cache held it."""
+    facts.cached_steps[step] = result.cached
+    return result.value if isinstance(result, Stored) else result
 
 
 def prepare_models(loaded: LoadedProfile, backend: Backend, run: RunDir, cache_dir: Path,
                    facts: RunFacts) -> tuple[ModelArtifact, ModelArtifact | None]:
     p = loaded.profile
     files = backend.registration.hub_files  # of a hub repository, only what this backend's loaders read
-    target = _value(download_model(p.target.source, cache_dir, run, "target", files, return_state=True), facts,
-                    "download target")
-    # A cached download comes back without looking at the cache: verify what will be served.
-    target = verify_model(target, cache_dir, run, "target")
+    target = _value(download_model(p.target.source, cache_dir, run, "target", files), facts, "download target")
     facts.models["target"] = target
     draft = None
     if p.draft is not None and p.draft.train is not None:
         draft, _ = prepare_trained_draft(loaded, backend, target, run, cache_dir)
+        facts.cached_steps["train draft"] = draft.cached
     elif p.draft is not None:
-        draft = _value(download_model(p.draft.source, cache_dir, run, "draft", files, return_state=True), facts,
-                       "download draft")
-        draft = verify_model(draft, cache_dir, run, "draft")
+        draft = _value(download_model(p.draft.source, cache_dir, run, "draft", files), facts, "download draft")
         with run.timed("download", "draft"):  # so a mismatch is reported at this step, not at "flow"
             check_draft_vocabulary(target, draft)
     if draft is not None:
@@ -170,10 +167,9 @@ def measure(loaded: LoadedProfile, backend: Backend, tool: BenchTool, run: RunDi
         try:
             repos = {}
             for v in variants:
-                engines = _value(build_engine(backend, v, target, draft, cache_dir, run, return_state=True), facts,
-                                 f"build {v.name}")
-                repos[v.name] = _value(render_repository(backend, v, target, draft, cache_dir, engines, run,
-                                                         return_state=True), facts, f"render {v.name}")
+                engines = _value(build_engine(backend, v, target, draft, cache_dir, run), facts, f"build {v.name}")
+                repos[v.name] = _value(render_repository(backend, v, target, draft, cache_dir, engines, run), facts,
+                                       f"render {v.name}")
             serve_and_benchmark(loaded, backend, tool, run, facts, variants, repos, prompts, tokenizer, outputs)
         finally:
             facts.window = Window(started_at=held.started_at, finished_at=time.time(), slots=held.names,

@@ -70,8 +70,8 @@ class Sweep:
               backend: Backend | None = None) -> tuple[list[str], object]:
         """Build, render, start and check one server; `backend` (the sweep's unless given) renders it."""
         backend = backend or self.backend
-        engines = build_engine(backend, variant, self.target, self.draft, cache_root(), server_run)
-        repo = render_repository(backend, variant, self.target, self.draft, cache_root(), engines, server_run)
+        engines = build_engine(backend, variant, self.target, self.draft, cache_root(), server_run).value
+        repo = render_repository(backend, variant, self.target, self.draft, cache_root(), engines, server_run).value
         outputs, pace = serve_and_check(backend, variant, repo, self.loaded, server_run, servers, self.facts)
         self.starts[variant.name] += 1
         return outputs, pace

@@ -20,8 +20,8 @@ from specops.slots import slot_names
 from specops.sources.base import ModelArtifact
 from specops.teardown import teardown_quietly
 from specops.variant import Variant, base_method
-from tasks.draft import find_training_data, publish_training, synthesize_training_data, train_draft_module, verify_draft
-from tasks.models import download_model, verify_model
+from tasks.draft import find_training_data, publish_training, synthesize_training_data, train_draft_module
+from tasks.models import download_model
 from tasks.profile import check_prerequisites, create_run_dir, validate_profile
 from tasks.render import build_engine, render_repository
 from tasks.serve import start_server, stop_server
@@ -36,10 +36,9 @@ def prepare_trained_draft(loaded: LoadedProfile, backend: Backend, target: Model
         data = find_training_data(profile, target, cache_dir)
         if data is None:
             data = _synthesize(loaded, backend, target, run, cache_dir)
-        # Only what shapes the draft keys the task: other profile edits keep the cached draft.
+        # Only what shapes the draft keys its cache entry: other profile edits keep the cached draft.
         draft = train_draft_module(profile.draft.train, profile.method.draft_length(), target, data, cache_dir, run,
                                    profile.name)
-    draft = verify_draft(draft, run)  # the training step's result is cached: check what it names
     return draft, publish_training(draft, run, profile.name)
 
 
@@ -52,8 +51,8 @@ def _synthesize(loaded: LoadedProfile, backend: Backend, target: ModelArtifact, 
     server = None
     data = profile.draft.train.data
     if not data.endpoint and data.server is None:  # else an endpoint, or the seed's vLLM container, answers
-        engines = build_engine(backend, synthesis, target, None, cache_dir, run)
-        repo = render_repository(backend, synthesis, target, None, cache_dir, engines, run)
+        engines = build_engine(backend, synthesis, target, None, cache_dir, run).value
+        repo = render_repository(backend, synthesis, target, None, cache_dir, engines, run).value
         server = start_server(backend, synthesis, repo, run)
     try:
         data = synthesize_training_data(profile, backend, server, synthesis, target, cache_dir, run)
@@ -79,8 +78,7 @@ def train_draft(profile: str = "eagle3-local", overrides: list[str] | None = Non
         backend = backend_for(loaded.profile)
         check_prerequisites(backend, tool_for(loaded.profile), run)
         cache_dir = cache_root()
-        target = verify_model(download_model(loaded.profile.target.source, cache_dir, run, "target",
-                                             backend.registration.hub_files), cache_dir, run)
+        target = download_model(loaded.profile.target.source, cache_dir, run, "target", backend.registration.hub_files)
         draft, result = prepare_trained_draft(loaded, backend, target, run, cache_dir)
     except BaseException as error:
         step, variant = run.progress.failed_at or ("train-draft", None)

@@ -25,9 +25,8 @@ from specops.progress import within
 from specops.rundir import RunDir
 from specops.settings import secret, settings
 from specops.sources.base import ModelArtifact
-from specops.sources.integrity import exclusive
+from specops.sources.integrity import exclusive, produce_once
 from specops.variant import Variant
-from tasks.caching import ContentKey, locked
 from tasks.report import artifact_key
 
 EVAL_PROMPTS = 2
@@ -101,34 +100,33 @@ def _answer_all(profile: Profile, backend: Backend, server: Server | None, varia
     return store.finished_data(directory, f"synthesized:{target.source}")
 
 
-@task(cache_policy=locked(ContentKey(recipe=store.DRAFT_RECIPE, ignore=("run", "profile"))), persist_result=True)
+# The cache is looked up in the store (keyed by store.DRAFT_RECIPE and what shapes the draft), never through
+# Prefect's task cache: nothing outside it points into it.
+@task(cache_policy=NO_CACHE, persist_result=False)
 def train_draft_module(train: TrainSpec, length: int, target: ModelArtifact, data: ModelArtifact,
                        cache_dir: Path, run: RunDir, profile: str = "") -> ModelArtifact:
-    """Train the draft (ModelOpt heads or a distilled draft model) and export it into the cache."""
-    log = get_run_logger()
+    """Train the draft (ModelOpt heads or a distilled draft model) and export it into the cache, unless the
+    cache holds it (`cached`); verified on every call."""
     out = store.draft_dir(cache_dir, train, length, target, data)
-    if not store.is_complete(out):
-        scratch = store.training_dir(out)
-        shutil.rmtree(scratch, ignore_errors=True)
-        holdout = load_prompts("humaneval")[:EVAL_PROMPTS]
-        progress = ProgressArtifact(f"draft training ({train.mode})")
-        with run.timed("draft", "train"):
-            train_draft(train, length, target.path, data.path, scratch, log=log.info, eval_prompts=holdout,
-                        progress=within(progress.report, 0.0, 0.9), profile=profile)  # then export, held-out acceptance
-        store.publish_draft(scratch, out)
-        progress.done("trained and exported")
+    cached = produce_once(out, lambda: store.is_complete(out), lambda: _train(train, length, target, data, out, run,
+                                                                             profile))
+    get_run_logger().info("draft %s: %s", out, "cached" if cached else "trained")
     result = TrainResult.read(out / RESULT_FILE)
     return ModelArtifact(result.export_dir, f"trained:{train.mode}", store.verified_export(out, result.export_dir),
-                         extra={"train_result": str(out / RESULT_FILE)})
+                         extra={"train_result": str(out / RESULT_FILE)}, cached=cached)
 
 
-@task(cache_policy=NO_CACHE, persist_result=False)
-def verify_draft(draft: ModelArtifact, run: RunDir) -> ModelArtifact:
-    """The trained draft as it is on disk now: train_draft_module's result is cached across runs
-    and comes back without looking at the export it names. A damaged one is moved aside and the
-    run stops with CacheCorruptError; the next run trains it again."""
-    with run.timed("draft", "verify"):
-        return store.verified_draft(draft)
+def _train(train: TrainSpec, length: int, target: ModelArtifact, data: ModelArtifact, out: Path, run: RunDir,
+           profile: str) -> None:
+    scratch = store.training_dir(out)
+    shutil.rmtree(scratch, ignore_errors=True)
+    holdout = load_prompts("humaneval")[:EVAL_PROMPTS]
+    progress = ProgressArtifact(f"draft training ({train.mode})")
+    with run.timed("draft", "train"):
+        train_draft(train, length, target.path, data.path, scratch, log=get_run_logger().info, eval_prompts=holdout,
+                    progress=within(progress.report, 0.0, 0.9), profile=profile)  # then export, held-out acceptance
+    store.publish_draft(scratch, out)
+    progress.done("trained and exported")
 
 
 @task(cache_policy=NO_CACHE, persist_result=False)

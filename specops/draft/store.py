@@ -7,14 +7,14 @@ reused half-made. A trained draft's export also records a file manifest and is v
 against it on every use (specops/sources/integrity.py); the data set is small enough to be
 hashed whole each time it is used.
 
-Runs on one host share the cache. A draft trains in a `.partial` sibling and is published
-by one rename, so a reader sees no entry or a finished one. Synthesis appends to its data
+Runs on one host share the cache. A draft trains in a `.partial` sibling, under the entry's
+lock (one run trains it; the others wait and find it), and is published by one rename, so a
+reader sees no entry or a finished one. Synthesis appends to its data
 set in place (that is how a killed run resumes), so one run at a time holds the data set's
 lock; a second run of the same data waits, then finds it finished.
 """
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import json
 import shutil
@@ -26,14 +26,7 @@ from specops.draft.prompt_sources import PromptItem, conversation_prompts, human
 from specops.draft.spec import DataSpec, TrainSpec
 from specops.draft.train_result import RESULT_FILE, TrainResult
 from specops.sources.base import ModelArtifact, hash_file
-from specops.sources.integrity import (
-    CacheCorruptError,
-    Entry,
-    forget_cached_results,
-    publish,
-    rename_into_place,
-    verify,
-)
+from specops.sources.integrity import Entry, publish, rename_into_place, verify
 
 DATA_RECIPE = "train-data-1"  # bump when the synthesized record format changes
 DRAFT_RECIPE = "draft-2"  # bump when training or the export layout changes
@@ -104,7 +97,7 @@ def training_dir(out: Path) -> Path:
 
 def _draft_entry(out: Path, export_dir: Path) -> Entry:
     """<cache>/drafts/<key>: moved aside as a whole; its export is what is served and verified."""
-    return Entry(root=out, content=export_dir, manifest=out / MANIFEST, cache_dir=out.parents[1], rebuild=_RETRAIN)
+    return Entry(root=out, content=export_dir, manifest=out / MANIFEST, rebuild=_RETRAIN)
 
 
 def publish_draft(scratch: Path, out: Path) -> TrainResult:
@@ -125,15 +118,6 @@ def publish_draft(scratch: Path, out: Path) -> TrainResult:
 def verified_export(out: Path, export_dir: Path, expected: str | None = None) -> str:
     """The export's hash as it is now, or CacheCorruptError with the draft's entry moved aside."""
     return verify(_draft_entry(out, export_dir), expected=expected)
-
-
-def verified_draft(draft: ModelArtifact) -> ModelArtifact:
-    """A (possibly cached) training step's draft, checked against what training published."""
-    out = Path(draft.extra["train_result"]).parent
-    if not is_complete(out):  # deleted, or moved aside by an earlier run
-        forget_cached_results(out.parents[1])
-        raise CacheCorruptError(out, ["the entry is missing or unfinished"], None, _RETRAIN)
-    return dataclasses.replace(draft, sha256=verified_export(out, draft.path, expected=draft.sha256))
 
 
 def prompt_items(data: DataSpec, chat_template: Callable[[str], str] | None = None,

@@ -1,7 +1,8 @@
 """Render a variant's model repository into a content-addressed directory of the cache.
 
 Each repository and engine directory records its files in its `.complete` marker when it is
-published and is verified against it when used (specops/sources/integrity.py).
+published and is verified against it when used (specops/sources/integrity.py), which also makes
+each once across concurrent runs and says whether a step found its entry there.
 """
 from __future__ import annotations
 
@@ -13,18 +14,20 @@ from pathlib import Path
 
 from specops.backends.base import Backend
 from specops.sources.base import ModelArtifact
-from specops.sources.integrity import Entry, publish, rename_into_place, verify
+from specops.sources.integrity import Entry, Stored, produce_once, publish, rename_into_place, verify
 from specops.variant import Variant
 from specops.versions import facts_digest
 
 RECIPE = "repository-4"  # bump when a rendered repository or engine layout changes
 COMPLETE = ".complete"  # written last; holds the entry's file manifest
+# In the engines entry of a backend that builds nothing: a later run knows it without asking the backend.
+NO_ENGINES = ".no-engines"
 
 
 def _entry(directory: Path, rebuild: str) -> Entry:
     """<cache>/repos/<key> or <cache>/engines/<key>, whose `.complete` is its manifest."""
-    return Entry(root=directory, content=directory, manifest=directory / COMPLETE, cache_dir=directory.parents[1],
-                 rebuild=rebuild, exclude=frozenset({COMPLETE}))
+    return Entry(root=directory, content=directory, manifest=directory / COMPLETE,
+                 rebuild=rebuild, exclude=frozenset({COMPLETE, NO_ENGINES}))
 
 
 def _repo_entry(directory: Path) -> Entry:
@@ -36,25 +39,30 @@ def _engines_entry(directory: Path) -> Entry:
 
 
 def build_engines(backend: Backend, variant: Variant, target: ModelArtifact, draft: ModelArtifact | None,
-                  cache_dir: Path) -> Path | None:
-    """Build the variant's engines into a content-addressed cache directory (if the backend builds)."""
+                  cache_dir: Path) -> Stored[Path | None]:
+    """The variant's engines in a content-addressed cache directory (None: the backend builds none)."""
     out = Path(cache_dir) / "engines" / repository_key(backend, variant, target, draft)
-    if (out / COMPLETE).exists():
-        verify(_engines_entry(out))
-        return out
+    cached = produce_once(out, lambda: _published(out), lambda: _build_into(out, backend, variant, target, draft))
+    if (out / NO_ENGINES).is_file():
+        return Stored(None, cached)
+    verify(_engines_entry(out))
+    if not cached:
+        backend.use_engines(variant, out)  # where the build left them is gone: point render at the entry
+    return Stored(out, cached)
+
+
+def _build_into(out: Path, backend: Backend, variant: Variant, target: ModelArtifact,
+                draft: ModelArtifact | None) -> None:
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=".build-", dir=out.parent))
-    try:  # built beside its entry and renamed into place: a crash or a concurrent build never leaves half an entry
+    try:  # built beside its entry and renamed into place: a crash never leaves half an entry
         tmp.chmod(0o755)  # mkdtemp's 0700 would lock out the build and serve containers' users
         if backend.build(variant, target, draft, tmp) is None:
-            return None
+            (tmp / NO_ENGINES).write_text("")
         publish(_engines_entry(tmp))
         rename_into_place(tmp, out, _published)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    verify(_engines_entry(out))
-    backend.use_engines(variant, out)  # where the build left them is gone: point render at the entry
-    return out
 
 
 def _published(directory: Path) -> bool:
@@ -79,10 +87,16 @@ def repository_key(backend: Backend, variant: Variant, target: ModelArtifact, dr
 
 
 def render_repository(backend: Backend, variant: Variant, target: ModelArtifact, draft: ModelArtifact | None,
-                      cache_dir: Path, engines: Path | None = None) -> Path:
+                      cache_dir: Path, engines: Path | None = None) -> Stored[Path]:
+    """The variant's repository in a content-addressed cache directory; verified where it is used (stage_repository)."""
     out = Path(cache_dir) / "repos" / repository_key(backend, variant, target, draft, engines)
-    if (out / COMPLETE).exists():
-        return out  # verified where it is used (stage_repository): this step's result is cached across runs
+    cached = produce_once(out, lambda: _published(out),
+                          lambda: _render_into(out, backend, variant, target, draft, engines))
+    return Stored(out, cached)
+
+
+def _render_into(out: Path, backend: Backend, variant: Variant, target: ModelArtifact, draft: ModelArtifact | None,
+                 engines: Path | None) -> None:
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=".render-", dir=out.parent))
     try:
@@ -90,10 +104,9 @@ def render_repository(backend: Backend, variant: Variant, target: ModelArtifact,
             backend.use_engines(variant, engines)
         backend.render(variant, target, draft, tmp)
         publish(_repo_entry(tmp))
-        rename_into_place(tmp, out, _published)  # a concurrent render's entry is as good as ours
+        rename_into_place(tmp, out, _published)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    return out
 
 
 def stage_repository(repo: Path, dest: Path) -> Path:

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from specops.sources.base import hash_dir
-from specops.sources.integrity import Entry, exclusive, publish, rename_into_place, verify
+from specops.sources.integrity import Entry, produce_once, publish, rename_into_place, verify
 
 SCHEME = "github://"
 GITHUB = re.compile(r"^github://(?P<owner>[\w.-]+)/(?P<repo>[\w.-]+)@(?P<commit>[0-9a-f]{40})$")
@@ -68,16 +68,13 @@ def fetch_backend_code(source: str, cache_dir: Path, log: Callable[[str], None] 
                                     "checkout of the repository)")
         entry = Path(cache_dir) / "code" / f"local--{hash_dir(src)[:16]}"
         fill = lambda scratch: shutil.copytree(src, scratch / SUBDIR, symlinks=False)  # noqa: E731
-    if not (entry / MARKER).is_file():
-        with exclusive(entry.parent / f"{entry.name}.lock"):
-            if not (entry / MARKER).is_file():
-                _publish(entry, fill)
+    produce_once(entry, lambda: (entry / MARKER).is_file(), lambda: _publish(entry, fill))
     digest = verify(_entry(entry, source))
     return BackendCode(entry / SUBDIR, source, digest)
 
 
 def _entry(entry: Path, source: str) -> Entry:
-    return Entry(root=entry, content=entry / SUBDIR, manifest=entry / MANIFEST, cache_dir=entry.parents[1],
+    return Entry(root=entry, content=entry / SUBDIR, manifest=entry / MANIFEST,
                  rebuild=f"fetches {source} again")
 
 

@@ -18,6 +18,9 @@ class ModelArtifact:
     sha256: str  # content hash of the directory (see hash_dir)
     revision: str | None = None  # resolved commit for hub sources, wheel sha256 for embedded
     extra: dict[str, str] = field(default_factory=dict)
+    # This fetch found it in the cache (made by an earlier run, or by the concurrent one it waited for);
+    # a fact about the fetch, not the model: artifacts that differ only in it are equal.
+    cached: bool = field(default=False, compare=False)
 
 
 def content_files(path: Path) -> list[tuple[str, Path]]:

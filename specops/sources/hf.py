@@ -11,7 +11,7 @@ from pathlib import Path
 from specops.settings import secret, settings
 from specops.sources.base import ModelArtifact
 from specops.sources.hub_files import HubFiles, selected
-from specops.sources.integrity import Entry, quarantine, verify
+from specops.sources.integrity import Entry, exclusive, lock_path, quarantine, verify
 
 SCHEME = "hf://"
 _COMMIT = re.compile(r"^[0-9a-f]{40}$")
@@ -57,12 +57,24 @@ def fetch_hf(
         revision_to_get, allow = commit or revision, files.patterns(listing)
     else:
         revision_to_get = revision
-    path = _download(repo_id, revision_to_get, cache_dir, token, allow)
-    commit = _resolved_commit(path, repo_id, revision_to_get, token)
+    # One download of a snapshot at a time; a run that waited finds it recorded: a hit.
+    name = f"{repo_id}@{revision_to_get or 'main'}{_subset(allow)}".replace("/", "--")
+    with exclusive(lock_path(Path(cache_dir) / HUB_CACHE / MANIFESTS / name)):
+        path = _download(repo_id, revision_to_get, cache_dir, token, allow)
+        commit = _resolved_commit(path, repo_id, revision_to_get, token)
+        cached = _manifest(Path(cache_dir), repo_id, commit, allow).is_file()
+        sha256 = verified_hash(Path(cache_dir), repo_id, commit, path, allow)
     log(f"cached: {path} (commit {commit}{'; ' + ' '.join(allow) if allow else ''})")
     source = f"{SCHEME}{repo_id}" + (f"@{revision}" if revision else "")
-    return ModelArtifact(path=path, source=source, revision=commit, extra=_extra(allow),
-                         sha256=verified_hash(Path(cache_dir), repo_id, commit, path, allow))
+    return ModelArtifact(path=path, source=source, revision=commit, extra=_extra(allow), sha256=sha256, cached=cached)
+
+
+def _subset(allow: tuple[str, ...] | None) -> str:
+    return f".{hashlib.sha256(json.dumps(list(allow)).encode()).hexdigest()[:12]}" if allow else ""
+
+
+def _manifest(cache_dir: Path, repo_id: str, commit: str, allow: tuple[str, ...] | None) -> Path:
+    return cache_dir / HUB_CACHE / MANIFESTS / repo_id.replace("/", "--") / f"{commit}{_subset(allow)}.json"
 
 
 def _download(repo_id: str, revision: str | None, cache_dir: Path, token: str | None,
@@ -127,13 +139,10 @@ def verified_hash(cache_dir: Path, repo_id: str, commit: str, path: Path,
     directory is shared by every download of its commit: one taken with allow_patterns has a
     manifest of its own and is checked on its own files only.
     """
-    hub_cache = cache_dir / HUB_CACHE
-    name = repo_id.replace("/", "--")
-    memo = hub_cache / _MEMOS / name / commit
-    subset = f".{hashlib.sha256(json.dumps(list(allow)).encode()).hexdigest()[:12]}" if allow else ""
+    memo = cache_dir / HUB_CACHE / _MEMOS / repo_id.replace("/", "--") / commit
     keep = (lambda rel: selected(allow, rel)) if allow else None
-    entry = Entry(root=path, content=path, manifest=hub_cache / MANIFESTS / name / f"{commit}{subset}.json",
-                  cache_dir=cache_dir, rebuild=f"downloads what hf://{repo_id}@{commit} lacks again from the hub",
+    entry = Entry(root=path, content=path, manifest=_manifest(cache_dir, repo_id, commit, allow),
+                  rebuild=f"downloads what hf://{repo_id}@{commit} lacks again from the hub",
                   keep=keep)
     expected = memo.read_text().strip() if memo.is_file() and not allow else None
     return verify(entry, expected=expected, move_aside=_quarantine_snapshot)

@@ -1,14 +1,15 @@
 """Two `specops run ngram-local` at once on a cold cache (issue 14): both end VALID, the embedded model is
 converted once, and each cached step (download, build, render) is computed by one run and read from the
-cache by the other: the second waits on the key's lock (SERIALIZABLE isolation, tasks/caching.py) instead
+cache by the other: the second waits on the entry's lock (produce_once, specops/sources/integrity.py) instead
 of computing it again beside the first.
 
 The cache starts empty but for the pinned wheel (copied from the shared cache: the conversion, not PyPI, is
 what is under test). Each run has its own Prefect API server (as two workers would) and its own results
-file; they share the model cache and Prefect's result storage, where the cached records live.
+file; they share the model cache, the only cache (Prefect keeps no task records: its result storage stays empty).
 """
 from __future__ import annotations
 
+import fcntl
 import json
 import shutil
 import subprocess
@@ -18,7 +19,6 @@ import time
 import pytest
 
 from specops.sources import embedded
-from tasks.caching import LOCKS
 from tests.integration.support import REPO_ROOT, SHARED_CACHE, service_env
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -83,5 +83,9 @@ def test_each_cached_step_is_computed_by_one_run_and_read_by_the_other(both):
     assert set(a) == set(b) == {"download target", "build speculative", "render speculative", "build base",
                                 "render base"}
     assert {step: sorted([a[step], b[step]]) for step in a} == {step: [False, True] for step in a}
-    assert len(list((cache / "repos").iterdir())) == 2  # speculative and base, each rendered once
-    assert not list((cache / LOCKS).iterdir())  # every lock released
+    repos = [p for p in (cache / "repos").iterdir() if p.suffix != ".lock"]
+    assert len(repos) == 2 and all((p / ".complete").is_file() for p in repos)  # each rendered once, whole
+    for lock in cache.rglob("*.lock"):  # every lock released
+        with lock.open() as fh:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    assert not list((tmp / "prefect-results").glob("*"))  # nothing cached outside the store

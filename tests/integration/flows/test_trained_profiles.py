@@ -31,7 +31,7 @@ SHRINK = ["draft.train.data.num_samples=6", "draft.train.data.max_tokens=16", "d
           "benchmark.num_requests=2", "benchmark.warmup_requests=0", "benchmark.output_tokens=16",
           "comparison.lossless_prompts=3", "comparison.lossless_max_tokens=24"]
 PROFILES = ["eagle3-local", "eagle-local", "medusa-local", "draft-target-local"]
-TASK = r"Task run '(\w+)-\w+' - Finished in state (Cached|Completed)"
+TASK = r"Task run '(\w+)-\w+' - Finished in state (Completed)"
 
 
 def specops_run(env, profile: str, run_id: str, *more: str) -> subprocess.CompletedProcess:
@@ -80,6 +80,7 @@ def test_profile_trains_serves_and_reports_valid(runs, profile):
     draft = next(m for m in manifest["models"] if m["role"] == "draft")
     assert draft["source"] == f"trained:{trained['mode']}"
     assert states(done[profile])["train_draft_module"] == ["Completed"]
+    assert manifest["cached_steps"]["train draft"] is False
 
 
 def test_data_is_synthesized_once_for_the_four_profiles(runs):
@@ -91,7 +92,9 @@ def test_data_is_synthesized_once_for_the_four_profiles(runs):
 
 
 def test_second_run_takes_data_and_draft_from_the_cache(runs):
-    _, done = runs
+    artifacts, done = runs
     again = states(done["again"])
-    assert again["train_draft_module"] == ["Cached"]
+    assert again["train_draft_module"] == ["Completed"]  # it looked in the cache, which held the draft
+    assert json.loads((artifacts / "eagle3-local" / "again" / "manifest.json").read_text())["cached_steps"][
+        "train draft"] is True
     assert "synthesize_training_data" not in again and "start_server" in again

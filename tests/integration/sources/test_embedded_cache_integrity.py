@@ -9,7 +9,6 @@ import pytest
 from specops.sources import embedded
 from specops.sources.embedded import fetch_embedded
 from specops.sources.integrity import CacheCorruptError
-from specops.sources.schemes import verify
 from tests.integration.support import SHARED_CACHE
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -31,7 +30,7 @@ def _entry(cache):
 
 
 def test_same_size_change_is_refused_on_use_and_moved_aside(cache, embedded_model):
-    stale = fetch_embedded(cache, log=lambda line: None)  # what a cached download step hands back later
+    stale = fetch_embedded(cache, log=lambda line: None)  # what an earlier run's download step handed back
     assert stale.sha256 == embedded_model.sha256
     weights = stale.path / "model.safetensors"
     with weights.open("r+b") as fh:  # flip bytes inside a tensor: same size, other numbers
@@ -41,7 +40,7 @@ def test_same_size_change_is_refused_on_use_and_moved_aside(cache, embedded_mode
         fh.write(bytes(b ^ 0xFF for b in data))
 
     with pytest.raises(CacheCorruptError) as caught:
-        verify(stale, cache, log=lambda line: None)  # what tasks/models.py verify_model runs
+        fetch_embedded(cache, log=lambda line: None)  # what the next run's download step runs
     err = caught.value
     moved = err.moved_to
     assert not _entry(cache).exists() and moved.parent == _entry(cache).parent

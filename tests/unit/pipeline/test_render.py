@@ -1,6 +1,7 @@
 """Rendered repositories and built engines: published with a manifest, verified where used."""
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -8,7 +9,7 @@ import pytest
 from specops.methods.specs import NgramMethod
 from specops.pipeline import render
 from specops.sources.base import ModelArtifact
-from specops.sources.integrity import CacheCorruptError
+from specops.sources.integrity import CacheCorruptError, Stored
 from specops.variant import Variant
 
 TARGET = ModelArtifact(Path("/models/target"), "embedded:smollm2-135m", "a" * 64)
@@ -40,7 +41,7 @@ class FakeBackend:
 
 
 def test_a_rendered_repository_is_staged_when_untouched(tmp_path):
-    repo = render.render_repository(FakeBackend(), VARIANT, TARGET, None, tmp_path)
+    repo = render.render_repository(FakeBackend(), VARIANT, TARGET, None, tmp_path).value
     staged = render.stage_repository(repo, tmp_path / "run" / "repository")
     assert (staged / "speculative" / "1" / "model.py").read_text() == "MODEL = 1\n"
     assert not (staged / render.COMPLETE).exists()
@@ -48,7 +49,7 @@ def test_a_rendered_repository_is_staged_when_untouched(tmp_path):
 
 def test_an_edited_repository_is_refused_and_rendered_again_next_time(tmp_path):
     backend = FakeBackend()
-    repo = render.render_repository(backend, VARIANT, TARGET, None, tmp_path)
+    repo = render.render_repository(backend, VARIANT, TARGET, None, tmp_path).value
     (repo / "speculative" / "1" / "model.py").write_text("MODEL = 20\n")
     with pytest.raises(CacheCorruptError) as caught:
         render.stage_repository(repo, tmp_path / "run" / "repository")
@@ -57,11 +58,11 @@ def test_an_edited_repository_is_refused_and_rendered_again_next_time(tmp_path):
     assert "the next run renders the repository again" in message
     assert not (tmp_path / "run" / "repository").exists()
     again = render.render_repository(backend, VARIANT, TARGET, None, tmp_path)
-    assert again == repo and (again / "speculative" / "1" / "model.py").read_text() == "MODEL = 1\n"
+    assert not again.cached and again.value == repo and (repo / "speculative" / "1" / "model.py").read_text() == "MODEL = 1\n"
 
 
 def test_a_repository_rendered_before_manifests_is_recorded_on_first_use(tmp_path):
-    repo = render.render_repository(FakeBackend(), VARIANT, TARGET, None, tmp_path)
+    repo = render.render_repository(FakeBackend(), VARIANT, TARGET, None, tmp_path).value
     (repo / render.COMPLETE).write_text("")  # the empty marker older versions wrote
     render.stage_repository(repo, tmp_path / "run" / "repository")
     assert '"files"' in (repo / render.COMPLETE).read_text()
@@ -77,12 +78,15 @@ def test_a_hand_made_repository_is_staged_as_it_is(tmp_path):
 
 def test_built_engines_are_verified_on_a_cache_hit(tmp_path):
     backend = FakeBackend()
-    engines = render.build_engines(backend, VARIANT, TARGET, None, tmp_path)
-    assert render.build_engines(backend, VARIANT, TARGET, None, tmp_path) == engines and backend.builds == 1
+    first = render.build_engines(backend, VARIANT, TARGET, None, tmp_path)
+    engines = first.value
+    assert not first.cached and render.build_engines(backend, VARIANT, TARGET, None, tmp_path) == Stored(engines, True)
+    assert backend.builds == 1
     (engines / "rank0.engine").write_bytes(b"\x05" * 100)
     with pytest.raises(CacheCorruptError, match=r"rank0.engine: size changed \(512 -> 100 bytes\).*builds the engines"):
         render.build_engines(backend, VARIANT, TARGET, None, tmp_path)
-    assert render.build_engines(backend, VARIANT, TARGET, None, tmp_path) == engines and backend.builds == 2
+    assert render.build_engines(backend, VARIANT, TARGET, None, tmp_path) == Stored(engines, False)
+    assert backend.builds == 2
 
 
 class CrashingBackend(FakeBackend):
@@ -94,35 +98,36 @@ class CrashingBackend(FakeBackend):
 def test_a_build_that_dies_leaves_no_entry_behind(tmp_path):
     with pytest.raises(RuntimeError, match="killed"):
         render.build_engines(CrashingBackend(), VARIANT, TARGET, None, tmp_path)
-    assert list((tmp_path / "engines").iterdir()) == []  # neither a half entry nor its scratch directory
-    assert render.build_engines(FakeBackend(), VARIANT, TARGET, None, tmp_path).is_dir()
+    assert [p.suffix for p in (tmp_path / "engines").iterdir()] == [".lock"]  # neither a half entry nor its scratch
+    assert render.build_engines(FakeBackend(), VARIANT, TARGET, None, tmp_path).value.is_dir()
 
 
-class RacingBackend(FakeBackend):
-    """Another run publishes the same entry while this one builds (what a concurrent run does)."""
+def test_a_backend_that_builds_nothing_says_so_once(tmp_path):
+    class Checkpoints(FakeBackend):
+        def build(self, variant, target, draft, out_dir):
+            self.builds += 1
+            return None
 
-    def build(self, variant, target, draft, out_dir):
-        other = FakeBackend()
-        self.theirs = render.build_engines(other, variant, target, draft, out_dir.parent.parent)
-        return super().build(variant, target, draft, out_dir)
-
-
-def test_a_concurrent_build_that_published_first_is_kept_and_used(tmp_path):
-    backend = RacingBackend()
-    engines = render.build_engines(backend, VARIANT, TARGET, None, tmp_path)
-    assert engines == backend.theirs and (engines / render.COMPLETE).is_file()
-    assert [p.name for p in (tmp_path / "engines").iterdir()] == [engines.name]  # our scratch copy is gone
+    backend = Checkpoints()
+    assert render.build_engines(backend, VARIANT, TARGET, None, tmp_path) == Stored(None, False)
+    assert render.build_engines(backend, VARIANT, TARGET, None, tmp_path) == Stored(None, True)
+    assert backend.builds == 1  # a later run reports the step cached without asking the backend
 
 
-def test_a_render_racing_a_published_one_keeps_it(tmp_path):
-    class Racing(FakeBackend):
+def test_concurrent_renders_of_one_repository_render_it_once(tmp_path):
+    """Runs rendering the same repository at once: one renders it under the entry's lock, the others wait for it
+    and find it (a hit), so exactly one reports a miss."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    class Slow(FakeBackend):
+        renders = 0
+
         def render(self, variant, target, draft, out_dir):
-            theirs = render.render_repository(FakeBackend(), variant, target, draft, out_dir.parent.parent)
-            self.theirs = theirs.stat().st_ino  # tells the two entries apart
+            Slow.renders += 1
+            time.sleep(0.3)  # long enough that the others look while it renders
             super().render(variant, target, draft, out_dir)
 
-    backend = Racing()
-    repo = render.render_repository(backend, VARIANT, TARGET, None, tmp_path)
-    assert repo.stat().st_ino == backend.theirs
-    render.stage_repository(repo, tmp_path / "run")  # whole and as published
-    assert [p.name for p in (tmp_path / "repos").iterdir()] == [repo.name]
+    with ThreadPoolExecutor(4) as pool:
+        got = list(pool.map(lambda _: render.render_repository(Slow(), VARIANT, TARGET, None, tmp_path), range(4)))
+    assert Slow.renders == 1 and sorted(g.cached for g in got) == [False, True, True, True]
+    assert len({g.value for g in got}) == 1 and (got[0].value / render.COMPLETE).is_file()

@@ -2,16 +2,23 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 import pickle
 import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
 import time
+from pathlib import Path
 
 import pytest
 
 from specops.sources import integrity
 from specops.sources.base import hash_dir
-from specops.sources.integrity import GENERATION, CacheCorruptError, Entry, publish, verify
+from specops.sources.integrity import CacheCorruptError, Entry, lock_path, produce_once, publish, verify
 
 
 def _entry(cache, rebuild="rebuilds it"):
@@ -24,8 +31,7 @@ def _entry(cache, rebuild="rebuilds it"):
         # Published an hour ago, like a real entry: a rewrite within the same clock tick as
         # the write would keep mtime (the case git calls "racy"), which is not what is tested.
         os.utime(file, ns=(time.time_ns() - 3600 * 10**9,) * 2)
-    (cache / GENERATION).write_text("gen-1")
-    return Entry(root=root, content=root / "model", manifest=root / "files.json", cache_dir=cache, rebuild=rebuild)
+    return Entry(root=root, content=root / "model", manifest=root / "files.json", rebuild=rebuild)
 
 
 def _published(cache):
@@ -54,7 +60,7 @@ def test_untouched_entry_passes_on_stat_alone(tmp_path, monkeypatch):
     entry, digest = _published(tmp_path)
     monkeypatch.setattr(integrity, "hash_file", _no_hashing)
     assert verify(entry) == digest
-    assert entry.root.is_dir() and (tmp_path / GENERATION).exists()
+    assert entry.root.is_dir()
 
 
 def _corrupt(entry, **kwargs):
@@ -77,13 +83,6 @@ def test_truncated_file_is_refused_and_the_entry_moved_aside(tmp_path):
     assert f"cache entry {entry.root} is corrupt: weights.bin: size changed (10240 -> 100 bytes)" in message
     assert f"moved it to {moved}" in message
     assert "Fix: run again: the next run rebuilds it" in message and f"delete {moved}" in message
-
-
-def test_quarantine_retires_cached_results_pointing_into_the_cache(tmp_path):
-    entry, _ = _published(tmp_path)
-    (entry.content / "config.json").unlink()
-    _corrupt(entry)
-    assert not (tmp_path / GENERATION).exists()  # tasks/caching.py makes a new one: new keys
 
 
 def test_same_size_rewrite_is_found_by_its_content(tmp_path):
@@ -119,7 +118,7 @@ def test_same_bytes_with_new_stat_pass_and_are_remembered(tmp_path, monkeypatch)
     entry, digest = _published(tmp_path)
     copy = tmp_path / "kind" / "copy"
     shutil.copytree(entry.root, copy)  # a copied cache: new inodes and ctimes, same bytes
-    moved = Entry(root=copy, content=copy / "model", manifest=copy / "files.json", cache_dir=tmp_path,
+    moved = Entry(root=copy, content=copy / "model", manifest=copy / "files.json",
                   rebuild="x")
     assert verify(moved) == digest
     monkeypatch.setattr(integrity, "hash_file", _no_hashing)
@@ -158,7 +157,7 @@ def test_manifest_kept_inside_the_content_is_not_content(tmp_path, monkeypatch):
     root = tmp_path / "repos" / "key"
     (root / "base" / "1").mkdir(parents=True)
     (root / "base" / "config.pbtxt").write_text('name: "base"')
-    entry = Entry(root=root, content=root, manifest=root / ".complete", cache_dir=tmp_path, rebuild="x",
+    entry = Entry(root=root, content=root, manifest=root / ".complete", rebuild="x",
                   exclude=frozenset({".complete"}))
     digest = publish(entry)
     assert sorted(json.loads((root / ".complete").read_text())["files"]) == ["base/config.pbtxt"]
@@ -290,3 +289,54 @@ def test_writer_processes_racing_over_a_leftover_publish_exactly_one_entry(tmp_p
                 shutil.rmtree(p)
             else:
                 p.unlink()
+
+
+# produce_once: the store's only cache lock. Processes that want one entry make it once.
+_PRODUCER = """
+import sys, time
+from pathlib import Path
+from specops.sources.integrity import produce_once
+
+entry, hold = Path(sys.argv[1]), float(sys.argv[2])
+
+def produce():
+    print("producing", flush=True)
+    with (entry.parent / "produced").open("a") as fh:
+        fh.write("x")
+    time.sleep(hold)
+    entry.mkdir()
+
+print("hit" if produce_once(entry, entry.is_dir, produce) else "miss", flush=True)
+"""
+
+
+def _producer(entry, hold_s):
+    return subprocess.Popen([sys.executable, "-c", _PRODUCER, str(entry), str(hold_s)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, cwd=Path(__file__).resolve().parents[3])
+
+
+def test_processes_producing_one_entry_produce_it_once_and_the_waiters_hit(tmp_path):
+    entry = tmp_path / "repos" / "key"
+    entry.parent.mkdir()
+    procs = [_producer(entry, 1.0) for _ in range(3)]
+    outs = [proc.communicate(timeout=60)[0].split() for proc in procs]
+    assert (entry.parent / "produced").read_text() == "x"
+    assert sorted(out[-1] for out in outs) == ["hit", "hit", "miss"]
+    assert produce_once(entry, entry.is_dir, lambda: pytest.fail("produced a complete entry again"))
+
+
+def test_a_killed_producer_does_not_block_and_its_waiter_says_whom_it_waited_for(tmp_path, caplog):
+    entry = tmp_path / "repos" / "key"
+    entry.parent.mkdir()
+    holder = _producer(entry, 120)
+    try:
+        assert holder.stdout.readline() == "producing\n"
+        threading.Timer(1.0, holder.kill).start()
+        with caplog.at_level(logging.INFO, logger="specops.cache"):
+            assert not produce_once(entry, entry.is_dir, entry.mkdir)  # the dead run made nothing: we make it
+    finally:
+        holder.kill()
+        holder.wait()
+    assert holder.returncode == -signal.SIGKILL and entry.is_dir()
+    assert f"waiting for {lock_path(entry)}: pid {holder.pid} on {socket.gethostname()} (since " in caplog.text
+    assert lock_path(entry).read_text() == ""  # released: it names nobody
