@@ -1,4 +1,4 @@
-"""Adapters from a parsed source reference to each scheme's fetch and verify functions."""
+"""Adapters from a parsed source reference to each scheme's fetch function."""
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -6,7 +6,7 @@ from pathlib import Path
 
 from specops.sources.base import ModelArtifact
 from specops.sources.embedded import fetch_embedded
-from specops.sources.hf import fetch_hf, verify_hf
+from specops.sources.hf import fetch_hf
 from specops.sources.hub_files import HubFiles
 from specops.sources.local import fetch_local
 from specops.sources.schemes import SourceRef
@@ -25,17 +25,4 @@ def fetch_hf_ref(ref: SourceRef, cache_dir: Path, log: Callable[[str], None],
 
 def fetch_local_ref(ref: SourceRef, cache_dir: Path, log: Callable[[str], None],
                     files: HubFiles | None = None) -> ModelArtifact:
-    return fetch_local(Path(ref.name))
-
-
-# Verifiers take what a (possibly cached) fetch returned and give back what is on disk now.
-def verify_embedded_artifact(artifact: ModelArtifact, cache_dir: Path, log: Callable[[str], None]) -> ModelArtifact:
-    return fetch_embedded(cache_dir, log=log)  # a hit costs a stat per file; a missing entry is rebuilt
-
-
-def verify_hf_artifact(artifact: ModelArtifact, cache_dir: Path, log: Callable[[str], None]) -> ModelArtifact:
-    return verify_hf(artifact, cache_dir, log=log)
-
-
-def verify_local_artifact(artifact: ModelArtifact, cache_dir: Path, log: Callable[[str], None]) -> ModelArtifact:
-    return fetch_local(artifact.path)  # not a cache: the user may change it between runs, so hash it again
+    return fetch_local(Path(ref.name))  # not a cache: the user may change it between runs, so hashed on every fetch

@@ -18,7 +18,6 @@ _COMMIT = re.compile(r"^[0-9a-f]{40}$")
 _NAME_PART = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 HUB_CACHE = "hf"  # <cache>/hf: huggingface_hub's cache layout (models--org--name/...), shared with the containers
 MANIFESTS = "specops-manifests"  # <cache>/hf/specops-manifests/<org--name>/<commit>.json
-ALLOW = "allow_patterns"  # ModelArtifact.extra: the patterns a download took (JSON list), for verify_hf
 _MEMOS = "specops-sha256"  # the bare hash kept before manifests: still what a commit must hash to
 
 
@@ -66,7 +65,7 @@ def fetch_hf(
         sha256 = verified_hash(Path(cache_dir), repo_id, commit, path, allow)
     log(f"cached: {path} (commit {commit}{'; ' + ' '.join(allow) if allow else ''})")
     source = f"{SCHEME}{repo_id}" + (f"@{revision}" if revision else "")
-    return ModelArtifact(path=path, source=source, revision=commit, extra=_extra(allow), sha256=sha256, cached=cached)
+    return ModelArtifact(path=path, source=source, revision=commit, sha256=sha256, cached=cached)
 
 
 def _subset(allow: tuple[str, ...] | None) -> str:
@@ -99,25 +98,6 @@ def _listing(repo_id: str, revision: str | None, token: str | None,
         log(f"hub unreachable ({type(exc).__name__}); taking what the cache holds for every weight format")
         return None, None
     return info.sha, [s.rfilename for s in (info.siblings or [])]
-
-
-def _extra(allow: tuple[str, ...] | None) -> dict[str, str]:
-    return {ALLOW: json.dumps(list(allow))} if allow else {}
-
-
-def verify_hf(artifact: ModelArtifact, cache_dir: Path, log: Callable[[str], None] = print) -> ModelArtifact:
-    """A cached step's snapshot, checked without the network; downloaded again if it is gone."""
-    repo_id, revision = parse_hf_uri(artifact.source)
-    allow = tuple(json.loads(artifact.extra[ALLOW])) if ALLOW in artifact.extra else None
-    if not artifact.path.is_dir():
-        log(f"{artifact.path} is gone from the cache; fetching {artifact.source} again")
-        if allow is None:
-            return fetch_hf(repo_id, revision, cache_dir, log=log)
-        token = secret(settings().hf_token)
-        _download(repo_id, artifact.revision, cache_dir, token, allow)  # the same files of the same commit
-    sha256 = verified_hash(Path(cache_dir), repo_id, artifact.revision, artifact.path, allow)
-    return ModelArtifact(path=artifact.path, source=artifact.source, sha256=sha256, revision=artifact.revision,
-                         extra=dict(artifact.extra))
 
 
 def _resolved_commit(path: Path, repo_id: str, revision: str | None, token: str | None) -> str:

@@ -66,17 +66,3 @@ def fetch(source: str, cache_dir: Path, log: Callable[[str], None] = print,
     """The checkpoint `source` names; of a hub repository only `files` (a backend's HubFiles) when given."""
     ref = parse_source(source)
     return FETCHERS.get(ref.scheme)(ref, cache_dir, log, files)
-
-
-Verifier = Callable[[ModelArtifact, Path, Callable[[str], None]], ModelArtifact]
-VERIFIERS: Registry[Verifier] = Registry("model source scheme")
-VERIFIERS.register("embedded", "specops.sources.fetchers:verify_embedded_artifact")
-VERIFIERS.register("hf", "specops.sources.fetchers:verify_hf_artifact")
-VERIFIERS.register("local", "specops.sources.fetchers:verify_local_artifact")
-
-
-def verify(artifact: ModelArtifact, cache_dir: Path, log: Callable[[str], None] = print) -> ModelArtifact:
-    """What a fetch returned, as it is on disk now: a cached step's result can outlive its cache
-    entry's bytes. Raises CacheCorruptError (specops.sources.integrity) for a damaged entry."""
-    scheme, _, _ = artifact.source.partition(":")  # what fetchers name their artifacts: embedded:, hf://, local:
-    return VERIFIERS.get(scheme)(artifact, Path(cache_dir), log)

@@ -3,10 +3,9 @@ from __future__ import annotations
 
 import pytest
 
-from specops.registry import UnknownName
-from specops.sources.base import ModelArtifact, hash_dir
+from specops.sources.base import hash_dir
 from specops.sources.local import fetch_local
-from specops.sources.schemes import verify
+from specops.sources.schemes import fetch
 
 
 def _checkpoint(path):
@@ -55,16 +54,11 @@ def test_local_path_without_config(tmp_path):
         fetch_local(tmp_path)
 
 
-def test_verifying_a_cached_local_artifact_hashes_what_is_there_now(tmp_path):
+def test_a_local_checkpoint_is_hashed_again_on_every_fetch(tmp_path):
     """Not a cache: a checkpoint edited between runs is served with its new hash, not refused."""
     path = _checkpoint(tmp_path / "ckpt")
-    cached = fetch_local(path)  # what a cached download step hands back
+    first = fetch(str(path), tmp_path / "cache", log=lambda line: None)  # one run
     (path / "model.safetensors").write_bytes(b"\x02" * 1000)
-    now = verify(cached, tmp_path / "cache", log=lambda line: None)
-    assert now.path == cached.path and now.sha256 == hash_dir(path) != cached.sha256
-
-
-def test_only_fetched_sources_are_verified_here(tmp_path):
-    trained = ModelArtifact(tmp_path, "trained:eagle3", "a" * 64)  # specops/draft/store.py verifies those
-    with pytest.raises(UnknownName, match="unknown model source scheme 'trained'"):
-        verify(trained, tmp_path, log=lambda line: None)
+    now = fetch(str(path), tmp_path / "cache", log=lambda line: None)  # the next, on the same cache
+    assert now.path == first.path and now.sha256 == hash_dir(path) != first.sha256
+    assert not now.cached and not (tmp_path / "cache").exists()  # nothing of it is kept in the cache

@@ -11,7 +11,7 @@ import pytest
 
 from specops.sources import hf, integrity
 from specops.sources.base import hash_dir
-from specops.sources.hf import fetch_hf, parse_hf_uri, verify_hf
+from specops.sources.hf import fetch_hf, parse_hf_uri
 from specops.sources.integrity import CacheCorruptError
 
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
@@ -120,23 +120,24 @@ def test_a_damaged_blob_is_moved_aside_with_its_snapshot_and_downloaded_again(tm
     blob = (art.path / "model.safetensors").resolve()
     with blob.open("r+b") as fh:
         fh.write(b"\x00\x00")
-    with pytest.raises(CacheCorruptError) as caught:
-        verify_hf(art, tmp_path, log=lambda line: None)  # a cached download step's artifact
+    with pytest.raises(CacheCorruptError) as caught:  # the next run's fetch, on the same cache
+        fetch_hf("org/name", None, tmp_path, log=lambda line: None)
     moved = caught.value.moved_to
     assert moved.parent == art.path.parent and moved.name.startswith(f"{COMMIT}.corrupt-")
     assert "model.safetensors: content changed (same size" in str(caught.value)
     assert not blob.exists()  # or the next download would link the same bytes again
     assert (moved / "model.safetensors").read_bytes()[:2] == b"\x00\x00"  # the evidence, in the link's place
     assert (moved / "config.json").is_symlink() and (moved / "config.json").is_file()
-    again = fetch_hf("org/name", None, tmp_path, log=lambda line: None)
+    again = fetch_hf("org/name", None, tmp_path, log=lambda line: None)  # the run after it
     assert again.sha256 == art.sha256 == hash_dir(again.path)
+    assert len(hub.calls) == 3
 
 
 def test_a_snapshot_gone_from_the_cache_is_downloaded_again(tmp_path, fake_hub):
     art = fetch_hf("org/name", "main", tmp_path, log=lambda line: None)
     shutil.rmtree(art.path)
-    again = verify_hf(art, tmp_path, log=lambda line: None)
-    assert len(fake_hub.calls) == 2 and again == art
+    again = fetch_hf("org/name", "main", tmp_path, log=lambda line: None)
+    assert len(fake_hub.calls) == 2 and again == art and hash_dir(again.path) == art.sha256
 
 
 def test_fetch_hf_asks_the_api_when_the_path_hides_the_commit(tmp_path, monkeypatch):
@@ -181,8 +182,9 @@ class FakeHubRepo:
         self.calls.append(kwargs)
         snap = Path(kwargs["cache_dir"]) / "models--org--name" / "snapshots" / COMMIT
         for name in filter_repo_objects(self.files, allow_patterns=kwargs.get("allow_patterns")):
-            (snap / name).parent.mkdir(parents=True, exist_ok=True)
-            (snap / name).write_bytes(self.files[name])
+            if not (snap / name).exists():  # the real client leaves a file it already holds alone
+                (snap / name).parent.mkdir(parents=True, exist_ok=True)
+                (snap / name).write_bytes(self.files[name])
         return str(snap)
 
 
@@ -233,10 +235,11 @@ def test_a_wider_download_of_the_same_commit_leaves_the_narrower_one_valid(tmp_p
     narrow = fetch_hf("org/name", None, tmp_path, log=lambda line: None, files=CHECKPOINT)
     whole = fetch_hf("org/name", None, tmp_path, log=lambda line: None)  # adds .bin, .pth, README
     assert whole.path == narrow.path and whole.sha256 != narrow.sha256
-    assert verify_hf(narrow, tmp_path, log=lambda line: None).sha256 == narrow.sha256
+    again = fetch_hf("org/name", None, tmp_path, log=lambda line: None, files=CHECKPOINT)
+    assert again == narrow and again.cached
     (narrow.path / "model.safetensors").write_bytes(b"\x00" * 64)  # its own file damaged: refused
     with pytest.raises(CacheCorruptError, match="model.safetensors: content changed"):
-        verify_hf(narrow, tmp_path, log=lambda line: None)
+        fetch_hf("org/name", None, tmp_path, log=lambda line: None, files=CHECKPOINT)
 
 
 def test_a_snapshot_gone_is_fetched_again_with_the_same_files_of_the_same_commit(tmp_path, hub_repo):
@@ -244,10 +247,13 @@ def test_a_snapshot_gone_is_fetched_again_with_the_same_files_of_the_same_commit
 
     art = fetch_hf("org/name", "main", tmp_path, log=lambda line: None, files=CHECKPOINT)
     shutil.rmtree(art.path)
-    again = verify_hf(art, tmp_path, log=lambda line: None)
+    again = fetch_hf("org/name", "main", tmp_path, log=lambda line: None, files=CHECKPOINT)
     assert again == art and hub_repo.calls[1]["revision"] == COMMIT
     assert hub_repo.calls[1]["allow_patterns"] == hub_repo.calls[0]["allow_patterns"]
-    assert len(hub_repo.info_calls) == 1  # the commit and the patterns were kept with the artifact
+    assert _snapshot_files(again) == _snapshot_files(art) and hash_dir(again.path) == art.sha256
+    # Nothing is kept between runs but the cache: each fetch asks the hub again which commit "main" names and
+    # which files it has (a ref that moved is followed); the same answer gives the same commit and patterns.
+    assert len(hub_repo.info_calls) == 2
 
 
 def test_offline_every_weight_format_is_allowed_and_the_cache_answers(tmp_path, monkeypatch):
