@@ -8,36 +8,31 @@ whose message gives the reasons; a Completed run is a valid (or, without a basel
 from __future__ import annotations
 
 import time
-from functools import partial
+from contextlib import ExitStack
 from pathlib import Path
 
 from prefect import flow, get_run_logger
 from prefect.states import Failed, State
 
-from flows.train_draft import prepare_trained_draft
+from flows.finish import finish, set_final_status
+from flows.prepare import noted_result, prepare_models
+from flows.serving import measure_group, served
 from prefect_adapters.reaping import reap_servers
 from prefect_adapters.slot_limits import hold_slots
-from specops.backends.base import Backend, Server
+from specops.backends.base import Backend
 from specops.bench.tool import BenchTool
 from specops.pipeline.backend import backend_for, tool_for
-from specops.pipeline.benchmark import Measured, bench_prompts, variant_record
-from specops.pipeline.check import Pace, check_prompts
+from specops.pipeline.benchmark import bench_prompts
 from specops.pipeline.summarize import RunFacts
 from specops.profile.loader import LoadedProfile
 from specops.results.model import RunResult, Status, Window
 from specops.rundir import RunDir, cache_root
 from specops.slots import slot_names
-from specops.sources.base import ModelArtifact
-from specops.sources.integrity import Stored
-from specops.teardown import teardown_quietly
 from specops.variant import BASE, SPECULATIVE, Variant, variants_of
-from tasks.benchmark import benchmark_round, read_acceptance
-from tasks.check import compare_check_outputs, generate_check_outputs, send_smoke_request
-from tasks.models import check_draft_vocabulary, download_model
+from tasks.check import compare_check_outputs
 from tasks.profile import check_prerequisites, create_run_dir, validate_profile
 from tasks.render import build_engine, render_repository
-from tasks.report import publish_artifacts, record_result, summarize_run, write_report
-from tasks.serve import start_server, stop_server
+from tasks.report import summarize_run
 
 
 class RunFailed(RuntimeError):
@@ -76,47 +71,6 @@ def final_state(result: RunResult, report: Path) -> RunResult | State:
     return result
 
 
-def _value(result: ModelArtifact | Stored, facts: RunFacts, step: str):
-    """A cache step's result (an artifact, or a Stored path), noting whether the cache held it."""
-    facts.cached_steps[step] = result.cached
-    return result.value if isinstance(result, Stored) else result
-
-
-def prepare_models(loaded: LoadedProfile, backend: Backend, run: RunDir, cache_dir: Path,
-                   facts: RunFacts) -> tuple[ModelArtifact, ModelArtifact | None]:
-    p = loaded.profile
-    files = backend.registration.hub_files  # of a hub repository, only what this backend's loaders read
-    target = _value(download_model(p.target.source, cache_dir, run, "target", files), facts, "download target")
-    facts.models["target"] = target
-    draft = None
-    if p.draft is not None and p.draft.train is not None:
-        draft, _ = prepare_trained_draft(loaded, backend, target, run, cache_dir)
-        facts.cached_steps["train draft"] = draft.cached
-    elif p.draft is not None:
-        draft = _value(download_model(p.draft.source, cache_dir, run, "draft", files), facts, "download draft")
-        with run.timed("download", "draft"):  # so a mismatch is reported at this step, not at "flow"
-            check_draft_vocabulary(target, draft)
-    if draft is not None:
-        facts.models["draft"] = draft
-    return target, draft
-
-
-def serve_and_check(backend: Backend, variant: Variant, repo: Path, loaded: LoadedProfile, run: RunDir,
-                    servers: dict[str, Server], facts: RunFacts) -> tuple[list[str], Pace]:
-    """Start the variant's server (kept in `servers` for teardown), smoke it, get its check outputs
-    and the pace it answered them at (the benchmark's time budget is derived from it)."""
-    p = loaded.profile
-    server = servers[variant.name] = start_server(backend, variant, repo, run)
-    tool_name, version = server.version()
-    facts.servers[tool_name] = version
-    pace = send_smoke_request(backend, server, variant, run)
-    if not p.comparison.baseline:
-        return [], pace
-    outputs, checked = generate_check_outputs(backend, server, variant, check_prompts(p.benchmark, p.comparison),
-                                              p.comparison.lossless_max_tokens, run)
-    return outputs, pace + checked
-
-
 def serve_and_benchmark(loaded: LoadedProfile, backend: Backend, tool: BenchTool, run: RunDir, facts: RunFacts,
                         variants: list[Variant], repos: dict[str, Path], prompts: list[str], tokenizer: Path,
                         outputs: dict[str, list[str]]) -> None:
@@ -125,33 +79,13 @@ def serve_and_benchmark(loaded: LoadedProfile, backend: Backend, tool: BenchTool
     p = loaded.profile
     # Interleaved: both servers up, rounds alternate A B A B. Otherwise one variant at a time.
     groups = [variants] if p.benchmark.interleave else [[v] for v in variants]
-    servers: dict[str, Server] = {}
-    paces: dict[str, Pace] = {}
-    try:
-        for group in groups:
-            before = {}
+    for group in groups:
+        with ExitStack() as stack:  # leaving it stops the group's servers, the last started first
+            up = []
             for v in group:
-                outputs[v.name], paces[v.name] = serve_and_check(backend, v, repos[v.name], loaded, run, servers,
-                                                                 facts)
-                before[v.name] = read_acceptance(backend, servers[v.name], v, settle=True)
-            rounds: dict[str, list[Measured]] = {v.name: [] for v in group}
-            for r in range(p.benchmark.rounds):
-                for v in group:
-                    rounds[v.name].append(benchmark_round(tool, backend, servers[v.name], v, tokenizer, p.benchmark,
-                                                          prompts, run, r, paces[v.name]))
-            for v in group:
-                after = read_acceptance(backend, servers[v.name], v, settle=True)
-                acceptance = after.since(before[v.name]) if after is not None else None
-                facts.variants.append(variant_record(v, rounds[v.name], acceptance))
-                stop_server(servers.pop(v.name), p.serving.stop_timeout_s, run, v)
-    except BaseException:
-        # Every server still up is stopped; one that will not stop is logged, not raised over
-        # the error that got us here. (On success each group has stopped its own servers.)
-        for name, server in list(servers.items()):
-            variant = next(v for v in variants if v.name == name)
-            teardown_quietly(partial(stop_server, server, p.serving.stop_timeout_s, run, variant),
-                             f"stopping the {name} server")
-        raise
+                up.append(stack.enter_context(served(backend, v, repos[v.name], run, facts)))
+                outputs[v.name] = up[-1].check(p)
+            facts.variants.extend(measure_group(up, tool, tokenizer, p.benchmark, prompts, run))
 
 
 def measure(loaded: LoadedProfile, backend: Backend, tool: BenchTool, run: RunDir, facts: RunFacts) -> None:
@@ -167,28 +101,16 @@ def measure(loaded: LoadedProfile, backend: Backend, tool: BenchTool, run: RunDi
         try:
             repos = {}
             for v in variants:
-                engines = _value(build_engine(backend, v, target, draft, cache_dir, run), facts, f"build {v.name}")
-                repos[v.name] = _value(render_repository(backend, v, target, draft, cache_dir, engines, run), facts,
-                                       f"render {v.name}")
+                engines = noted_result(build_engine(backend, v, target, draft, cache_dir, run), facts,
+                                       f"build {v.name}")
+                repos[v.name] = noted_result(render_repository(backend, v, target, draft, cache_dir, engines, run),
+                                             facts, f"render {v.name}")
             serve_and_benchmark(loaded, backend, tool, run, facts, variants, repos, prompts, tokenizer, outputs)
         finally:
             facts.window = Window(started_at=held.started_at, finished_at=time.time(), slots=held.names,
                                   waited_s=round(held.waited_s, 3))
     if p.comparison.baseline and p.comparison.lossless_prompts:
         facts.lossless = compare_check_outputs(outputs[BASE], outputs[SPECULATIVE], run)
-
-
-def finish(result: RunResult, run: RunDir) -> Path:
-    """Report files, Prefect artifacts and the database row, from the one RunResult."""
-    files = write_report(result, run)
-    publish_artifacts(result, files)
-    record_result(result)
-    return files.report_md
-
-
-def set_final_status(run: RunDir, result: RunResult) -> None:
-    f = result.failure
-    run.set_status(result.status.value, f.step if f else None, f.variant if f else None, f.error if f else None)
 
 
 @flow(name="specdec", on_cancellation=[reap_servers], on_crashed=[reap_servers], log_prints=True)

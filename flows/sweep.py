@@ -12,17 +12,20 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from functools import partial
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from prefect import flow
 
-from flows.specdec import finish, prepare_models, serve_and_check, set_final_status
+from flows.finish import finish, set_final_status
+from flows.prepare import prepare_models
+from flows.serving import Served, measure_group, served
 from prefect_adapters.reaping import reap_servers
 from prefect_adapters.slot_limits import hold_slots
-from specops.backends.base import Backend, Server
+from specops.backends.base import Backend
 from specops.bench.tool import BenchTool
 from specops.pipeline.backend import backend_for, tool_for
-from specops.pipeline.benchmark import bench_prompts, variant_record
+from specops.pipeline.benchmark import bench_prompts
 from specops.pipeline.summarize import RunFacts
 from specops.profile.loader import LoadedProfile, load_profile
 from specops.results.model import SWEEP_CELL_NOTE, Lossless, RunResult, VariantRecord, Window
@@ -34,14 +37,11 @@ from specops.sweep.grid import SweepGrid, base_overrides, cell_key, cell_overrid
 from specops.sweep.outcome import SweepOutcome
 from specops.sweep.schedule import recommend
 from specops.sweep.table import format_sweep
-from specops.teardown import teardown_quietly
 from specops.variant import BASE, SPECULATIVE, Variant, base_method
-from tasks.benchmark import benchmark_round, read_acceptance
 from tasks.check import compare_check_outputs
 from tasks.profile import check_prerequisites, create_run_dir
 from tasks.render import build_engine, render_repository
 from tasks.report import summarize_run
-from tasks.serve import stop_server
 from tasks.sweep import find_measured_cells, keep_base_cell, keep_cell, publish_sweep, validate_sweep
 
 
@@ -66,47 +66,35 @@ class Sweep:
     def key(self, k: int | None, c: int, extra: tuple[str, ...] = ()) -> str:
         return cell_key(self.loaded.sha256, [*self.overrides, *extra], k, c)
 
-    def serve(self, variant: Variant, server_run: RunDir, servers: dict[str, Server],
-              backend: Backend | None = None) -> tuple[list[str], object]:
-        """Build, render, start and check one server; `backend` (the sweep's unless given) renders it."""
+    @contextmanager
+    def serve(self, variant: Variant, server_run: RunDir, backend: Backend | None = None
+              ) -> Iterator[tuple[Served, list[str]]]:
+        """One server built, rendered, started and checked (its check outputs given), for the block; `backend`
+        (the sweep's unless given) renders it."""
         backend = backend or self.backend
         engines = build_engine(backend, variant, self.target, self.draft, cache_root(), server_run).value
         repo = render_repository(backend, variant, self.target, self.draft, cache_root(), engines, server_run).value
-        outputs, pace = serve_and_check(backend, variant, repo, self.loaded, server_run, servers, self.facts)
-        self.starts[variant.name] += 1
-        return outputs, pace
+        with served(backend, variant, repo, server_run, self.facts) as up:
+            outputs = up.check(self.loaded.profile)
+            self.starts[variant.name] += 1
+            yield up, outputs
 
-    def measure(self, server: Server, variant: Variant, cell: LoadedProfile, cell_run: RunDir, pace) -> VariantRecord:
+    def measure(self, up: Served, cell: LoadedProfile, cell_run: RunDir) -> VariantRecord:
         """The variant's benchmark rounds at the cell's concurrency, on a server already up."""
         bench = cell.profile.benchmark
-        before = read_acceptance(self.backend, server, variant, settle=True)
-        rounds = [benchmark_round(self.tool, self.backend, server, variant, self.tokenizer, bench,
-                                  bench_prompts(bench), cell_run, r, pace) for r in range(bench.rounds)]
-        after = read_acceptance(self.backend, server, variant, settle=True)
-        return variant_record(variant, rounds, after.since(before) if after is not None else None)
-
-
-def _stop_all(sweep: Sweep, servers: dict[str, Server], variant: Variant, server_run: RunDir) -> None:
-    for name, server in list(servers.items()):
-        teardown_quietly(partial(stop_server, server, sweep.loaded.profile.serving.stop_timeout_s, server_run,
-                                 variant), f"stopping the {name} server")
-        servers.pop(name)
+        return measure_group([up], self.tool, self.tokenizer, bench, bench_prompts(bench), cell_run)[0]
 
 
 def measure_base(sweep: Sweep, concurrencies: list[int]) -> dict[int, BaseCell]:
     """One base server, benchmarked at each concurrency asked; each kept as its cell."""
     variant, server_run = Variant(BASE, base_method()), sweep.run.child("base")
-    servers: dict[str, Server] = {}
     cells = {}
-    try:
-        outputs, pace = sweep.serve(variant, server_run, servers)
+    with sweep.serve(variant, server_run) as (up, outputs):
         for c in concurrencies:
-            record = sweep.measure(servers[BASE], variant, sweep.at(None, c), server_run.child(f"c{c}"), pace)
+            record = sweep.measure(up, sweep.at(None, c), server_run.child(f"c{c}"))
             cells[c] = BaseCell(concurrency=c, variant=record, outputs=outputs, servers=dict(sweep.facts.servers))
             keep_base_cell(sweep.store, sweep.key(None, c), cells[c])
             sweep.measured.append(f"base-c{c}")
-    finally:
-        _stop_all(sweep, servers, variant, server_run)
     return cells
 
 
@@ -117,18 +105,16 @@ def measure_k(sweep: Sweep, k: int, concurrencies: list[int], bases: dict[int, B
     p = sweep.at(k, concurrencies[0], schedule).profile
     name = "schedule" if schedule else f"k{k}"
     variant, server_run = Variant(SPECULATIVE, p.method), sweep.run.child(name)
-    servers: dict[str, Server] = {}
     results = {}
-    try:
-        # A schedule lives in the backend section, so its server renders from the schedule's own profile.
-        outputs, pace = sweep.serve(variant, server_run, servers, backend_for(p) if schedule else None)
+    # A schedule lives in the backend section, so its server renders from the schedule's own profile.
+    with sweep.serve(variant, server_run, backend_for(p) if schedule else None) as (up, outputs):
         base_outputs = next(iter(bases.values())).outputs
         lossless: Lossless | None = None
         if p.comparison.lossless_prompts:
             lossless = compare_check_outputs(base_outputs, outputs, server_run)
         for c in concurrencies:
             cell, cell_run = sweep.at(k, c, schedule), server_run.child(f"c{c}")
-            record = sweep.measure(servers[SPECULATIVE], variant, cell, cell_run, pace)
+            record = sweep.measure(up, cell, cell_run)
             facts = RunFacts(models=dict(sweep.facts.models), variants=[record, bases[c].variant], lossless=lossless,
                              cached_steps=dict(sweep.facts.cached_steps),
                              servers={**bases[c].servers, **sweep.facts.servers},
@@ -138,8 +124,6 @@ def measure_k(sweep: Sweep, k: int, concurrencies: list[int], bases: dict[int, B
             keep_cell(sweep.store, sweep.key(k, c, schedule), result)
             results[(k, c)] = result
             sweep.measured.append(f"{name}-c{c}")
-    finally:
-        _stop_all(sweep, servers, variant, server_run)
     return results
 
 

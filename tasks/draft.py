@@ -12,13 +12,12 @@ from prefect_adapters.progress_artifacts import ProgressArtifact
 from specops.backends.base import Backend, Server
 from specops.bench.prompts import load_prompts
 from specops.draft import store
-from specops.draft.gpu_synthesis import SYNTHESIS, synthesis_server
+from specops.draft.gpu_synthesis import synthesis_endpoint
 from specops.draft.spec import TrainSpec
 from specops.draft.synthesize import openai_answerer, synthesize
 from specops.draft.train import RESULT_FILE, train_draft
 from specops.draft.train_result import TrainResult
 from specops.liveness import Watchdog
-from specops.pipeline.backend import synthesis_backend_for
 from specops.pipeline.check import watched_generate
 from specops.profile.schema import Profile
 from specops.progress import within
@@ -44,7 +43,8 @@ def find_training_data(profile: Profile, target: ModelArtifact, cache_dir: Path)
 @task(cache_policy=NO_CACHE, persist_result=False)
 def synthesize_training_data(profile: Profile, backend: Backend, server: Server | None, variant: Variant,
                              target: ModelArtifact, cache_dir: Path, run: RunDir) -> ModelArtifact:
-    """Answer the profile's prompts with the served target (or its endpoint) into data.jsonl."""
+    """Answer the profile's prompts with the served target (the profile's backend's server, the seed's vLLM
+    container, or no server: its endpoint) into data.jsonl."""
     with run.timed("draft", "synthesize"):
         return _synthesize(profile, backend, server, variant, target, cache_dir, run)
 
@@ -62,17 +62,10 @@ def _synthesize(profile: Profile, backend: Backend, server: Server | None, varia
         directory.mkdir(parents=True, exist_ok=True)
         if profile.draft.train.data.server is None:
             return _answer_all(profile, backend, server, variant, target, directory, cache_dir)
-        with _vllm_server(profile, target, run) as endpoint:
-            answer = openai_answerer(endpoint.url, endpoint.model, profile.draft.train.data.max_tokens,
-                                     profile.serving.request_timeout_s, endpoint.api_key)
-            return _answer_all(profile, backend, server, variant, target, directory, cache_dir, answer)
-
-
-def _vllm_server(profile: Profile, target: ModelArtifact, run: RunDir):
-    """The seed's `vllm serve` of the target (draft.train.data.server, as backend vllm-serve in a container),
-    for the block's duration; its serve.yaml is rendered into the run's repository/synthesis."""
-    return synthesis_server(synthesis_backend_for(profile), target, run.sub("repository", SYNTHESIS.name),
-                            run.logs() / "synthesis-server.log")
+        endpoint = synthesis_endpoint(server)  # the seed's vLLM container, served by the flow
+        answer = openai_answerer(endpoint.url, endpoint.model, profile.draft.train.data.max_tokens,
+                                 profile.serving.request_timeout_s, endpoint.api_key)
+        return _answer_all(profile, backend, server, variant, target, directory, cache_dir, answer)
 
 
 def _answer_all(profile: Profile, backend: Backend, server: Server | None, variant: Variant, target: ModelArtifact,

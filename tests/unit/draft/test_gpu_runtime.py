@@ -1,5 +1,6 @@
 """The GPU path's run-time pieces without a GPU or Docker: the training container's result collected, the
-Medusa layout written from a ModelOpt checkpoint, the synthesis server's lifecycle on backend vllm-serve,
+Medusa layout written from a ModelOpt checkpoint, the synthesis server on backend vllm-serve as the serving seam
+starts it (its lifecycle around a failing synthesis: tests/unit/flows/test_prepare.py),
 dataset URIs, stable cache keys. The containers cannot run here (no GPU): a fake launcher stands in for Docker."""
 from __future__ import annotations
 
@@ -13,11 +14,14 @@ import specops.backends.container
 from specops.draft import store
 from specops.draft.datasets import parse_dataset_uri
 from specops.draft.gpu import VLLM_KEY_ENV, GpuTraining
-from specops.draft.gpu_synthesis import synthesis_server
+from specops.draft.gpu_synthesis import SYNTHESIS, synthesis_endpoint
 from specops.draft.gpu_train import MEDUSA_WEIGHTS, export_medusa_checkpoint, train_in_container
 from specops.draft.spec import DataSpec, TrainSpec
 from specops.pipeline.backend import synthesis_backend_for
+from specops.pipeline.render import render_repository
+from specops.pipeline.serve import start_variant, stop_variant
 from specops.profile.loader import load_profile
+from specops.rundir import RunDir
 from specops.sources.base import ModelArtifact
 
 
@@ -78,7 +82,8 @@ class FakeLauncher:
 
     def start(self, spec, log_path):
         self.specs.append(spec)
-        return type("Handle", (), {"name": "specops-x"})()
+        return type("Handle", (), {"name": "specops-x", "id": "c0ffee",
+                                   "record": lambda self: {"container_id": "c0ffee", "container_name": "specops-x"}})()
 
     def wait_ready(self, handle, probe, deadline_s):
         if not self.ready:
@@ -120,26 +125,30 @@ TINYLLAMA_MOUNT = "/hf-models/TinyLlama-1.1B-Chat-v1.0"  # backend vllm-serve mo
 
 @pytest.fixture
 def synthesis(tmp_path, monkeypatch):
-    """The eagle seed's synthesis server as backend vllm-serve, launched through a fake Docker launcher."""
+    """The eagle seed's synthesis server as backend vllm-serve, rendered and started as the flow's serving seam does
+    (specops.pipeline.serve.start_variant), through a fake Docker launcher; the run directory is tmp_path/run."""
     monkeypatch.setenv("SPECOPS_CACHE", str(tmp_path / "cache"))  # the hub cache the container mounts
     monkeypatch.setenv(VLLM_KEY_ENV, "s3cret")
     target = ModelArtifact(_target(tmp_path / "target"), "hf://TinyLlama/TinyLlama-1.1B-Chat-v1.0", "abc")
+    (tmp_path / "run").mkdir()
 
-    def make(launcher, *overrides):
+    def start(launcher, *overrides):
         monkeypatch.setattr(specops.backends.container, "DockerLauncher", lambda: launcher)
         backend = synthesis_backend_for(load_profile("eagle-vllm-seed", ["serving.stop_timeout_s=7", *overrides])
                                         .profile)
-        return lambda: synthesis_server(backend, target, tmp_path / "repo", tmp_path / "synthesis-server.log")
+        repo = render_repository(backend, SYNTHESIS, target, None, tmp_path / "cache").value
+        return backend, start_variant(backend, SYNTHESIS, repo, RunDir(tmp_path / "run"), owner=None)
 
-    return make
+    return start
 
 
 def test_synthesis_server_is_vllm_serve_keyed_by_name_only(tmp_path, synthesis):
     launcher = FakeLauncher()
-    with synthesis(launcher)() as endpoint:
-        assert endpoint.model == "synthesis" and endpoint.api_key == "s3cret"  # --served-model-name <variant>
-        assert endpoint.url.startswith("http://127.0.0.1:")
-        assert launcher.stopped == []
+    backend, server = synthesis(launcher)
+    endpoint = synthesis_endpoint(server)
+    assert endpoint.model == "synthesis" and endpoint.api_key == "s3cret"  # --served-model-name <variant>
+    assert endpoint.url.startswith("http://127.0.0.1:")
+    stop_variant(server, backend.serving.stop_timeout_s)
     assert launcher.stopped == [7]
     spec = launcher.specs[0]
     port = endpoint.url.rsplit(":", 1)[1]
@@ -148,12 +157,12 @@ def test_synthesis_server_is_vllm_serve_keyed_by_name_only(tmp_path, synthesis):
     # the key by name only: in the container's environment as the launcher's, on no command line or label value
     assert VLLM_KEY_ENV in spec.secret_env and "s3cret" not in repr(spec)
     assert spec.env["HF_HUB_OFFLINE"] == "1" and "VLLM_SERVER_DEV_MODE" not in spec.env  # no dev endpoints
-    # the downloaded target, read-only, where serve.yaml names it; the rendered files read-only at /config
+    # the downloaded target, read-only, where serve.yaml names it; the rendered files, staged in the run, at /config
+    repo = tmp_path / "run" / "repository" / "synthesis"
     mounts = {m.target: (m.source, m.read_only) for m in spec.mounts}
     assert mounts[TINYLLAMA_MOUNT] == (tmp_path / "target", True)
-    assert mounts["/config"] == (tmp_path / "repo", True)
-    assert yaml.safe_load((tmp_path / "repo" / "serve.yaml").read_text()) == {"model": TINYLLAMA_MOUNT,
-                                                                               "tensor-parallel-size": 1}
+    assert mounts["/config"] == (repo, True)
+    assert yaml.safe_load((repo / "serve.yaml").read_text()) == {"model": TINYLLAMA_MOUNT, "tensor-parallel-size": 1}
     assert (spec.image, spec.shm_size, spec.ipc_mode) == ("nvcr.io/nvidia/tritonserver:26.02-vllm-python-py3", "1G",
                                                           None)
     # the janitor finds it by profile and role
@@ -162,32 +171,18 @@ def test_synthesis_server_is_vllm_serve_keyed_by_name_only(tmp_path, synthesis):
 
 def test_synthesis_server_settings_reach_vllm(tmp_path, synthesis):
     launcher = FakeLauncher()
-    server = synthesis(launcher, "draft.train.data.server.tensor_parallel_size=2",
-                       "draft.train.data.server.gpu_memory_utilization=0.8", "draft.train.data.server.gpus=0,1")
-    with server():
-        pass
+    synthesis(launcher, "draft.train.data.server.tensor_parallel_size=2",
+              "draft.train.data.server.gpu_memory_utilization=0.8", "draft.train.data.server.gpus=0,1")
     spec = launcher.specs[0]
-    assert yaml.safe_load((tmp_path / "repo" / "serve.yaml").read_text()) == {
+    assert yaml.safe_load((tmp_path / "run" / "repository" / "synthesis" / "serve.yaml").read_text()) == {
         "model": TINYLLAMA_MOUNT, "tensor-parallel-size": 2, "gpu-memory-utilization": 0.8}
     assert spec.gpus == ["0", "1"]
 
 
-def test_synthesis_server_is_stopped_when_synthesis_fails(synthesis):
-    launcher = FakeLauncher()
-    with pytest.raises(KeyError, match="synthesis failed"), synthesis(launcher)():
-        raise KeyError("synthesis failed")
-    assert launcher.stopped == [7]
-    # a server that will not stop does not hide why synthesis failed
-    launcher = FakeLauncher(stop_error=RuntimeError("docker hangs"))
-    with pytest.raises(KeyError, match="synthesis failed"), synthesis(launcher)():
-        raise KeyError("synthesis failed")
-    assert launcher.stopped == [7]
-
-
 def test_synthesis_server_that_never_gets_ready_is_removed(synthesis):
     launcher = FakeLauncher(ready=False)
-    with pytest.raises(TimeoutError), synthesis(launcher)():
-        raise AssertionError("never reached: the server was not ready")
+    with pytest.raises(TimeoutError):
+        synthesis(launcher)
     assert launcher.stopped == [7]
 
 

@@ -1,0 +1,82 @@
+"""The models a run serves: the target and the draft, downloaded and verified, or the draft trained.
+
+Shared by the specdec, sweep and train-draft flows, so that no flow imports another.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from flows.serving import served
+from prefect_adapters.slot_limits import hold_slots
+from specops.backends.base import Backend
+from specops.draft.gpu_synthesis import SYNTHESIS
+from specops.draft.train_result import TrainResult
+from specops.pipeline.backend import synthesis_backend_for
+from specops.pipeline.summarize import RunFacts
+from specops.profile.loader import LoadedProfile
+from specops.rundir import RunDir
+from specops.slots import slot_names
+from specops.sources.base import ModelArtifact
+from specops.sources.integrity import Stored
+from specops.variant import Variant, base_method
+from tasks.draft import find_training_data, publish_training, synthesize_training_data, train_draft_module
+from tasks.models import check_draft_vocabulary, download_model
+from tasks.render import build_engine, render_repository
+
+
+def noted_result(result: ModelArtifact | Stored, facts: RunFacts, step: str):
+    """A cache step's result (an artifact, or a Stored path), noting whether the cache held it."""
+    facts.cached_steps[step] = result.cached
+    return result.value if isinstance(result, Stored) else result
+
+
+def prepare_models(loaded: LoadedProfile, backend: Backend, run: RunDir, cache_dir: Path,
+                   facts: RunFacts) -> tuple[ModelArtifact, ModelArtifact | None]:
+    p = loaded.profile
+    files = backend.registration.hub_files  # of a hub repository, only what this backend's loaders read
+    target = noted_result(download_model(p.target.source, cache_dir, run, "target", files), facts, "download target")
+    facts.models["target"] = target
+    draft = None
+    if p.draft is not None and p.draft.train is not None:
+        draft, _ = prepare_trained_draft(loaded, backend, target, run, cache_dir)
+        facts.cached_steps["train draft"] = draft.cached
+    elif p.draft is not None:
+        draft = noted_result(download_model(p.draft.source, cache_dir, run, "draft", files), facts, "download draft")
+        with run.timed("download", "draft"):  # so a mismatch is reported at this step, not at "flow"
+            check_draft_vocabulary(target, draft)
+    if draft is not None:
+        facts.models["draft"] = draft
+    return target, draft
+
+
+def prepare_trained_draft(loaded: LoadedProfile, backend: Backend, target: ModelArtifact, run: RunDir,
+                          cache_dir: Path) -> tuple[ModelArtifact, TrainResult]:
+    """Data (cached, or synthesized by serving the target with speculation off), then training."""
+    profile = loaded.profile
+    # The synthesis server and the training use the accelerator: they hold its slots as a benchmark does.
+    with hold_slots(slot_names(profile.serving.exclusive, backend.gpus())):
+        data = find_training_data(profile, target, cache_dir)
+        if data is None:
+            data = synthesize(loaded, backend, target, run, cache_dir)
+        # Only what shapes the draft keys its cache entry: other profile edits keep the cached draft.
+        draft = train_draft_module(profile.draft.train, profile.method.draft_length(), target, data, cache_dir, run,
+                                   profile.name)
+    return draft, publish_training(draft, run, profile.name)
+
+
+def synthesize(loaded: LoadedProfile, backend: Backend, target: ModelArtifact, run: RunDir,
+               cache_dir: Path) -> ModelArtifact:
+    """Answer the prompts with the target served with speculation off: on the seed's vLLM container
+    (draft.train.data.server) or the profile's backend; an endpoint (draft.train.data.endpoint) needs no server."""
+    profile = loaded.profile
+    data = profile.draft.train.data
+    # On the profile's backend, with as many instances as requests in flight.
+    variant = Variant(SYNTHESIS.name, base_method(), parallel=data.concurrency)
+    if data.server is not None:
+        backend, variant = synthesis_backend_for(profile), SYNTHESIS
+    elif data.endpoint:
+        return synthesize_training_data(profile, backend, None, variant, target, cache_dir, run)
+    engines = build_engine(backend, variant, target, None, cache_dir, run).value
+    repo = render_repository(backend, variant, target, None, cache_dir, engines, run).value
+    with served(backend, variant, repo, run, smoke=False) as up:
+        return synthesize_training_data(profile, backend, up.server, variant, target, cache_dir, run)

@@ -1,0 +1,88 @@
+"""One way to serve a variant: started, smoked, checked, measured, and always stopped.
+
+Every server the pipeline starts (a specdec variant, a sweep's base or draft length, the draft step's
+synthesis server) goes through `served`, so each is registered with the janitor and recorded in the run's
+servers/*.json (start_server), timed under the same steps, and stopped by the same rule: on an error quietly,
+never hiding that error; on success a stop that fails fails the run. tests/unit/flows/test_one_serving_seam.py
+keeps it the only way.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+
+from specops.backends.base import Backend, Server
+from specops.bench.tool import BenchTool
+from specops.pipeline.benchmark import Measured, variant_record
+from specops.pipeline.check import Pace, check_prompts
+from specops.pipeline.summarize import RunFacts
+from specops.profile.schema import Benchmark, Profile
+from specops.results.model import VariantRecord
+from specops.rundir import RunDir
+from specops.teardown import teardown_quietly
+from specops.variant import Variant
+from tasks.benchmark import benchmark_round, read_acceptance
+from tasks.check import generate_check_outputs, send_smoke_request
+from tasks.serve import start_server, stop_server
+
+
+@dataclass
+class Served:
+    """A variant's server, up for the block of `served`."""
+
+    backend: Backend
+    variant: Variant
+    server: Server
+    run: RunDir
+    pace: Pace | None = None  # what its smoke and checks took: the benchmark's time bound is derived from it
+
+    def check(self, profile: Profile) -> list[str]:
+        """Its greedy outputs for the lossless comparison (saved in the run); none without a baseline to compare."""
+        if not profile.comparison.baseline:
+            return []
+        outputs, pace = generate_check_outputs(self.backend, self.server, self.variant,
+                                               check_prompts(profile.benchmark, profile.comparison),
+                                               profile.comparison.lossless_max_tokens, self.run)
+        self.pace = pace if self.pace is None else self.pace + pace
+        return outputs
+
+
+@contextmanager
+def served(backend: Backend, variant: Variant, repo: Path, run: RunDir, facts: RunFacts | None = None,
+           smoke: bool = True) -> Iterator[Served]:
+    """The variant's server, started from `repo` (its version kept in `facts`) and smoked, for the block."""
+    server = start_server(backend, variant, repo, run)
+    stop = partial(stop_server, server, backend.serving.stop_timeout_s, run, variant)
+    try:
+        up = Served(backend, variant, server, run)
+        if facts is not None:
+            tool_name, version = server.version()
+            facts.servers[tool_name] = version
+        if smoke:
+            up.pace = send_smoke_request(backend, server, variant, run)
+        yield up
+    except BaseException:  # a server that will not stop must not hide why we stop it
+        teardown_quietly(stop, f"stopping the {variant.name} server")
+        raise
+    stop()
+
+
+def measure_group(group: list[Served], tool: BenchTool, tokenizer: Path, bench: Benchmark, prompts: list[str],
+            run: RunDir) -> list[VariantRecord]:
+    """Each served variant's benchmark rounds, taken in turn (A B A B when the group has two: interleaved, so a
+    slow spell of the host falls on both), and its acceptance over its rounds only (not smoke or check)."""
+    before = [read_acceptance(s.backend, s.server, s.variant, settle=True) for s in group]
+    rounds: list[list[Measured]] = [[] for _ in group]
+    for r in range(bench.rounds):
+        for s, measured in zip(group, rounds):
+            measured.append(benchmark_round(tool, s.backend, s.server, s.variant, tokenizer, bench, prompts, run, r,
+                                            s.pace))
+    records = []
+    for s, measured, earlier in zip(group, rounds, before):
+        after = read_acceptance(s.backend, s.server, s.variant, settle=True)
+        # None: the backend has no counters to read
+        records.append(variant_record(s.variant, measured, after.since(earlier) if after is not None else None))
+    return records

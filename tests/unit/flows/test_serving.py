@@ -1,0 +1,119 @@
+"""The serving seam: a served variant is always stopped (quietly on an error, loudly on success), its
+measurement alternates the group's rounds and its acceptance covers its own rounds only."""
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+import flows.serving as seam
+from specops.acceptance.model import Acceptance
+from specops.pipeline.check import Pace
+from specops.pipeline.summarize import RunFacts
+from specops.variant import BASE, SPECULATIVE, Variant, base_method
+
+
+class FakeServer:
+    def __init__(self, name: str):
+        self.name = name
+
+    def version(self):
+        return "fake-server", "1.0"
+
+
+@pytest.fixture
+def calls(monkeypatch):
+    """The tasks the seam sequences, replaced by fakes that log what they were asked."""
+    log: list[tuple] = []
+    stop_errors: dict[str, Exception] = {}
+    counters: dict[str, list[Acceptance | None]] = {}
+
+    def stop_server(server, timeout_s, run, variant):
+        log.append(("stop", variant.name, timeout_s))
+        if variant.name in stop_errors:
+            raise stop_errors[variant.name]
+
+    monkeypatch.setattr(seam, "start_server", lambda backend, v, repo, run: log.append(("start", v.name))
+                        or FakeServer(v.name))
+    monkeypatch.setattr(seam, "stop_server", stop_server)
+    monkeypatch.setattr(seam, "send_smoke_request", lambda backend, server, v, run: log.append(("smoke", v.name))
+                        or Pace(1.0, 10))
+    monkeypatch.setattr(seam, "generate_check_outputs", lambda backend, server, v, prompts, max_tokens, run:
+                        (log.append(("check", v.name)) or [f"{v.name} says"], Pace(2.0, 10)))
+    monkeypatch.setattr(seam, "benchmark_round", lambda tool, backend, server, v, tokenizer, bench, prompts, run, r,
+                        pace: log.append(("round", v.name, r, pace.per_token_s)) or f"{v.name}-{r}")
+    monkeypatch.setattr(seam, "read_acceptance", lambda backend, server, v, settle: counters[v.name].pop(0))
+    monkeypatch.setattr(seam, "variant_record", lambda v, rounds, acceptance: (v.name, rounds, acceptance))
+    return SimpleNamespace(log=log, stop_errors=stop_errors, counters=counters)
+
+
+BACKEND = SimpleNamespace(serving=SimpleNamespace(stop_timeout_s=7.0))
+BENCH = SimpleNamespace(rounds=2)
+PROFILE = SimpleNamespace(comparison=SimpleNamespace(baseline=True, lossless_max_tokens=8), benchmark=None)
+BASE_V, SPEC_V = Variant(BASE, base_method()), Variant(SPECULATIVE, base_method())
+
+
+@pytest.fixture(autouse=True)
+def _check_prompts(monkeypatch):
+    monkeypatch.setattr(seam, "check_prompts", lambda bench, comparison: ["p"])
+
+
+def test_served_smokes_records_the_server_and_stops_it(calls):
+    facts = RunFacts()
+    with seam.served(BACKEND, BASE_V, "repo", "run", facts) as up:
+        assert up.check(PROFILE) == ["base says"]
+        assert calls.log[-1] == ("check", BASE)
+    assert up.pace == Pace(3.0, 20)  # smoke and check: what the benchmark's time bound is derived from
+    assert facts.servers == {"fake-server": "1.0"}
+    assert calls.log == [("start", BASE), ("smoke", BASE), ("check", BASE), ("stop", BASE, 7.0)]
+
+
+def test_without_a_baseline_nothing_is_checked(calls):
+    unchecked = SimpleNamespace(comparison=SimpleNamespace(baseline=False))
+    with seam.served(BACKEND, BASE_V, "repo", "run", smoke=False) as up:
+        assert up.check(unchecked) == [] and up.pace is None
+    assert calls.log == [("start", BASE), ("stop", BASE, 7.0)]
+
+
+def test_an_error_stops_the_server_and_a_failing_stop_does_not_hide_it(calls):
+    calls.stop_errors[BASE] = RuntimeError("ports still bound")
+    with pytest.raises(KeyError, match="what went wrong"), seam.served(BACKEND, BASE_V, "repo", "run"):
+        raise KeyError("what went wrong")
+    assert calls.log[-1] == ("stop", BASE, 7.0)
+
+
+def test_an_interrupt_stops_the_server(calls):
+    with pytest.raises(KeyboardInterrupt), seam.served(BACKEND, BASE_V, "repo", "run"):
+        raise KeyboardInterrupt
+    assert calls.log[-1] == ("stop", BASE, 7.0)
+
+
+def test_a_failing_smoke_stops_the_server(calls, monkeypatch):
+    monkeypatch.setattr(seam, "send_smoke_request", lambda *a: (_ for _ in ()).throw(RuntimeError("no answer")))
+    with pytest.raises(RuntimeError, match="no answer"), seam.served(BACKEND, BASE_V, "repo", "run"):
+        raise AssertionError("never reached")
+    assert calls.log == [("start", BASE), ("stop", BASE, 7.0)]
+
+
+def test_on_success_a_failing_stop_fails(calls):
+    calls.stop_errors[BASE] = RuntimeError("ports still bound")
+    with pytest.raises(RuntimeError, match="ports still bound"), seam.served(BACKEND, BASE_V, "repo", "run"):
+        pass
+
+
+def _counters(drafted: float) -> Acceptance:
+    return Acceptance("metrics", drafted, drafted * 2, drafted)
+
+
+def test_a_group_is_measured_round_robin_and_each_window_spans_its_rounds(calls):
+    calls.counters.update({BASE: [None, None], SPECULATIVE: [_counters(5), _counters(12)]})
+    with seam.served(BACKEND, BASE_V, "repo", "run") as a, seam.served(BACKEND, SPEC_V, "repo", "run") as b:
+        records = seam.measure_group([a, b], "tool", "tokenizer", BENCH, ["prompt"], "run")
+    assert [entry for entry in calls.log if entry[0] == "round"] == [
+        ("round", BASE, 0, 0.1), ("round", SPECULATIVE, 0, 0.1), ("round", BASE, 1, 0.1),
+        ("round", SPECULATIVE, 1, 0.1)]
+    (base_name, base_rounds, base_acceptance), (spec_name, spec_rounds, spec_acceptance) = records
+    assert (base_name, base_rounds, base_acceptance) == (BASE, ["base-0", "base-1"], None)  # a backend without counters
+    assert (spec_name, spec_rounds) == (SPECULATIVE, ["speculative-0", "speculative-1"])
+    assert (spec_acceptance.num_drafts, spec_acceptance.num_draft_tokens, spec_acceptance.num_accepted_tokens) == (
+        7, 14, 7)  # the counters over the rounds, not over smoke and check
