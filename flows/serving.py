@@ -71,7 +71,7 @@ def served(backend: Backend, variant: Variant, repo: Path, run: RunDir, facts: R
 
 
 def measure_group(group: list[Served], tool: BenchTool, tokenizer: Path, bench: Benchmark, prompts: list[str],
-            run: RunDir) -> list[VariantRecord]:
+                  run: RunDir) -> list[VariantRecord]:
     """Each served variant's benchmark rounds, taken in turn (A B A B when the group has two: interleaved, so a
     slow spell of the host falls on both), and its acceptance over its rounds only (not smoke or check)."""
     before = [read_acceptance(s.backend, s.server, s.variant, settle=True) for s in group]
