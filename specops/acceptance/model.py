@@ -65,25 +65,24 @@ class Acceptance(BaseModel):
             verify_seconds=minus("verify_seconds"),
         )
 
+    def _per_step(self, total: float | None) -> float | None:
+        """None where the engine reports no steps, or not this quantity."""
+        return None if not self.num_steps or total is None else total / self.num_steps
+
     @property
     def tokens_per_step(self) -> float | None:
         """Tokens emitted per decode step, steps without drafts included."""
-        if not self.num_steps or self.num_emitted_tokens is None:
-            return None
-        return self.num_emitted_tokens / self.num_steps
+        return self._per_step(self.num_emitted_tokens)
 
     @property
     def step_seconds(self) -> float | None:
         """Mean wall time of one step inside the engine: drafting plus verification."""
-        if not self.num_steps or self.verify_seconds is None:
-            return None
-        return ((self.draft_seconds or 0.0) + self.verify_seconds) / self.num_steps
+        engine = None if self.verify_seconds is None else (self.draft_seconds or 0.0) + self.verify_seconds
+        return self._per_step(engine)
 
     @property
     def draft_seconds_per_step(self) -> float | None:
-        if not self.num_steps or self.draft_seconds is None:
-            return None
-        return self.draft_seconds / self.num_steps
+        return self._per_step(self.draft_seconds)
 
     @property
     def acceptance_rate(self) -> float | None:

@@ -171,9 +171,10 @@ class ContainerBackend(Backend):
         """Why the image (or the profile) gives this speculative variant no acceptance source; None: it has one."""
         return None
 
+    acceptance_text: ClassVar[str]  # the source, as the plan names it
+
     def acceptance_description(self, variant: Variant) -> str:
-        """The source, as the plan names it."""
-        raise NotImplementedError
+        return self.acceptance_text
 
     def read_acceptance(self, server: ContainerServer, variant: Variant, settle: bool) -> Acceptance:
         """The cumulative counters from the source."""

@@ -171,9 +171,8 @@ class TrtllmEngineBackend(ContainerBackend):
     def acceptance_why(self, variant: Variant) -> str | None:
         return self.support(variant).acceptance_why
 
-    def acceptance_description(self, variant: Variant) -> str:
-        return ("TRT-LLM Triton backend return_perf_metrics outputs on specops' check requests (genai-perf's requests "
-                "do not ask for them)")
+    acceptance_text = ("TRT-LLM Triton backend return_perf_metrics outputs on specops' check requests (genai-perf's "
+                       "requests do not ask for them)")
 
     def read_acceptance(self, server: EngineServer, variant: Variant, settle: bool) -> Acceptance:
         if not server.responses:

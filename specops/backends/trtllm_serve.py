@@ -126,8 +126,7 @@ class TrtllmServeBackend(ContainerBackend):
     def acceptance_why(self, variant: Variant) -> str | None:
         return None if self.config.enable_iter_perf_stats else "backend.enable_iter_perf_stats is false"
 
-    def acceptance_description(self, variant: Variant) -> str:
-        return "trtllm-serve GET /metrics iteration stats (specDecodingStats), drained and summed per server"
+    acceptance_text = "trtllm-serve GET /metrics iteration stats (specDecodingStats), drained and summed per server"
 
     def read_acceptance(self, server: ServeServer, variant: Variant, settle: bool) -> Acceptance:
         server.totals = accumulate(server.totals, get_json(f"{server.endpoint.http_base}/metrics", 10.0))

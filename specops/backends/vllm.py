@@ -160,9 +160,8 @@ class VllmBackend(VllmEngineBackend):
     def acceptance_why(self, variant: Variant) -> str | None:
         return self.support(variant).acceptance_why
 
-    def acceptance_description(self, variant: Variant) -> str:
-        return ("vLLM V0 'Speculative metrics' lines in the server log (cumulative; read after waiting one 5 s "
-                "logging interval and one short request that makes the engine log)")
+    acceptance_text = ("vLLM V0 'Speculative metrics' lines in the server log (cumulative; read after waiting one 5 s "
+                       "logging interval and one short request that makes the engine log)")
 
     def read_acceptance(self, server: ContainerServer, variant: Variant, settle: bool) -> Acceptance:
         if settle:

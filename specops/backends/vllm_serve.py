@@ -172,9 +172,8 @@ class VllmServeBackend(VllmEngineBackend):
         return str(out["choices"][0]["text"])
 
     # --- acceptance -----------------------------------------------------------------------
-    def acceptance_description(self, variant: Variant) -> str:
-        return ("vLLM's Prometheus counters on GET /metrics (vllm:spec_decode_num_drafts / _num_draft_tokens / "
-                "_num_accepted_tokens / _num_accepted_tokens_per_pos), read before and after the benchmark")
+    acceptance_text = ("vLLM's Prometheus counters on GET /metrics (vllm:spec_decode_num_drafts / _num_draft_tokens / "
+                       "_num_accepted_tokens / _num_accepted_tokens_per_pos), read before and after the benchmark")
 
     def read_acceptance(self, server, variant: Variant, settle: bool) -> Acceptance:
         found = from_vllm_metrics(get_text(f"{server.endpoint.http_base}/metrics", 10.0))

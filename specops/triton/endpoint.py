@@ -19,18 +19,8 @@ class Endpoint:
         """Address a local client dials (a wildcard bind is reached through loopback)."""
         return "127.0.0.1" if self.host in _WILDCARD else self.host
 
-    @property
-    def http_url(self) -> str:
-        return f"{self.connect_host}:{self.http_port}"
-
-    @property
-    def http_base(self) -> str:
-        return f"http://{self.http_url}"
-
-    @property
-    def grpc_url(self) -> str:
-        return f"{self.connect_host}:{self.grpc_port}"
-
-    @property
-    def metrics_url(self) -> str:
-        return f"http://{self.connect_host}:{self.metrics_port}/metrics"
+    # host:port for gRPC and Triton's HTTP client; http://host:port for HTTP requests; the Prometheus page.
+    http_url = property(lambda self: f"{self.connect_host}:{self.http_port}")
+    http_base = property(lambda self: f"http://{self.http_url}")
+    grpc_url = property(lambda self: f"{self.connect_host}:{self.grpc_port}")
+    metrics_url = property(lambda self: f"http://{self.connect_host}:{self.metrics_port}/metrics")
