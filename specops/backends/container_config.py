@@ -13,11 +13,10 @@ from specops.versions.images import ImageError, ImageInfo, image_info, known_ima
 
 
 class ContainerBackendConfig(BackendConfig):
-    # The framework whose version decides what the backend renders, and the Triton image flavor
-    # that carries it (None: not a tritonserver image).
+    # The framework whose version decides what the backend renders, and the images that carry it:
+    # (family, flavor) pairs of the version matrix (flavor None: not a tritonserver image).
     framework: ClassVar[str]
-    family: ClassVar[str] = "tritonserver"  # or "tensorrt-llm-release"
-    flavor: ClassVar[str | None] = None
+    image_kinds: ClassVar[tuple[tuple[str, str | None], ...]]
 
     image: str = Field(description="the container image; its framework version decides what is rendered")
     framework_version: str | None = Field(
@@ -60,8 +59,9 @@ class ContainerBackendConfig(BackendConfig):
             if self.framework_version is not None:
                 return None
             raise
-        if info.family != self.family or info.flavor != self.flavor:
-            raise ImageError(f"image {self.image} is not an image backend {self.kind!r} runs")
+        if (info.family, info.flavor) not in self.image_kinds:
+            kinds = " or ".join(family + (f" -{flavor}" if flavor else "") for family, flavor in self.image_kinds)
+            raise ImageError(f"image {self.image} is not an image backend {self.kind!r} runs ({kinds})")
         return info
 
     def release(self) -> str:
@@ -97,5 +97,6 @@ class ContainerBackendConfig(BackendConfig):
     @classmethod
     def known_images(cls) -> list[str]:
         """The images this backend can render for: known to the matrix, with facts for their version."""
-        return [image for image, version in known_images(cls.framework, cls.family, cls.flavor).items()
-                if cls.has_facts(version)]
+        images = {image: version for family, flavor in cls.image_kinds
+                  for image, version in known_images(cls.framework, family, flavor).items()}
+        return [image for image, version in images.items() if cls.has_facts(version)]

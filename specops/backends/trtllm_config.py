@@ -20,7 +20,7 @@ OWNED_KEYS = frozenset({"model", "backend", "tensor_parallel_size", "pipeline_pa
 
 class TrtllmBackendConfig(LlmApiBackendConfig):
     kind: Literal["trtllm"] = "trtllm"
-    flavor: ClassVar[str] = "trtllm-python-py3"
+    image_kinds: ClassVar = (("tritonserver", "trtllm-python-py3"),)
     summary: ClassVar[str] = "TRT-LLM LLM API (PyTorch) Triton model in the -trtllm-python-py3 container"
 
     # 26.04 ships TensorRT-LLM 1.2.1 (the newest LLM API a tritonserver image carries, NVIDIA's

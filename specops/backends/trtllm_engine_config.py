@@ -54,7 +54,7 @@ class TritonParams(_Section):
 class TrtllmEngineBackendConfig(ContainerBackendConfig):
     kind: Literal["trtllm-engine"] = "trtllm-engine"
     framework: ClassVar[str] = "tensorrt-llm"
-    flavor: ClassVar[str] = "trtllm-python-py3"
+    image_kinds: ClassVar = (("tritonserver", "trtllm-python-py3"),)
     summary: ClassVar[str] = "TensorRT-LLM engines (convert_checkpoint + trtllm-build) on Triton inflight_batcher_llm"
 
     # 25.01 (TensorRT-LLM 0.17.0) is the oldest image the tutorial allows; its tensorrtllm_backend

@@ -20,7 +20,7 @@ FLAGS = ("host", "port", "backend", "tp_size", "max_batch_size", "max_num_tokens
 
 class TrtllmServeBackendConfig(LlmApiBackendConfig):
     kind: Literal["trtllm-serve"] = "trtllm-serve"
-    family: ClassVar[str] = "tensorrt-llm-release"
+    image_kinds: ClassVar = (("tensorrt-llm-release", None),)
     summary: ClassVar[str] = "trtllm-serve (TensorRT-LLM PyTorch backend, OpenAI API) with extra LLM API options"
 
     # 1.3.0rc12: the image of NVIDIA's current DGX Spark playbook, the newest release specops has facts for.

@@ -19,7 +19,6 @@ from specops.backends.spec import FieldError, reject_owned_keys
 from specops.backends.vllm_support import VllmSupport, resolve
 from specops.fields import Count, Real
 from specops.sources.backend_code import GITHUB, check_source
-from specops.versions.images import ImageError, image_info, known_images
 from specops.versions.store import load
 from specops.versions.vllm import (
     VllmBackendModel,
@@ -124,7 +123,7 @@ class VllmEngineConfig(ContainerBackendConfig):
 
 class VllmBackendConfig(VllmEngineConfig):
     kind: Literal["vllm"] = "vllm"
-    flavor: ClassVar[str] = "vllm-python-py3"
+    image_kinds: ClassVar = (("tritonserver", "vllm-python-py3"),)
     summary: ClassVar[str] = ("Triton vLLM backend: the -vllm-python-py3 container (GPU), or Triton's vllm_backend "
                               "code on the nvidia-pytriton tritonserver with the vLLM CPU engine (launch: process)")
 
@@ -168,7 +167,9 @@ class VllmBackendConfig(VllmEngineConfig):
 
 class VllmServeBackendConfig(VllmEngineConfig):
     kind: Literal["vllm-serve"] = "vllm-serve"
-    family: ClassVar[str] = "vllm-openai"
+    # vllm/vllm-openai tags, or a Triton -vllm-python-py3 image (vLLM installed: the ModelOpt seed serves
+    # its synthesis from one).
+    image_kinds: ClassVar = (("vllm-openai", None), ("tritonserver", "vllm-python-py3"))
     summary: ClassVar[str] = ("vLLM's own OpenAI server (`vllm serve`): the vllm/vllm-openai image (GPU), or the vLLM "
                               "CPU engine as a process (launch: process)")
 
@@ -189,24 +190,3 @@ class VllmServeBackendConfig(VllmEngineConfig):
         "process's environment, never a command line) and specops' own requests send it; for data synthesis "
         "servers (the benchmark tools send no key). False: the variable is kept from the server")
     extra_args: list[str] = Field(default_factory=list, description="more `vllm serve` arguments, verbatim")
-
-    def image_info(self):
-        """vllm/vllm-openai tags, or a Triton -vllm-python-py3 image (vLLM installed: the ModelOpt seed serves
-        its synthesis from one)."""
-        if self.in_process:
-            return None
-        try:
-            info = image_info(self.image)
-        except ImageError:
-            if self.framework_version is not None:
-                return None
-            raise
-        if (info.family, info.flavor) not in (("vllm-openai", None), ("tritonserver", "vllm-python-py3")):
-            raise ImageError(f"image {self.image} is not an image backend {self.kind!r} runs (vllm/vllm-openai:<tag> "
-                             "or a tritonserver -vllm-python-py3 image)")
-        return info
-
-    @classmethod
-    def known_images(cls) -> list[str]:
-        images = known_images("vllm", "vllm-openai") | known_images("vllm", "tritonserver", "vllm-python-py3")
-        return [image for image, version in images.items() if cls.has_facts(version)]

@@ -118,6 +118,16 @@ def verdict_of(lossless: Lossless | None, failure: Failure | None) -> tuple[Verd
     return Verdict.INVALID, reasons
 
 
+def status_of(verdict: Verdict, require_lossless: bool) -> Status:
+    """A failed step fails the run; outputs that differ from the base's make it invalid unless the profile
+    allows lossy speculation (comparison.require_lossless false: then it is ok, and its verdict still says so)."""
+    if verdict is Verdict.FAILED:
+        return Status.FAILED
+    if verdict is Verdict.INVALID and require_lossless:
+        return Status.INVALID
+    return Status.OK
+
+
 def run_result(loaded: LoadedProfile, run: RunDir, backend: Backend, tool: BenchTool, facts: RunFacts,
                error: BaseException | None = None, notes: list[str] | None = None) -> RunResult:
     """The run's record: status failed when `error` is given, invalid when outputs differ."""
@@ -125,12 +135,7 @@ def run_result(loaded: LoadedProfile, run: RunDir, backend: Backend, tool: Bench
     now = time.time()
     failure = failure_of(run, error) if error is not None else None
     verdict, reasons = verdict_of(facts.lossless, failure)
-    if failure is not None:
-        status = Status.FAILED
-    elif verdict is Verdict.INVALID and p.comparison.require_lossless:
-        status = Status.INVALID
-    else:
-        status = Status.OK
+    status = status_of(verdict, p.comparison.require_lossless)
     by_name = {v.name: v for v in facts.variants}
     spec, base = by_name.get(SPECULATIVE), by_name.get(BASE)
     speedup = None

@@ -22,6 +22,9 @@ SCHEMA_VERSION = 2
 # profile as it is served, so regression baselines and trends leave them out.
 SWEEP_CELL_NOTE = "sweep cell"
 
+# The speedup interval's level: what results record and every label prints.
+LEVEL = 0.95
+
 
 class Record(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -141,7 +144,7 @@ class Speedup(Record):
     point: float
     low: float | None = None
     high: float | None = None
-    level: float = 0.95
+    level: float = LEVEL
     prompts: int
     rounds: int
     resampled: str  # what the bootstrap resamples: "rounds within prompts" | "prompts"

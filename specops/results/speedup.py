@@ -19,10 +19,9 @@ from collections.abc import Iterable
 import numpy as np
 
 from specops.results.metrics import RequestSample
-from specops.results.model import Speedup
+from specops.results.model import LEVEL, Speedup
 
 RESAMPLES = 4000
-LEVEL = 0.95
 SEED = 0  # the interval of a given set of samples is reproducible
 
 

@@ -8,7 +8,7 @@ import matplotlib
 matplotlib.use("Agg")  # no display on servers and workers
 import matplotlib.pyplot as plt  # noqa: E402
 
-from specops.results.model import RunResult  # noqa: E402
+from specops.results.model import LEVEL, RunResult  # noqa: E402
 from specops.sweep.analysis import Cell  # noqa: E402
 
 
@@ -42,7 +42,7 @@ def _speedup_plot(cells: list[Cell], path: Path) -> Path:
     ax.set_xticks(concurrencies, [str(c) for c in concurrencies])
     ax.set_xlabel("concurrency")
     ax.set_ylabel("speedup over the base")
-    ax.set_title("Speedup vs concurrency per draft length (95% interval)", fontsize=10)
+    ax.set_title(f"Speedup vs concurrency per draft length ({LEVEL:.0%} interval)", fontsize=10)
     ax.legend(fontsize=8)
     return _save(fig, path)
 
@@ -88,6 +88,6 @@ def write_compare_plot(results: list[RunResult], path: Path) -> Path:
     ax.bar_label(bars, fmt="%.2fx", fontsize=8)
     ax.axhline(1.0, color="#555555", linestyle="--", linewidth=1)
     ax.set_ylabel("speedup over the base")
-    ax.set_title("Speedup per profile (95% interval; red: not VALID)", fontsize=10)
+    ax.set_title(f"Speedup per profile ({LEVEL:.0%} interval; red: not VALID)", fontsize=10)
     ax.tick_params(axis="x", labelrotation=20, labelsize=8)
     return _save(fig, Path(path))

@@ -1,7 +1,7 @@
 """Plain-text tables of a sweep (K x concurrency) and of a comparison (several profiles, one target)."""
 from __future__ import annotations
 
-from specops.results.model import RunResult
+from specops.results.model import LEVEL, RunResult
 from specops.sweep.analysis import Cell, Crossover
 from specops.sweep.schedule import Recommendation, flow
 
@@ -48,7 +48,7 @@ def format_sweep(cells: list[Cell], crossovers: dict[int, Crossover], best: dict
         served = {c.concurrency: c for c in schedule}
         rows.append(["schedule", *(_cell_text(served.get(c)) for c in cs)])
     rows.append(["base tok/s", *(_num(base.get(c), "{:.1f}") for c in cs)])
-    lines = ["Speedup over the base (95% interval), al = mean acceptance length", *_grid(header, rows), ""]
+    lines = [f"Speedup over the base ({LEVEL:.0%} interval), al = mean acceptance length", *_grid(header, rows), ""]
     lines.append("Crossover (concurrency where speculation stops paying, log2-interpolated):")
     for k in ks:
         cross = crossovers.get(k)
@@ -74,7 +74,7 @@ def format_recommendation(r: Recommendation) -> list[str]:
 
 def format_compare(results: list[RunResult]) -> str:
     """Several profiles on one target, each against its own base, in one table."""
-    header = ["profile", "method", "speedup (95%)", "spec tok/s", "base tok/s", "accept len", "verdict"]
+    header = ["profile", "method", f"speedup ({LEVEL:.0%})", "spec tok/s", "base tok/s", "accept len", "verdict"]
     rows = []
     for r in results:
         spec, base, s = r.variant("speculative"), r.variant("base"), r.speedup

@@ -1,0 +1,35 @@
+"""The run's status follows its verdict and the profile's require_lossless, through run_result itself."""
+from __future__ import annotations
+
+import pytest
+
+from specops.pipeline.backend import backend_for, tool_for
+from specops.pipeline.summarize import RunFacts, run_result, status_of
+from specops.profile.loader import load_profile
+from specops.results.model import Divergence, Lossless, Status, Verdict
+from specops.rundir import RunDir
+
+DIFFERING = Lossless(compared=2, mismatches=1, first=Divergence(prompt_index=1, position=3, base="abc",
+                                                                speculative="abd"))
+
+
+@pytest.mark.parametrize(("verdict", "require", "status"), [
+    (Verdict.VALID, True, Status.OK), (Verdict.VALID, False, Status.OK),
+    (Verdict.UNCHECKED, True, Status.OK), (Verdict.UNCHECKED, False, Status.OK),
+    (Verdict.INVALID, True, Status.INVALID), (Verdict.INVALID, False, Status.OK),
+    (Verdict.FAILED, True, Status.FAILED), (Verdict.FAILED, False, Status.FAILED),
+])
+def test_status_of_each_verdict(verdict, require, status):
+    assert status_of(verdict, require) is status
+
+
+@pytest.mark.parametrize(("require", "status"), [(True, Status.INVALID), (False, Status.OK)])
+def test_a_run_whose_outputs_differ_is_invalid_only_where_the_profile_requires_lossless(
+        tmp_path, monkeypatch, require, status):
+    monkeypatch.setenv("SPECOPS_ARTIFACTS", str(tmp_path))
+    loaded = load_profile("ngram-local", [f"comparison.require_lossless={str(require).lower()}"])
+    run = RunDir.create("ngram-local", "r")
+    result = run_result(loaded, run, backend_for(loaded.profile), tool_for(loaded.profile),
+                        RunFacts(lossless=DIFFERING))
+    assert result.verdict is Verdict.INVALID and result.status is status
+    assert "1/2 prompts differ" in result.reasons[-1]
