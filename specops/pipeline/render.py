@@ -20,14 +20,16 @@ from specops.versions import facts_digest
 
 RECIPE = "repository-4"  # bump when a rendered repository or engine layout changes
 COMPLETE = ".complete"  # written last; holds the entry's file manifest
-# In the engines entry of a backend that builds nothing: a later run knows it without asking the backend.
+# The whole engines entry of a backend that builds nothing: a later run knows it without asking the
+# backend. It holds no `.complete`: specops before this marker verified any entry with one and
+# called the marker corrupt; without, an older specops sees no entry and builds nothing again.
 NO_ENGINES = ".no-engines"
 
 
 def _entry(directory: Path, rebuild: str) -> Entry:
     """<cache>/repos/<key> or <cache>/engines/<key>, whose `.complete` is its manifest."""
     return Entry(root=directory, content=directory, manifest=directory / COMPLETE,
-                 rebuild=rebuild, exclude=frozenset({COMPLETE, NO_ENGINES}))
+                 rebuild=rebuild, exclude=frozenset({COMPLETE}))
 
 
 def _repo_entry(directory: Path) -> Entry:
@@ -42,7 +44,8 @@ def build_engines(backend: Backend, variant: Variant, target: ModelArtifact, dra
                   cache_dir: Path) -> Stored[Path | None]:
     """The variant's engines in a content-addressed cache directory (None: the backend builds none)."""
     out = Path(cache_dir) / "engines" / repository_key(backend, variant, target, draft)
-    cached = produce_once(out, lambda: _published(out), lambda: _build_into(out, backend, variant, target, draft))
+    cached = produce_once(out, lambda: _engines_done(out),
+                          lambda: _build_into(out, backend, variant, target, draft))
     if (out / NO_ENGINES).is_file():
         return Stored(None, cached)
     verify(_engines_entry(out))
@@ -59,14 +62,19 @@ def _build_into(out: Path, backend: Backend, variant: Variant, target: ModelArti
         tmp.chmod(0o755)  # mkdtemp's 0700 would lock out the build and serve containers' users
         if backend.build(variant, target, draft, tmp) is None:
             (tmp / NO_ENGINES).write_text("")
-        publish(_engines_entry(tmp))
-        rename_into_place(tmp, out, _published)
+        else:
+            publish(_engines_entry(tmp))
+        rename_into_place(tmp, out, _engines_done)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
 def _published(directory: Path) -> bool:
     return (directory / COMPLETE).is_file()
+
+
+def _engines_done(directory: Path) -> bool:
+    return _published(directory) or (directory / NO_ENGINES).is_file()
 
 
 def repository_key(backend: Backend, variant: Variant, target: ModelArtifact, draft: ModelArtifact | None,
