@@ -102,12 +102,15 @@ def test_a_build_that_dies_leaves_no_entry_behind(tmp_path):
     assert render.build_engines(FakeBackend(), VARIANT, TARGET, None, tmp_path).value.is_dir()
 
 
-def test_a_backend_that_builds_nothing_says_so_once(tmp_path):
-    class Checkpoints(FakeBackend):
-        def build(self, variant, target, draft, out_dir):
-            self.builds += 1
-            return None
+class Checkpoints(FakeBackend):
+    """Serves checkpoints as they are: builds nothing."""
 
+    def build(self, variant, target, draft, out_dir):
+        self.builds += 1
+        return None
+
+
+def test_a_backend_that_builds_nothing_says_so_once(tmp_path):
     backend = Checkpoints()
     assert render.build_engines(backend, VARIANT, TARGET, None, tmp_path) == Stored(None, False)
     assert render.build_engines(backend, VARIANT, TARGET, None, tmp_path) == Stored(None, True)
@@ -120,11 +123,6 @@ def test_a_backend_that_builds_nothing_says_so_once(tmp_path):
 
 def test_a_marker_entry_with_a_manifest_still_reads_as_no_engines(tmp_path):
     """What a6af35d wrote for a backend that builds nothing: the marker and a `.complete` manifest."""
-    class Checkpoints(FakeBackend):
-        def build(self, variant, target, draft, out_dir):
-            self.builds += 1
-            return None
-
     backend = Checkpoints()
     render.build_engines(backend, VARIANT, TARGET, None, tmp_path)
     (entry,) = (p for p in (tmp_path / "engines").iterdir() if p.suffix != ".lock")
