@@ -114,6 +114,11 @@ def descendants(pid: int) -> list[psutil.Process]:
         return []
 
 
+# A SIGKILLed process is gone only once the kernel has freed its memory: seconds for a vLLM worker
+# with a GiB of KV cache on a busy, swapping host (CI saw one alive 5 s after its SIGKILL).
+KILLED_EXIT_S = 15.0
+
+
 def kill_process_tree(proc: subprocess.Popen, timeout_s: float) -> list[psutil.Process]:
     """SIGTERM the process group, SIGKILL after `timeout_s`, then reap strays; return survivors.
 
@@ -134,9 +139,9 @@ def kill_process_tree(proc: subprocess.Popen, timeout_s: float) -> list[psutil.P
     tree += [p for p in descendants(proc.pid) if p not in tree]
     alive = wait_gone(tree, timeout_s=max(1.0, timeout_s / 2))
     for p in alive:
-        log.warning("killing leftover process %d (%s)", p.pid, _name(p))
+        log.warning("killing leftover process %d (%s, %s)", p.pid, _name(p), _status(p))
         _kill(p)
-    return wait_gone(alive, timeout_s=5)
+    return wait_gone(alive, timeout_s=KILLED_EXIT_S)
 
 
 def wait_gone(procs: list[psutil.Process], timeout_s: float) -> list[psutil.Process]:
@@ -171,6 +176,13 @@ def _kill(p: psutil.Process) -> None:
         p.kill()
     except psutil.NoSuchProcess:
         pass
+
+
+def _status(p: psutil.Process) -> str:
+    try:
+        return p.status()
+    except psutil.Error:
+        return "gone"
 
 
 def _name(p: psutil.Process) -> str:

@@ -15,11 +15,13 @@ import sys
 import threading
 import time
 
+import httpx
 import psutil
 import pytest
 
 from specops.backends import vllm_cpu
 from specops.backends.base import Deployment, make_backend
+from specops.processes import running
 from specops.profile.loader import load_profile
 from specops.triton import client
 from specops.variant import BASE, Variant, base_method
@@ -77,23 +79,32 @@ def test_a_server_that_ignores_sigterm_is_gone_within_the_teardown_bound(embedde
     tree = _tree(server.pid)
     assert any("triton_python_b" in proc.name() for proc in tree), [proc.name() for proc in tree]
     # A long request in flight: tritonserver then waits for it (up to --exit-timeout-secs 30) on SIGTERM.
-    streaming = threading.Thread(target=lambda: _quietly(lambda: client.generate(
-        server.endpoint, variant.model_name, "def quicksort(arr):", 2000, temperature=0.0, timeout_s=120,
-        ignore_eos=True)),
-        daemon=True)
+    # In flight means its first token came back, not a fixed wait that a busy host outlasts.
+    first_token = threading.Event()
+    streaming = threading.Thread(target=lambda: _quietly(lambda: _stream(server.endpoint, variant.model_name,
+                                                                         first_token)), daemon=True)
     streaming.start()
-    time.sleep(3.0)
+    assert first_token.wait(timeout=120), "the long request never produced a token"
     bound = 3.0
     t0 = time.monotonic()
     with caplog.at_level("WARNING", logger="specops.processes"):
         server.stop(bound)
     elapsed = time.monotonic() - t0
     assert "ignored SIGTERM" in caplog.text  # it really did not stop on SIGTERM
-    alive = [proc for proc in tree if proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE]
-    assert alive == []
+    assert [proc for proc in tree if running(proc)] == []
     # SIGTERM, `bound` s, SIGKILL to the group, then stragglers reaped and ports checked (specops.processes).
     assert elapsed < bound + 20, elapsed
     print(f"stopped in {elapsed:.1f}s ({len(tree)} processes, bound {bound}s)")
+
+
+def _stream(endpoint, model: str, first_token: threading.Event) -> None:
+    """A 2000-token generation over Triton's HTTP generate_stream; sets first_token at its first event."""
+    body = client.generate_inputs("def quicksort(arr):", 2000, temperature=0.0, ignore_eos=True)
+    with httpx.Client(trust_env=False, timeout=120) as http, http.stream(
+            "POST", f"{endpoint.http_base}/v2/models/{model}/generate_stream", json=body) as response:
+        for line in response.iter_lines():
+            if line.startswith("data:"):
+                first_token.set()
 
 
 def _quietly(call) -> None:
