@@ -115,7 +115,7 @@ def descendants(pid: int) -> list[psutil.Process]:
 
 
 # A SIGKILLed process is gone only once the kernel has freed its memory: seconds for a vLLM worker
-# with a GiB of KV cache on a busy, swapping host (CI saw one alive 5 s after its SIGKILL).
+# with a GiB of KV cache on a busy host (CI saw one alive 5 s after its SIGKILL).
 KILLED_EXIT_S = 15.0
 
 
