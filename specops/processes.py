@@ -139,7 +139,7 @@ def kill_process_tree(proc: subprocess.Popen, timeout_s: float) -> list[psutil.P
     tree += [p for p in descendants(proc.pid) if p not in tree]
     alive = wait_gone(tree, timeout_s=max(1.0, timeout_s / 2))
     for p in alive:
-        log.warning("killing leftover process %d (%s, %s)", p.pid, _name(p), _status(p))
+        log.warning("killing leftover process %d (%s)", p.pid, _described(p))
         _kill(p)
     return wait_gone(alive, timeout_s=KILLED_EXIT_S)
 
@@ -178,15 +178,9 @@ def _kill(p: psutil.Process) -> None:
         pass
 
 
-def _status(p: psutil.Process) -> str:
+def _described(p: psutil.Process) -> str:
+    """Its name and state (e.g. `VLLM::Worker, disk-sleep`), for the log."""
     try:
-        return p.status()
+        return f"{p.name()}, {p.status()}"
     except psutil.Error:
         return "gone"
-
-
-def _name(p: psutil.Process) -> str:
-    try:
-        return p.name()
-    except psutil.Error:
-        return "?"

@@ -110,6 +110,11 @@ class Checkpoints(FakeBackend):
         return None
 
 
+def _engines_entry(cache: Path) -> Path:
+    (entry,) = (p for p in (cache / "engines").iterdir() if p.suffix != ".lock")
+    return entry
+
+
 def test_a_backend_that_builds_nothing_says_so_once(tmp_path):
     backend = Checkpoints()
     assert render.build_engines(backend, VARIANT, TARGET, None, tmp_path) == Stored(None, False)
@@ -117,7 +122,7 @@ def test_a_backend_that_builds_nothing_says_so_once(tmp_path):
     assert backend.builds == 1  # a later run reports the step cached without asking the backend
     # The marker holds no manifest: specops before it verified any engines entry with a `.complete`
     # (and called the marker corrupt); it finds no entry here and builds nothing again.
-    (entry,) = (p for p in (tmp_path / "engines").iterdir() if p.suffix != ".lock")
+    entry = _engines_entry(tmp_path)
     assert [p.name for p in entry.iterdir()] == [render.NO_ENGINES]
 
 
@@ -125,7 +130,7 @@ def test_a_marker_entry_with_a_manifest_still_reads_as_no_engines(tmp_path):
     """What a6af35d wrote for a backend that builds nothing: the marker and a `.complete` manifest."""
     backend = Checkpoints()
     render.build_engines(backend, VARIANT, TARGET, None, tmp_path)
-    (entry,) = (p for p in (tmp_path / "engines").iterdir() if p.suffix != ".lock")
+    entry = _engines_entry(tmp_path)
     (entry / render.COMPLETE).write_text('{"files": {}}')
     assert render.build_engines(backend, VARIANT, TARGET, None, tmp_path) == Stored(None, True)
     assert backend.builds == 1
