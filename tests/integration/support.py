@@ -5,7 +5,6 @@ import atexit
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -61,15 +60,20 @@ def service_env(tmp: Path, **extra: str) -> dict[str, str]:
     return env
 
 
+def listening(port: int) -> list:
+    """The TCP sockets listening on this port, any address."""
+    return [c for c in psutil.net_connections(kind="inet") if c.status == psutil.CONN_LISTEN and c.laddr.port == port]
+
+
 def port_free(host: str, port: int) -> bool:
-    """True when nothing listens on host:port (SO_REUSEADDR: TIME_WAIT does not count)."""
-    with socket.socket() as s:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            s.bind((host, port))
-            return True
-        except OSError:
-            return False
+    """True when nothing listens on host:port (on host itself or on a wildcard address; any address
+    when host is a wildcard).
+
+    Not "bind() succeeds": a freed ephemeral port can at once become another test's client
+    source port, and bind() fails on that too (CI once found a port unbindable 0.00 s after
+    its dead server was gone), which is not a leak."""
+    wildcards = ("0.0.0.0", "::")
+    return not [c for c in listening(port) if host in wildcards or c.laddr.ip in (host, *wildcards)]
 
 
 def processes_mentioning(text: str) -> list[dict]:

@@ -10,7 +10,7 @@ import time
 import psutil
 import pytest
 
-from tests.integration.support import REPO_ROOT, port_free, service_env
+from tests.integration.support import REPO_ROOT, listening, port_free, service_env
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -83,7 +83,8 @@ def test_the_private_api_dies_with_a_sigkilled_run(tmp_path):
     start_s = time.monotonic()
     assert gone(tree, 5), [p.cmdline() for p in tree if p.is_running()]
     print(f"API server gone {time.monotonic() - start_s:.2f}s after SIGKILL of its run")
-    assert port_free("127.0.0.1", int(url.rsplit(":", 1)[1].split("/")[0]))
+    port = int(url.rsplit(":", 1)[1].split("/")[0])
+    assert port_free("127.0.0.1", port), listening(port)
 
 
 def test_a_configured_api_is_used_as_is(tmp_path):
