@@ -23,6 +23,9 @@ class Metric:
     label: str  # for tables and plots
     higher_is_better: bool
     default_threshold: float  # worse than baseline x this violates (see RegressionPolicy)
+    # Absolute speed (tokens/s, ms) moves with the host as much as with the build: judged only while
+    # the same run's base arm shows the host steady (RegressionPolicy.judge_absolute).
+    absolute: bool = False
     read: Callable[[RunResult], float | None] | None = field(default=None, repr=False, compare=False)
 
 
@@ -45,12 +48,13 @@ def _mean_acceptance_length(result: RunResult) -> float | None:
 
 
 METRICS: dict[str, Metric] = {m.name: m for m in (
-    Metric("speedup", "speedup (x)", True, 0.95, lambda r: r.speedup.point if r.speedup else None),
+    Metric("speedup", "speedup (x)", True, 0.95, read=lambda r: r.speedup.point if r.speedup else None),
     Metric("output_tokens_per_s", "output tokens/s (speculative)", True, 0.95,
-           _measured("output_token_throughput_tok_s")),
-    Metric("mean_acceptance_length", "mean acceptance length (tokens/step)", True, 0.95, _mean_acceptance_length),
+           absolute=True, read=_measured("output_token_throughput_tok_s")),
+    Metric("mean_acceptance_length", "mean acceptance length (tokens/step)", True, 0.95,
+           read=_mean_acceptance_length),
     Metric("itl_p50_ms", "inter-token latency p50 (ms, speculative)", False, 1.10,
-           _measured("inter_token_latency_ms_p50")),
+           absolute=True, read=_measured("inter_token_latency_ms_p50")),
 )}
 # The family's defaults; its members are made by `metric()`.
 POSITION_FAMILY = Metric(POSITION_PREFIX, "acceptance rate at draft position <i>", True, 0.90)
@@ -98,3 +102,10 @@ def metric_values(result: RunResult) -> dict[str, float]:
         for i, rate in enumerate(spec.acceptance.position_rates or []):
             values[f"{POSITION_PREFIX}{i}"] = rate
     return {name: float(v) for name, v in values.items() if v is not None and math.isfinite(v)}
+
+
+def host_speed(result: RunResult) -> float | None:
+    """The same run's base arm output tokens/s: how fast the host was, speculation aside."""
+    base = result.variant("base")
+    value = base.metrics.output_token_throughput_tok_s if base and base.metrics else None
+    return float(value) if value is not None and math.isfinite(value) and value > 0 else None

@@ -1,7 +1,7 @@
 """What counts as a regression: per-metric thresholds, the baseline's size and age, the noise band."""
 from __future__ import annotations
 
-from typing import Self
+from typing import Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -19,9 +19,14 @@ class RegressionPolicy(BaseModel):
     baseline_runs: int = Field(7, ge=1)  # N: the baseline is the median of the last N ok runs
     min_baseline_runs: int = Field(3, ge=1)  # fewer than this: insufficient-data
     window_days: float = Field(30.0, gt=0)  # baseline runs started at most this long before the run
-    # A violation must also leave median +- noise_mads x 1.4826 x MAD of the baseline runs, so a
-    # noisy metric needs a bigger move than its threshold alone; 0 leaves the threshold alone.
+    # A violation must also leave the noise band, exp(median +- noise_mads x 1.4826 x MAD) of the
+    # baseline runs' logarithms, so a noisy metric needs a bigger move than its threshold alone; 0
+    # leaves the threshold alone.
     noise_mads: float = Field(3.0, ge=0)
+    # Absolute speed (tokens/s, ITL) is judged `when-host-steady`: only when the run's base arm is
+    # within the metric's threshold of its baseline runs' (a shared host's speed moved 2x between
+    # days here, and both arms move with it); `always` for hosts known to be dedicated.
+    judge_absolute: Literal["when-host-steady", "always"] = "when-host-steady"
 
     @field_validator("thresholds")
     @classmethod

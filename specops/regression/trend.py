@@ -91,7 +91,7 @@ def _checked(history: list[RunResult]) -> str:
 def _title(profile: str, history: list[RunResult], policy: RegressionPolicy) -> str:
     return (f"{profile}: {len(history)} runs; baseline = median of the last {policy.baseline_runs} ok runs "
             f"(>= {policy.min_baseline_runs}) within {policy.window_days:g} days, "
-            f"band +-{policy.noise_mads:g} x 1.4826 x MAD")
+            f"band +-{policy.noise_mads:g} x 1.4826 x MAD on the log scale")
 
 
 def _add_html_row(fig: go.Figure, row: int, points: list[Point], invalid: list[tuple[RunResult, float]],

@@ -4,9 +4,12 @@ A run's baseline for a metric is the median of the last `baseline_runs` earlier 
 profile on the same hardware and benchmark shape (`baseline_key`), started within `window_days`
 before it, with status ok, a passed lossless check and that metric. A run *violates* a metric when it is worse
 than baseline x threshold (below it for higher-is-better metrics, above it for lower-is-better
-ones) and also outside the noise band, median +- noise_mads x 1.4826 x MAD of those baseline
-runs: a metric that wobbles by 8% night to night must not alert at a 5% threshold. The verdict
-for the newest run, per metric (after PyTorch HUD's practice):
+ones) and also outside the noise band: a metric that wobbles by 8% night to night must not alert
+at a 5% threshold. Every metric here is a speed or a rate, whose noise is a ratio, so the
+baseline and band are taken on the log scale: the median of the runs' logarithms +- noise_mads x
+1.4826 x their MAD, back on the linear scale. The band is then a factor around the baseline and
+never reaches zero, which a linear band did (-4.6..27.9 tokens/s from two runs judged a 53% drop
+"ok"). The verdict for the newest run, per metric (after PyTorch HUD's practice):
 
 - `regression`: it and the previous run of that profile and `baseline_key` with the metric both violate,
   each against its own baseline (`violating_uids` is the whole streak, oldest first). The runs of a
@@ -15,7 +18,10 @@ for the newest run, per metric (after PyTorch HUD's practice):
   not a new normal after a few nights;
 - `suspicious`: only the newest violates (one bad night is often noise or a busy host);
 - `improved`: better than baseline / threshold (the mirror rule) and outside the band;
-- `insufficient-data`: fewer than `min_baseline_runs` baseline runs;
+- `insufficient-data`: fewer than `min_baseline_runs` baseline runs (`runs_needed` says how many more);
+- `host-drift`: an absolute-speed metric (tokens/s, ITL) not judged, because the same run's base
+  arm moved past the metric's threshold against its baseline runs' base arms: the host's speed
+  changed, and that says nothing about speculation (`note` gives the factor);
 - `ok` otherwise.
 
 Two kinds of run have no performance to judge:
@@ -32,6 +38,7 @@ Two kinds of run have no performance to judge:
 """
 from __future__ import annotations
 
+import math
 import statistics
 from collections import defaultdict
 from dataclasses import dataclass
@@ -39,13 +46,16 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict
 
-from specops.regression.metrics import metric, metric_values, order_key
+from specops.regression.metrics import host_speed, metric, metric_values, order_key
 from specops.regression.policy import MAD_SCALE, RegressionPolicy
 from specops.results.model import SWEEP_CELL_NOTE, RunResult, Status
 
 HISTORY_LIMIT = 500  # runs of one profile read to judge or draw it: far more than a baseline window holds
 LOSSLESS = "lossless"
 RUN = "run"
+# Values at or below this count as this on the log scale: an acceptance rate can be 0, which has no
+# logarithm (every tracked metric's meaningful values are far above it).
+LOG_FLOOR = 1e-3
 
 
 class Verdict(StrEnum):
@@ -54,6 +64,7 @@ class Verdict(StrEnum):
     IMPROVED = "improved"
     OK = "ok"
     INSUFFICIENT = "insufficient-data"
+    HOST_DRIFT = "host-drift"
 
 
 class MetricVerdict(BaseModel):
@@ -69,6 +80,8 @@ class MetricVerdict(BaseModel):
     run_uid: str
     baseline_uids: list[str] = []
     violating_uids: list[str] = []  # the runs in the violating streak, oldest first
+    runs_needed: int | None = None  # insufficient-data: the baseline runs still missing
+    note: str | None = None  # host-drift: why the metric was not judged
 
     def text(self) -> str:
         """One line for logs and alerts, e.g. `ngram-local speedup: regression (1.02 vs baseline 1.36, ...)`."""
@@ -80,6 +93,8 @@ class MetricVerdict(BaseModel):
             detail.append(f"threshold x{self.threshold:g}")
         if len(self.violating_uids) > 1:
             detail.append(f"last {len(self.violating_uids)} runs")
+        if note := _note(self):
+            detail.append(note)
         return f"{self.profile} {self.metric}: {self.verdict.value}" + (f" ({', '.join(detail)})" if detail else "")
 
 
@@ -95,6 +110,8 @@ class Point:
     baseline_uids: tuple[str, ...]
     violates: bool
     improves: bool
+    runs_needed: int = 0  # baseline runs missing before the metric can be judged
+    unjudged: str | None = None  # why an absolute metric was not judged (the host's speed moved)
 
 
 def hardware_key(result: RunResult) -> str:
@@ -134,15 +151,42 @@ def chronological(history: list[RunResult]) -> list[RunResult]:
     return sorted(history, key=lambda r: (r.started_at, r.uid))
 
 
-def _point(run: RunResult, name: str, value: float, pool: list[tuple[str, float]], policy: RegressionPolicy) -> Point:
-    uids = tuple(uid for uid, _ in pool)
+def log_band(values: list[float], noise_mads: float) -> tuple[float, tuple[float, float]]:
+    """The baseline (median on the log scale) and its noise band, exp(m +- noise_mads x 1.4826 x MAD):
+    a factor around the baseline, above zero whatever the values."""
+    logs = [math.log(max(v, LOG_FLOOR)) for v in values]
+    center = statistics.median(logs)
+    half = noise_mads * MAD_SCALE * statistics.median(abs(x - center) for x in logs)
+    return math.exp(center), (math.exp(center - half), math.exp(center + half))
+
+
+def _within(ratio: float, threshold: float) -> bool:
+    """ratio is no further from 1 than the threshold, either way (0.95 and 1.10 alike)."""
+    return abs(math.log(ratio)) <= abs(math.log(threshold))
+
+
+def _host_moved(run: RunResult, pool_runs: list[RunResult], threshold: float) -> str | None:
+    """Why an absolute metric of `run` cannot be judged against these runs, or None: the host held steady."""
+    speed, earlier = host_speed(run), [host_speed(q) for q in pool_runs]
+    if speed is None or None in earlier:
+        return "no base arm in every run to tell the host's speed from speculation's"
+    ratio = speed / statistics.median(earlier)
+    if _within(ratio, threshold):
+        return None
+    return f"the host's own speed (base arm) moved x{ratio:.3g} against these runs'"
+
+
+def _point(run: RunResult, name: str, value: float, pool: list[tuple[RunResult, float]],
+           policy: RegressionPolicy) -> Point:
+    uids = tuple(q.uid for q, _ in pool)
     if len(pool) < policy.min_baseline_runs:
-        return Point(run, name, value, None, None, uids, violates=False, improves=False)
-    values = [v for _, v in pool]
-    base = statistics.median(values)
-    half = policy.noise_mads * MAD_SCALE * statistics.median(abs(v - base) for v in values)
-    low, high = base - half, base + half
+        return Point(run, name, value, None, None, uids, violates=False, improves=False,
+                     runs_needed=policy.min_baseline_runs - len(pool))
+    base, (low, high) = log_band([v for _, v in pool], policy.noise_mads)
     t = policy.threshold(name)
+    if metric(name).absolute and policy.judge_absolute == "when-host-steady":
+        if reason := _host_moved(run, [q for q, _ in pool], t):
+            return Point(run, name, value, base, (low, high), uids, violates=False, improves=False, unjudged=reason)
     if metric(name).higher_is_better:
         violates, improves = value < base * t and value < low, value > base / t and value > high
     else:
@@ -166,7 +210,7 @@ def series(history: list[RunResult], policy: RegressionPolicy) -> dict[str, list
             # bad night must be judged against the good nights, not against the first bad one.
             while candidates and violated[(name, candidates[-1].uid)]:
                 candidates.pop()
-            pool = [(q.uid, values[q.uid][name]) for q in candidates][-policy.baseline_runs:]
+            pool = [(q, values[q.uid][name]) for q in candidates][-policy.baseline_runs:]
             point = _point(run, name, value, pool, policy)
             violated[(name, run.uid)] = point.violates
             out[name].append(point)
@@ -188,13 +232,16 @@ def _metric_verdict(points: list[Point], policy: RegressionPolicy) -> MetricVerd
     streak = _streak(points)
     if last.baseline is None:
         verdict = Verdict.INSUFFICIENT
+    elif last.unjudged:
+        verdict = Verdict.HOST_DRIFT
     elif streak:
         verdict = Verdict.REGRESSION if len(streak) >= 2 else Verdict.SUSPICIOUS
     else:
         verdict = Verdict.IMPROVED if last.improves else Verdict.OK
     return MetricVerdict(profile=last.run.profile, metric=last.metric, verdict=verdict, value=last.value,
                          baseline=last.baseline, band=last.band, threshold=policy.threshold(last.metric),
-                         run_uid=last.run.uid, baseline_uids=list(last.baseline_uids), violating_uids=streak)
+                         run_uid=last.run.uid, baseline_uids=list(last.baseline_uids), violating_uids=streak,
+                         runs_needed=last.runs_needed or None, note=last.unjudged)
 
 
 def _failed_verdict(runs: list[RunResult], newest: RunResult) -> MetricVerdict:
@@ -246,15 +293,21 @@ def _num(value: float | None) -> str:
     return "-" if value is None else f"{value:.4g}"
 
 
+def _note(verdict: MetricVerdict) -> str:
+    if verdict.runs_needed:
+        return f"needs {verdict.runs_needed} more run{'s' if verdict.runs_needed > 1 else ''}"
+    return verdict.note or ""
+
+
 def verdict_table(verdicts: list[MetricVerdict]) -> str:
     """A plain-text table, one line per verdict."""
     if not verdicts:
         return "no verdicts (no runs)"
-    headers = ["profile", "metric", "verdict", "value", "baseline", "band", "threshold", "streak"]
+    headers = ["profile", "metric", "verdict", "value", "baseline", "band", "threshold", "streak", "note"]
     rows = [[v.profile, v.metric, v.verdict.value, _num(v.value), _num(v.baseline),
              f"{v.band[0]:.4g}-{v.band[1]:.4g}" if v.band else "-",
              "-" if v.threshold is None else f"x{v.threshold:g}",
-             str(len(v.violating_uids)) if v.violating_uids else "-"] for v in verdicts]
+             str(len(v.violating_uids)) if v.violating_uids else "-", _note(v)] for v in verdicts]
     widths = [max(len(cell) for cell in column) for column in zip(headers, *rows)]
     lines = [headers, ["-" * w for w in widths], *rows]
     return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(line, widths)).rstrip() for line in lines)

@@ -11,11 +11,13 @@ DAY = 86400.0
 
 def run(day: float, *, speedup: float = 1.40, tok_s: float = 22.0, accept_len: float = 2.5, itl_ms: float = 40.0,
         positions: list[float] | None = None, status: Status = Status.OK, cpu: str = "AMD EPYC 7B13",
-        gpus: list[str] | None = None, uid: str | None = None, overrides: list[str] | None = None) -> RunResult:
+        gpus: list[str] | None = None, uid: str | None = None, overrides: list[str] | None = None,
+        host_tok_s: float = 16.0) -> RunResult:
     """A run of ngram-local started `day` days after T0 with these values (acceptance length = 1 +
-    accepted / drafts over 100 drafts; `positions` are per-position acceptance rates)."""
+    accepted / drafts over 100 drafts; `positions` are per-position acceptance rates; `host_tok_s`
+    is the base arm's tokens/s, the host's own speed)."""
     base = run_result(uid=uid or f"{int(day * 1000):08d}".ljust(32, "0"), started_at=T0 + day * DAY, status=status,
-                      speedup=speedup)
+                      speedup=speedup, base_tok_s=host_tok_s)
     host = base.host.model_copy(update={"cpu_model": cpu, "gpus": [
         GpuRecord(index=i, name=name) for i, name in enumerate(gpus or [])]})
     update = {"host": host, "overrides": overrides if overrides is not None else base.overrides}

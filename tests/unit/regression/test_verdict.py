@@ -53,11 +53,11 @@ def test_lower_is_better_for_inter_token_latency():
 
 
 def test_the_noise_band_suppresses_a_violation_within_the_baselines_own_spread():
-    noisy = [run(d, speedup=s) for d, s in enumerate([1.2, 1.4, 1.6, 1.3, 1.5])]  # median 1.4, MAD 0.1
-    history = [*noisy, run(5, speedup=1.30)]  # below 1.40 x 0.95, inside 1.4 +- 3 x 1.4826 x 0.1
+    noisy = [run(d, speedup=s) for d, s in enumerate([1.2, 1.4, 1.6, 1.3, 1.5])]  # log scale: MAD ln(1.4/1.3)
+    history = [*noisy, run(5, speedup=1.30)]  # below 1.40 x 0.95, inside 1.4 x (1.4/1.3)^(+-3 x 1.4826)
     judged = verdicts(history)["speedup"]
     assert judged.verdict is Verdict.OK
-    assert judged.band == pytest.approx((1.4 - 0.44478, 1.4 + 0.44478))
+    assert judged.band == pytest.approx((1.4 * (1.3 / 1.4) ** 4.4478, 1.4 * (1.4 / 1.3) ** 4.4478))
     assert verdicts(history, RegressionPolicy(noise_mads=0))["speedup"].verdict is Verdict.SUSPICIOUS
     assert verdicts([*noisy, run(5, speedup=0.9)])["speedup"].verdict is Verdict.SUSPICIOUS  # outside the band
 
@@ -68,7 +68,8 @@ def test_the_baseline_is_the_median_of_the_last_baseline_runs_runs():
     judged = verdicts(history, RegressionPolicy(baseline_runs=3))["speedup"]
     assert judged.verdict is Verdict.OK and judged.baseline == pytest.approx(1.36)
     assert judged.baseline_uids == [r.uid for r in history[3:6]]
-    assert verdicts(history, RegressionPolicy(baseline_runs=7))["speedup"].baseline == pytest.approx(1.38)
+    # six runs: the median on the log scale is the geometric mean of the middle two
+    assert verdicts(history, RegressionPolicy(baseline_runs=7))["speedup"].baseline == pytest.approx((1.40 * 1.36) ** 0.5)
 
 
 def test_a_violating_streak_stays_out_of_the_baselines_after_it():
@@ -160,7 +161,8 @@ def test_verdict_table_and_text():
     history = [*baseline(3), run(3, speedup=1.2), run(4, speedup=1.2)]
     table = verdict_table(evaluate(history, POLICY))
     lines = table.splitlines()
-    assert lines[0].split() == ["profile", "metric", "verdict", "value", "baseline", "band", "threshold", "streak"]
+    assert lines[0].split() == ["profile", "metric", "verdict", "value", "baseline", "band", "threshold", "streak",
+                                "note"]
     speedup = next(line for line in lines if " speedup " in line)
     assert speedup.split()[:6] == ["ngram-local", "speedup", "regression", "1.2", "1.4", "1.4-1.4"]
     assert speedup.split()[-2:] == ["x0.95", "2"]
