@@ -15,7 +15,7 @@ from specops.pipeline.backend import synthesis_backend_for
 from specops.pipeline.summarize import RunFacts
 from specops.profile.loader import LoadedProfile
 from specops.rundir import RunDir
-from specops.slots import slot_names
+from specops.slots import run_slots
 from specops.sources.base import ModelArtifact
 from specops.sources.integrity import Stored
 from specops.variant import Variant, base_method
@@ -54,7 +54,7 @@ def prepare_trained_draft(loaded: LoadedProfile, backend: Backend, target: Model
     """Data (cached, or synthesized by serving the target with speculation off), then training."""
     profile = loaded.profile
     # The synthesis server and the training use the accelerator: they hold its slots as a benchmark does.
-    with hold_slots(slot_names(profile.serving.exclusive, backend.gpus())):
+    with hold_slots(run_slots(profile.serving.exclusive, backend.gpus()), f"{profile.name} run {run.run_id}"):
         data = find_training_data(profile, target, cache_dir)
         if data is None:
             data = synthesize(loaded, backend, target, run, cache_dir)

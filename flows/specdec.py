@@ -27,7 +27,7 @@ from specops.pipeline.summarize import RunFacts
 from specops.profile.loader import LoadedProfile
 from specops.results.model import RunResult, Status, Window
 from specops.rundir import RunDir, cache_root
-from specops.slots import slot_names
+from specops.slots import run_slots
 from specops.variant import BASE, SPECULATIVE, Variant, variants_of
 from tasks.check import compare_check_outputs
 from tasks.profile import check_prerequisites, create_run_dir, validate_profile
@@ -97,7 +97,7 @@ def measure(loaded: LoadedProfile, backend: Backend, tool: BenchTool, run: RunDi
     outputs: dict[str, list[str]] = {}
     # Build -> serve -> check -> benchmark -> teardown holds the host's accelerator slots: one benchmark
     # per GPU, and an engine build (trtllm-build runs on the GPU) never beside another run's benchmark.
-    with hold_slots(slot_names(p.serving.exclusive, backend.gpus())) as held:
+    with hold_slots(run_slots(p.serving.exclusive, backend.gpus()), f"{p.name} run {run.run_id}") as held:
         try:
             repos = {}
             for v in variants:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import time
 from collections import Counter
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 
 from prefect import flow
 
@@ -21,7 +21,7 @@ from flows.finish import finish, set_final_status
 from flows.prepare import prepare_models
 from flows.serving import Served, measure_group, served
 from prefect_adapters.reaping import reap_servers
-from prefect_adapters.slot_limits import hold_slots
+from prefect_adapters.slot_limits import Held, hold_slots
 from specops.backends.base import Backend
 from specops.bench.tool import BenchTool
 from specops.pipeline.backend import backend_for, tool_for
@@ -30,7 +30,7 @@ from specops.pipeline.summarize import RunFacts
 from specops.profile.loader import LoadedProfile, load_profile
 from specops.results.model import SWEEP_CELL_NOTE, Lossless, RunResult, VariantRecord, Window
 from specops.rundir import RunDir, cache_root
-from specops.slots import slot_names
+from specops.slots import run_slots
 from specops.sweep.analysis import Cell, best_k, crossover
 from specops.sweep.cells import BaseCell, CellStore
 from specops.sweep.grid import SweepGrid, base_overrides, cell_key, cell_overrides
@@ -65,6 +65,11 @@ class Sweep:
 
     def key(self, k: int | None, c: int, extra: tuple[str, ...] = ()) -> str:
         return cell_key(self.loaded.sha256, [*self.overrides, *extra], k, c)
+
+    def hold(self) -> AbstractContextManager[Held]:
+        """The profile's slots and host locks, held for a block of measurements."""
+        p = self.loaded.profile
+        return hold_slots(run_slots(p.serving.exclusive, self.backend.gpus()), f"{p.name} sweep {self.run.run_id}")
 
     @contextmanager
     def serve(self, variant: Variant, server_run: RunDir, backend: Backend | None = None
@@ -157,7 +162,7 @@ def measure_schedule(state: Sweep, grid: SweepGrid, recommendation, bases: dict[
     missing = [c for c in grid.concurrencies if (top, c) not in results]
     if missing:
         prepare(state, state.backend, state.tool, state.run)
-        with hold_slots(slot_names(state.loaded.profile.serving.exclusive, state.backend.gpus())) as held:
+        with state.hold() as held:
             needed = sorted(set(missing) - set(bases))
             if needed:
                 bases.update(measure_base(state, needed))
@@ -184,7 +189,7 @@ def sweep(profile: str = "ngram-local", draft_lengths: list[int] | None = None,
     try:
         if missing:
             prepare(state, backend, tool, run)
-            with hold_slots(slot_names(loaded.profile.serving.exclusive, backend.gpus())) as held:
+            with state.hold() as held:
                 needed = sorted({c for cs in missing.values() for c in cs} - set(bases))
                 if needed:
                     bases.update(measure_base(state, needed))

@@ -1,5 +1,6 @@
-"""Hold a run's accelerator slots (specops/slots.py) as Prefect global concurrency limits of 1: a second
-run on the same GPU waits, and its log says for which slot and behind which flow run.
+"""Hold a run's slots (specops/slots.py): its accelerator slots as Prefect global concurrency limits of
+1 (a second run on the same GPU waits, and its log says for which slot and behind which flow run),
+then its host locks (specops/host_lock.py), which also order runs that use another Prefect API.
 
 prefect.concurrency.sync.concurrency skips a limit that does not exist (a warning, no wait), so each
 is created first with limit 1; one an operator has changed is left as it is. Prefect's API does not
@@ -20,6 +21,9 @@ from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterState, Fl
 from prefect.client.schemas.objects import ConcurrencyLeaseHolder, StateType
 from prefect.concurrency.sync import concurrency
 from prefect.exceptions import ObjectAlreadyExists, ObjectNotFound
+
+from specops.host_lock import hold_host_locks
+from specops.slots import RunSlots
 
 TAG = "slot:"
 REPORT_EVERY_S = 60.0  # a waiting run says again whom it waits for (the holder may change)
@@ -81,8 +85,26 @@ def _tag(client, flow_run_id, names: list[str], held: bool) -> None:
 
 
 @contextmanager
-def hold_slots(names: list[str]) -> Iterator[Held]:
-    """Hold every slot in `names` (none: hold nothing) for the duration; waits as long as they are taken."""
+def hold_slots(slots: RunSlots, who: str) -> Iterator[Held]:
+    """Hold the run's Prefect slots, then its host locks, for the duration; waits as long as any is
+    taken. `who` names the run to the runs waiting behind it."""
+    logger = get_run_logger()
+    with ExitStack() as stack:
+        held = stack.enter_context(_hold_limits(slots.limits))
+        start = time.monotonic()
+        stack.enter_context(hold_host_locks(slots.locks, who, logger.info))
+        locked_s = time.monotonic() - start
+        if locked_s >= 1:
+            logger.info("holding the host lock(s) %s after waiting %.0fs", ", ".join(slots.locks), locked_s)
+        held.names = list(dict.fromkeys([*held.names, *slots.locks]))
+        held.waited_s += locked_s
+        held.started_at = time.time()
+        yield held
+
+
+@contextmanager
+def _hold_limits(names: list[str]) -> Iterator[Held]:
+    """Hold every Prefect slot in `names` (none: hold nothing) for the duration."""
     if not names:
         yield Held([])
         return

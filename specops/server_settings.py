@@ -15,6 +15,7 @@ class Serving(BaseModel):
     request_timeout_s: Seconds = Field(300, gt=0, description="deadline for one smoke/check request")
     exclusive: bool | None = Field(
         None, strict=True,
-        description="hold the host's accelerator slot(s) from the first server start to the last stop, so runs "
-                    "queue instead of sharing a device: null = when the backend uses GPUs (one slot per GPU), "
-                    "true = also on CPU (one slot per host), false = never (see specops/slots.py)")
+        description="hold the host's slot(s) from the first engine build to the last server stop, so runs queue "
+                    "instead of sharing a device: null = a host lock per GPU, or one for the host's CPU, which orders "
+                    "every run of the host (CLI or worker), plus a Prefect slot per GPU; true = a Prefect slot on CPU "
+                    "too; false = neither (see specops/slots.py)")

@@ -5,16 +5,19 @@ run on "all" and a run on "0" of one host exclude each other while runs on GPU 0
 and a name stays with its board whatever CUDA_VISIBLE_DEVICES says. The orchestrator holds every
 slot of a run at once (prefect_adapters/slot_limits.py: Prefect global concurrency limits of 1).
 
-A CPU backend holds none unless its profile says `serving.exclusive: true` (then `cpu:<host>`): the
-CPU profiles are run by `specops run`, whose private Prefect API server no other run shares (a
-slot there would order nothing), and CI runs them side by side on purpose. `exclusive: false` lets
-a GPU profile share its GPUs (e.g. a host split into MIG instances you manage yourself).
+A CPU backend holds no Prefect slot unless its profile says `serving.exclusive: true` (then
+`cpu:<host>`): the CPU profiles are mostly run by `specops run`, whose private Prefect API server no
+other run shares, so a slot there would order nothing. What orders every run of a host, whoever
+starts it, is the host lock (specops/host_lock.py): a run holds a file lock per slot, and a CPU run
+`cpu:<host>`. `exclusive: false` holds neither: the run shares its devices (e.g. a host split into
+MIG instances you manage yourself).
 """
 from __future__ import annotations
 
 import re
 import socket
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from specops.cost import nvml
 from specops.launch.gpus import parse_gpus
@@ -57,3 +60,20 @@ def slot_names(exclusive: bool | None, gpus: str, hostname: str | None = None,
     if request is None or request == []:
         return [f"cpu:{host}"] if exclusive else []
     return [f"gpu:{host}:{_clean(d)}" for d in _devices(request, uuids())]
+
+
+@dataclass(frozen=True)
+class RunSlots:
+    """What a run holds from its first server start to its last stop."""
+
+    limits: list[str]  # Prefect global concurrency limits: queue a deployment's runs in the UI
+    locks: list[str]  # host locks: order every run of this host, CLI or worker
+
+
+def run_slots(exclusive: bool | None, gpus: str, hostname: str | None = None,
+              uuids: Callable[[], dict[int, str] | None] = _nvml_uuids) -> RunSlots:
+    """The Prefect slots of slot_names, and a host lock for each (`cpu:<host>` for a CPU run)."""
+    limits = slot_names(exclusive, gpus, hostname, uuids)
+    if exclusive is False:
+        return RunSlots([], [])
+    return RunSlots(limits, limits or [f"cpu:{_clean(hostname or socket.gethostname())}"])

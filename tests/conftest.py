@@ -1,9 +1,18 @@
 """Fixtures shared by unit and integration tests."""
 from __future__ import annotations
 
+import os
 import signal
+import tempfile
 
 import pytest
+
+from specops.host_lock import LOCK_DIR_ENV
+
+# Runs take the host lock (specops/host_lock.py) from their first server start to their last stop.
+# The suite runs flows side by side on purpose (two xdist workers): each worker process, and every
+# run it starts, gets a lock directory of its own. Runs started by one test still share it.
+os.environ.setdefault(LOCK_DIR_ENV, tempfile.mkdtemp(prefix="specops-locks-"))
 
 
 @pytest.fixture

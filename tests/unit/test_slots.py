@@ -7,7 +7,7 @@ import pytest
 from specops.pipeline.backend import backend_for
 from specops.profile.errors import ProfileError
 from specops.profile.loader import load_profile
-from specops.slots import slot_names
+from specops.slots import RunSlots, run_slots, slot_names
 
 # What NVML would answer on a 2-GPU host (recorded, not read: there is no GPU here).
 BOARDS = {0: "GPU-6f1b2c3d-aaaa", 1: "GPU-0c9e8d7f-bbbb"}
@@ -20,6 +20,14 @@ def names(exclusive, gpus, boards=BOARDS, host="gpu-host-1"):
 def test_a_cpu_backend_holds_a_slot_only_when_asked():
     assert names(None, "none") == [] and names(False, "none") == []
     assert names(True, "none") == ["cpu:gpu-host-1"]
+
+
+def test_every_run_takes_the_host_lock_of_its_slots_unless_it_shares_its_devices():
+    slots = lambda exclusive, gpus: run_slots(exclusive, gpus, hostname="h", uuids=lambda: BOARDS)  # noqa: E731
+    assert slots(None, "none") == RunSlots(limits=[], locks=["cpu:h"])  # a CLI run and a worker's run of this host
+    assert slots(True, "none") == RunSlots(limits=["cpu:h"], locks=["cpu:h"])
+    assert slots(None, "1") == RunSlots(limits=["gpu:h:GPU-6f1b2c3d-aaaa"], locks=["gpu:h:GPU-6f1b2c3d-aaaa"])
+    assert slots(False, "none") == slots(False, "all") == RunSlots(limits=[], locks=[])
 
 
 @pytest.mark.parametrize("gpus, boards", [

@@ -1,7 +1,9 @@
 """Two `specops run ngram-local` at once on a cold cache (issue 14): both end VALID, the embedded model is
 converted once, and each cached step (download, build, render) is computed by one run and read from the
 cache by the other: the second waits on the entry's lock (produce_once, specops/sources/integrity.py) instead
-of computing it again beside the first.
+of computing it again beside the first. From its first engine build to its last server stop a run holds
+the host lock (specops/host_lock.py), so the second run's serving and benchmark wait for the first's: two
+runs of one host never measure at the same time (issue 27).
 
 The cache starts empty but for the pinned wheel (copied from the shared cache: the conversion, not PyPI, is
 what is under test). Each run has its own Prefect API server (as two workers would) and its own results
@@ -12,6 +14,7 @@ from __future__ import annotations
 import fcntl
 import json
 import shutil
+import socket
 import subprocess
 import sys
 import time
@@ -67,6 +70,15 @@ def test_both_runs_end_valid(both):
     for run_id, proc in procs.items():
         assert proc.returncode == 0, outputs[run_id][-4000:]
         assert manifest(tmp, run_id)["verdict"] == "VALID"
+
+
+def test_the_second_run_waits_for_the_host_lock_and_never_measures_beside_the_first(both):
+    tmp, _, _, outputs = both
+    first, second = sorted((manifest(tmp, r)["window"] for r in ("a", "b")), key=lambda w: w["started_at"])
+    assert first["finished_at"] <= second["started_at"], (first, second)
+    assert second["waited_s"] > 0 and first["slots"] == second["slots"] == [f"cpu:{socket.gethostname()}"]
+    waited = [out for out in outputs.values() if "waiting for the host lock cpu:" in out]
+    assert len(waited) == 1 and "held by ngram-local run " in waited[0], {k: v[-3000:] for k, v in outputs.items()}
 
 
 def test_the_model_is_converted_once_and_published_whole(both):
