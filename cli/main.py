@@ -167,10 +167,10 @@ def cmd_sweep(args) -> int:
 
 
 def cmd_compare_profiles(args) -> int:
+    from specops.profile.comparison import check_comparable
     from specops.profile.loader import load_profile
 
-    for profile in args.profiles:
-        load_profile(profile, args.overrides)  # fail fast, before Prefect starts
+    check_comparable([load_profile(p, args.overrides) for p in args.profiles])  # fail fast, before Prefect starts
     from flows.compare import compare
 
     print("\n" + _flow_command(args, lambda: compare(args.profiles, args.overrides)))

@@ -5,6 +5,7 @@ from prefect import get_run_logger, task
 from prefect.artifacts import create_markdown_artifact
 from prefect.cache_policies import NO_CACHE
 
+from specops.profile.comparison import check_comparable
 from specops.profile.loader import load_profile
 from specops.results.model import RunResult
 from specops.rundir import artifacts_root, new_run_id, validate_run_id
@@ -15,14 +16,8 @@ from tasks.report import artifact_key
 
 @task(cache_policy=NO_CACHE)
 def validate_comparison(profiles: list[str], overrides: list[str]) -> None:
-    """Every profile valid with the overrides, all on one target model, before any of them runs."""
-    if len(profiles) < 2:
-        raise ValueError(f"compare needs two profiles or more; got {profiles}")
-    loaded = [load_profile(p, overrides) for p in profiles]
-    targets = {lp.profile.name: lp.profile.target.source for lp in loaded}
-    if len(set(targets.values())) > 1:
-        raise ValueError("compare puts profiles of one target model side by side; these differ: "
-                         + ", ".join(f"{name}: {source}" for name, source in targets.items()))
+    """Every profile valid with the overrides, all different and on one target model, before any of them runs."""
+    check_comparable([load_profile(p, overrides) for p in profiles])
 
 
 @task(cache_policy=NO_CACHE, persist_result=False)

@@ -173,8 +173,32 @@ def _pairs(a: RunResult, b: RunResult) -> list[tuple[str, str, str]]:
     return pairs
 
 
+def _measured_thing(result: RunResult) -> tuple:
+    """What a speedup is a measurement of: the resolved profile, the software that served and drove
+    it, and the hardware. Two runs that differ here may differ in speed for real (a regression)."""
+    host = result.host
+    return (result.profile_sha256, result.software.git_commit, result.software.git_dirty, result.served,
+            host.cpu_model, host.cores, sorted(g.name for g in host.gpus))
+
+
+def disagreement(a: RunResult, b: RunResult) -> str | None:
+    """A warning when two runs measured one thing (the same resolved profile, software and hardware)
+    and their speedup intervals do not overlap: then at least one interval is narrower than the
+    host's real noise, and neither figure should be trusted alone."""
+    sa, sb = a.speedup, b.speedup
+    if _measured_thing(a) != _measured_thing(b) or sa is None or sb is None:
+        return None
+    if None in (sa.low, sa.high, sb.low, sb.high) or (sa.high >= sb.low and sb.high >= sa.low):
+        return None
+    return (f"! A and B measured one thing ({a.profile}: same settings, software and hardware) and their "
+            f"speedup intervals do not overlap: {sa.text()} against {sb.text()}. The intervals are "
+            f"narrower than this host's noise (a busy host, or its speed drifting between the variants' "
+            f"blocks); trust neither figure alone.")
+
+
 def format_compare(a: RunResult, b: RunResult) -> str:
-    """Two runs side by side, one line per field; `*` marks the fields whose values differ."""
+    """Two runs side by side, one line per field; `*` marks the fields whose values differ. Two
+    measurements of one thing that disagree beyond their intervals are called out first."""
     pairs = _pairs(a, b)
     label_w = max(len(label) for label, _, _ in pairs)
     value_w = (WIDTH - 2 - label_w - 6) // 2
@@ -192,4 +216,5 @@ def format_compare(a: RunResult, b: RunResult) -> str:
         for i in range(max(len(lefts), len(rights))):
             out.append(line("*" if i == 0 and left != right else " ", label if i == 0 else "",
                             lefts[i] if i < len(lefts) else "", rights[i] if i < len(rights) else ""))
-    return "\n".join(out)
+    warning = disagreement(a, b)
+    return "\n".join([*textwrap.wrap(warning, WIDTH), "", *out] if warning else out)

@@ -102,3 +102,21 @@ def test_compare_fits_a_100_column_terminal_even_with_long_values():
     assert _field(text, "host gpu") == ("2x NVIDIA H100 80GB HBM3 (80 GB), driver 550.54, CUDA 12.4", "none")
     left, right = _field(text, "served image")
     assert left.replace(" ", "") == image and right == "-"  # wrapped over lines, nothing cut
+
+
+def test_compare_warns_when_two_measurements_of_one_thing_disagree_beyond_their_intervals():
+    # `compare-profiles ngram-local ngram-local` once printed 1.43x and 0.46x without a word.
+    a = run_result(speedup=1.43)
+    b = run_result(speedup=0.46, started_at=T0 + 600)
+    text = format_compare(a, b)
+    assert text.startswith("! A and B measured one thing (ngram-local: same settings, software and hardware)")
+    assert "1.43x (1.38-1.48" in text.split("\n\n")[0] and "0.46x (0.41-0.51" in text.split("\n\n")[0]
+    assert all(len(line) <= WIDTH for line in text.splitlines())
+    # overlapping intervals: no warning
+    assert not format_compare(a, run_result(speedup=1.40)).startswith("!")
+    # another commit, another image or other settings measured something else: a difference may be real
+    other_commit = run_result(speedup=0.46, commit="fedcba9876543210")
+    other_image = b.model_copy(update={"served": b.served.model_copy(update={"image_id": "sha256:" + "1" * 64})})
+    other_settings = b.model_copy(update={"profile_sha256": "cd" * 32})
+    for other in (other_commit, other_image, other_settings):
+        assert not format_compare(a, other).startswith("!")
