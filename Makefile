@@ -54,7 +54,7 @@ deploy: export SPECOPS_DEPLOY_REPOSITORY = $(DEPLOY_REPOSITORY)
 # need credentials or a network the worker lacks)
 up: export SPECOPS_DEPLOY_REPOSITORY = $(or $(DEPLOY_REPOSITORY),$(CURDIR))
 
-.PHONY: debian-packages install demo demo-vllm bench-engines test test-fast bench bench-intervals bench-tools bench-drafts bench-sweep bench-compare up down deploy schema clean
+.PHONY: debian-packages install demo demo-vllm bench-engines test test-fast bench bench-intervals bench-calibrate bench-tools bench-drafts bench-sweep bench-compare up down deploy schema clean
 
 # Debian packages, the venv and AIPerf's venv need nothing of each other: `make install` fetches them
 # side by side (-j3 below).
@@ -128,6 +128,12 @@ bench-engines: install
 ## speedup with its 95% interval, and whether the intervals overlap
 bench-intervals: install
 	$(BIN)/python benchmarks/interval_bench.py
+
+## bench-calibrate: ngram-local's base against itself RUNS times (default 20) at the demo size (flow
+## `calibrate`): how many 95% intervals contain 1.00x, the false speedups' spread, the half-width
+RUNS ?= 20
+bench-calibrate: install
+	$(BIN)/specops calibrate ngram-local --runs $(RUNS)
 
 ## bench-tools: AIPerf vs genai-perf on one base server, in turns; each run's tokens/s and the ratio of means
 bench-tools: install

@@ -54,6 +54,12 @@ def _parser() -> argparse.ArgumentParser:
     versus.add_argument("profiles", nargs="+", metavar="PROFILE")
     versus.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                         help="an override for every profile (repeatable)")
+    calibrate = sub.add_parser("calibrate", help="the profile's base against itself, RUNS times (Prefect flow "
+                               "`calibrate`): how many intervals contain 1.00x, and the false speedups' spread")
+    _profile_args(calibrate)
+    calibrate.add_argument("--runs", type=int, default=20, help="A/A runs (default 20: about 19 intervals of "
+                           "20 should contain 1.00x)")
+    calibrate.add_argument("--run-id", help="name of the calibration's directory under artifacts/calibrate/<profile>/")
     schema = sub.add_parser("schema", help="print the profile JSON schema")
     schema.add_argument("-o", "--output", type=Path)
     deployments = sub.add_parser("deployments", help="write prefect.yaml from the profiles (or a work pool's "
@@ -177,6 +183,16 @@ def cmd_compare_profiles(args) -> int:
     return 0
 
 
+def cmd_calibrate(args) -> int:
+    from specops.profile.calibration import load_calibration
+
+    load_calibration(args.profile, args.overrides, args.runs)  # fail fast, before Prefect starts
+    from flows.calibrate import calibrate
+
+    print("\n" + _flow_command(args, lambda: calibrate(args.profile, args.runs, args.overrides, args.run_id)))
+    return 0
+
+
 def cmd_plan(args) -> int:
     from specops.pipeline.plan import format_plan
     from specops.profile.loader import load_profile
@@ -283,6 +299,7 @@ def cmd_janitor(args) -> int:
 
 COMMANDS = {"run": cmd_run, "plan": cmd_plan, "profiles": cmd_profiles, "history": cmd_history,
             "compare": cmd_compare, "sweep": cmd_sweep, "compare-profiles": cmd_compare_profiles,
+            "calibrate": cmd_calibrate,
             "schema": cmd_schema, "janitor": cmd_janitor, "deployments": cmd_deployments,
             "settings": cmd_settings}
 

@@ -27,6 +27,7 @@ COMMAND = "specops deployments -o prefect.yaml"
 CPU_POOL, GPU_POOL = "specops-cpu", "specops-gpu"
 SPECDEC, TRAIN_DRAFT = "flows/specdec.py:specdec", "flows/train_draft.py:train_draft"
 REGRESSION, ALERT = "flows/regression.py:regression", "flows/alert.py:regression_alert"
+CALIBRATE = "flows/calibrate.py:calibrate"
 # Nightly, in UTC so that workers in several time zones agree (prefect/cli/deploy/_schedules.py:
 # `cron` + `timezone` make a CronSchedule).
 NIGHTLY = {"cron": "0 2 * * *", "timezone": "UTC", "active": True}
@@ -122,6 +123,13 @@ def train_draft_deployments(profiles: list[Profile]) -> list[dict[str, Any]]:
             if p.draft is not None and p.draft.train is not None]
 
 
+def calibrate_deployments(profiles: list[Profile]) -> list[dict[str, Any]]:
+    """`calibrate/<profile>`: its A/A calibration on its own pool, unscheduled (20 runs are long: an
+    operator schedules it, e.g. weekly, or after a host or image change)."""
+    return [deployment(p, CALIBRATE, ["specops", "calibrate", p.backend.kind]) for p in profiles
+            if p.comparison.baseline]
+
+
 def regression_deployments(profiles: list[Profile]) -> list[dict[str, Any]]:
     """`regression/nightly` on a cron schedule over the CPU pool's profiles (a GPU profile joins the
     suite through the deployment's parameter and runs on its own pool), and `regression-alert/notify`,
@@ -164,7 +172,7 @@ def regression_deployments(profiles: list[Profile]) -> list[dict[str, Any]]:
 # Every flow's deployments, from the shipped profiles, in prefect.yaml's order: a new flow adds its builder here
 # (CONTRIBUTING.md, "A flow"), so that `specops deployments` writes them.
 FLOW_DEPLOYMENTS: tuple[Callable[[list[Profile]], list[dict[str, Any]]], ...] = (
-    specdec_deployments, train_draft_deployments, regression_deployments)
+    specdec_deployments, train_draft_deployments, calibrate_deployments, regression_deployments)
 
 
 def document() -> dict[str, Any]:

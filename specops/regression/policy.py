@@ -7,8 +7,6 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from specops.regression.metrics import POSITION_FAMILY, POSITION_PREFIX, metric, position
 
-MAD_SCALE = 1.4826  # MAD x this estimates the standard deviation of normally distributed noise
-
 
 class RegressionPolicy(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)

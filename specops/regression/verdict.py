@@ -24,6 +24,11 @@ never reaches zero, which a linear band did (-4.6..27.9 tokens/s from two runs j
   changed, and that says nothing about speculation (`note` gives the factor);
 - `ok` otherwise.
 
+A/A runs (specops/results/calibration.py: the profile's base against itself) are never judged and
+never a baseline. Once `min_baseline_runs` of them precede a run on its `baseline_key` within the
+window, its speedup band is at least noise_mads x their spread wide: a speedup that moves less than
+a false one strays is not a change, however steady the baseline runs happened to be.
+
 Two kinds of run have no performance to judge:
 
 - A run whose lossless check failed (status invalid, or a failed `lossless`) gives one verdict,
@@ -47,12 +52,14 @@ from enum import StrEnum
 from pydantic import BaseModel, ConfigDict
 
 from specops.regression.metrics import host_speed, metric, metric_values, order_key
-from specops.regression.policy import MAD_SCALE, RegressionPolicy
+from specops.regression.policy import RegressionPolicy
+from specops.results.calibration import MAD_SCALE, aa_spread, is_calibration
 from specops.results.model import SWEEP_CELL_NOTE, RunResult, Status
 
 HISTORY_LIMIT = 500  # runs of one profile read to judge or draw it: far more than a baseline window holds
 LOSSLESS = "lossless"
 RUN = "run"
+SPEEDUP = "speedup"  # the metric an A/A run calibrates
 # Values at or below this count as this on the log scale: an acceptance rate can be 0, which has no
 # logarithm (every tracked metric's meaningful values are far above it).
 LOG_FLOOR = 1e-3
@@ -151,12 +158,13 @@ def chronological(history: list[RunResult]) -> list[RunResult]:
     return sorted(history, key=lambda r: (r.started_at, r.uid))
 
 
-def log_band(values: list[float], noise_mads: float) -> tuple[float, tuple[float, float]]:
-    """The baseline (median on the log scale) and its noise band, exp(m +- noise_mads x 1.4826 x MAD):
-    a factor around the baseline, above zero whatever the values."""
+def log_band(values: list[float], noise_mads: float, floor: float = 0.0) -> tuple[float, tuple[float, float]]:
+    """The baseline (median on the log scale) and its noise band, exp(m +- noise_mads x s), s = the
+    larger of 1.4826 x MAD of the logs and `floor` (a known noise, on the log scale): a factor around
+    the baseline, above zero whatever the values."""
     logs = [math.log(max(v, LOG_FLOOR)) for v in values]
     center = statistics.median(logs)
-    half = noise_mads * MAD_SCALE * statistics.median(abs(x - center) for x in logs)
+    half = noise_mads * max(MAD_SCALE * statistics.median(abs(x - center) for x in logs), floor)
     return math.exp(center), (math.exp(center - half), math.exp(center + half))
 
 
@@ -177,12 +185,12 @@ def _host_moved(run: RunResult, pool_runs: list[RunResult], threshold: float) ->
 
 
 def _point(run: RunResult, name: str, value: float, pool: list[tuple[RunResult, float]],
-           policy: RegressionPolicy) -> Point:
+           policy: RegressionPolicy, floor: float = 0.0) -> Point:
     uids = tuple(q.uid for q, _ in pool)
     if len(pool) < policy.min_baseline_runs:
         return Point(run, name, value, None, None, uids, violates=False, improves=False,
                      runs_needed=policy.min_baseline_runs - len(pool))
-    base, (low, high) = log_band([v for _, v in pool], policy.noise_mads)
+    base, (low, high) = log_band([v for _, v in pool], policy.noise_mads, floor)
     t = policy.threshold(name)
     if metric(name).absolute and policy.judge_absolute == "when-host-steady":
         if reason := _host_moved(run, [q for q, _ in pool], t):
@@ -194,9 +202,21 @@ def _point(run: RunResult, name: str, value: float, pool: list[tuple[RunResult, 
     return Point(run, name, value, base, (low, high), uids, violates, improves)
 
 
+def _aa_floor(run: RunResult, aa_runs: list[RunResult], key: str, policy: RegressionPolicy) -> float:
+    """The A/A spread of the calibration runs before `run` on its baseline_key within the window, or 0
+    when fewer than min_baseline_runs of them."""
+    since = run.started_at - policy.window_s
+    points = [q.speedup.point for q in aa_runs
+              if baseline_key(q) == key and since <= q.started_at <= run.started_at and q.speedup is not None]
+    return aa_spread(points) if len(points) >= policy.min_baseline_runs else 0.0
+
+
 def series(history: list[RunResult], policy: RegressionPolicy) -> dict[str, list[Point]]:
-    """Every tracked metric of every judged run against its own baseline, oldest first."""
-    runs = [r for r in chronological(history) if judged(r)]
+    """Every tracked metric of every judged run against its own baseline, oldest first (A/A runs only
+    set the speedup's noise floor)."""
+    ordered = [r for r in chronological(history) if judged(r)]
+    runs = [r for r in ordered if not is_calibration(r)]
+    aa_runs = [r for r in ordered if is_calibration(r)]
     values = {r.uid: metric_values(r) for r in runs}
     keys = {r.uid: baseline_key(r) for r in runs}
     out: dict[str, list[Point]] = defaultdict(list)
@@ -211,7 +231,8 @@ def series(history: list[RunResult], policy: RegressionPolicy) -> dict[str, list
             while candidates and violated[(name, candidates[-1].uid)]:
                 candidates.pop()
             pool = [(q, values[q.uid][name]) for q in candidates][-policy.baseline_runs:]
-            point = _point(run, name, value, pool, policy)
+            floor = _aa_floor(run, aa_runs, keys[run.uid], policy) if name == SPEEDUP else 0.0
+            point = _point(run, name, value, pool, policy, floor)
             violated[(name, run.uid)] = point.violates
             out[name].append(point)
     return {name: out[name] for name in sorted(out, key=order_key)}
@@ -270,7 +291,9 @@ def evaluate(history: list[RunResult], policy: RegressionPolicy) -> list[MetricV
     profiles = sorted({r.profile for r in history})
     if len(profiles) > 1:
         raise ValueError(f"evaluate takes one profile's runs; got {', '.join(profiles)}")
-    runs = chronological(history)
+    runs = [r for r in chronological(history) if not is_calibration(r)]
+    if not runs:  # only A/A runs: they calibrate, nothing is judged
+        return []
     newest = runs[-1]
     if newest.status is Status.FAILED:
         return [_failed_verdict(runs, newest)]
@@ -278,7 +301,7 @@ def evaluate(history: list[RunResult], policy: RegressionPolicy) -> list[MetricV
         return [_lossless_verdict(newest)]
     key = baseline_key(newest)
     verdicts = []
-    for points in series(runs, policy).values():
+    for points in series(history, policy).values():  # A/A runs included: they set the speedup floor
         own = [p for p in points if baseline_key(p.run) == key]
         if own and own[-1].run.uid == newest.uid:  # a metric the newest run lacks has nothing to judge
             verdicts.append(_metric_verdict(own, policy))

@@ -120,3 +120,24 @@ def test_a_host_drift_run_breaks_no_streak_and_joins_later_baselines():
     # the host stays at half speed: once its runs are the baseline, the absolute figures are judged again
     later = [*history, *(run(4 + d, tok_s=11.0, host_tok_s=8.0) for d in range(7))]
     assert verdicts(later, RegressionPolicy(baseline_runs=3))["output_tokens_per_s"].verdict is Verdict.OK
+
+
+def aa_run(day: float, point: float):
+    """An A/A run (method none) of the profile with this false speedup."""
+    return run(day, speedup=point, uid=f"aa{int(day * 1000):030d}").model_copy(update={"method": "none"})
+
+
+def test_aa_runs_are_never_judged_nor_a_baseline_and_set_the_speedups_noise_floor():
+    steady = [run(d, speedup=1.40) for d in range(5)]  # a baseline with no spread at all
+    dipped = run(5, speedup=1.30)  # -7%: past the 0.95 threshold, outside a zero-width band
+    assert verdicts([*steady, dipped])["speedup"].verdict is Verdict.SUSPICIOUS
+    # A/A runs on this host stray by ~5%: a 7% move is within 3 x that spread, so not a change
+    aa = [aa_run(0.1 * i, p) for i, p in enumerate([0.95, 1.05, 0.97, 1.04, 1.0])]
+    judged = verdicts([*aa, *steady, dipped])["speedup"]
+    assert judged.verdict is Verdict.OK and judged.band[0] < 1.30 < 1.40 < judged.band[1]
+    assert judged.baseline_uids == [r.uid for r in steady]  # no A/A run in the baseline
+    # fewer A/A runs than min_baseline_runs: no floor
+    assert verdicts([*aa[:2], *steady, dipped])["speedup"].verdict is Verdict.SUSPICIOUS
+    # the floor is the speedup's alone; an A/A run as the newest is not judged
+    assert verdicts([*aa, *steady, run(5, accept_len=2.0)])["mean_acceptance_length"].verdict is Verdict.SUSPICIOUS
+    assert evaluate(aa, POLICY) == [] and evaluate([*steady, aa_run(6, 0.5)], POLICY)[0].run_uid == steady[-1].uid

@@ -1,0 +1,32 @@
+"""The `calibrate` flow: a profile's base measured against itself, `runs` times, in the run's own design.
+
+Each A/A run is the profile's `specdec` run with its method replaced by `none` (both arms serve
+the base), recorded in the results database like any run. The table says how many intervals
+contain 1.00x and how far the false speedups stray (specops/results/calibration.py); the
+regression rule takes that spread as the speedup's noise floor.
+"""
+from __future__ import annotations
+
+from prefect import flow, get_run_logger
+
+from flows.specdec import RunFailed, run_specdec
+from specops.results.calibration import AA_OVERRIDE, Calibration
+from specops.results.model import RunResult
+from tasks.calibrate import publish_calibration, validate_calibration
+
+
+@flow(name="calibrate", log_prints=True)
+def calibrate(profile: str = "ngram-local", runs: int = 20, overrides: list[str] | None = None,
+              run_id: str | None = None) -> str:
+    """Run the profile's A/A measurement `runs` times and return the calibration table."""
+    overrides = list(overrides or [])
+    loaded = validate_calibration(profile, overrides, runs)
+    results: list[RunResult] = []
+    for i in range(runs):
+        get_run_logger().info("A/A run %d of %d", i + 1, runs)
+        try:
+            results.append(run_specdec(profile, [*overrides, AA_OVERRIDE]))
+        except RunFailed as failed:  # recorded and reported; its line says FAILED
+            get_run_logger().error("%s", failed)
+            results.append(failed.result)
+    return publish_calibration(Calibration(loaded.profile.name, results), run_id)

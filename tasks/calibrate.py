@@ -1,0 +1,31 @@
+"""Check that a profile can be calibrated; publish its A/A calibration."""
+from __future__ import annotations
+
+from prefect import get_run_logger, task
+from prefect.artifacts import create_markdown_artifact
+from prefect.cache_policies import NO_CACHE
+
+from specops.profile.calibration import load_calibration
+from specops.profile.loader import LoadedProfile
+from specops.results.calibration import Calibration, format_calibration
+from specops.rundir import artifacts_root, new_run_id, validate_run_id
+from tasks.report import artifact_key
+
+
+@task(cache_policy=NO_CACHE)
+def validate_calibration(profile: str, overrides: list[str], runs: int) -> LoadedProfile:
+    """The profile as its A/A runs serve it (method none), validated before any of them runs."""
+    return load_calibration(profile, overrides, runs)
+
+
+@task(cache_policy=NO_CACHE, persist_result=False)
+def publish_calibration(calibration: Calibration, run_id: str | None) -> str:
+    """calibration.md under artifacts/calibrate/<profile>/<id>/ and as an artifact; returns its text."""
+    out = artifacts_root() / "calibrate" / calibration.profile / validate_run_id(run_id or new_run_id())
+    out.mkdir(parents=True)
+    text = format_calibration(calibration)
+    (out / "calibration.md").write_text(f"# A/A calibration\n\n```\n{text}\n```\n")
+    create_markdown_artifact(key=artifact_key(calibration.profile, "calibration"), markdown=f"```\n{text}\n```",
+                             description=f"{calibration.profile}: base against base ({out})")
+    get_run_logger().info("calibration (%s):\n%s", out, text)
+    return text
