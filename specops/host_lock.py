@@ -19,7 +19,9 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import IO
 
-LOCK_DIR_ENV = "SPECOPS_LOCK_DIR"
+from specops.settings import env_name, settings
+
+LOCK_DIR_ENV = env_name("specops_lock_dir")
 # /run/lock is the FHS place for locks, world-writable and sticky, and shared by services that
 # get a private /tmp (systemd's PrivateTmp, which a worker unit may well set).
 DEFAULT_DIRS = (Path("/run/lock/specops"), Path("/tmp/specops-locks"))
@@ -31,10 +33,9 @@ _held: dict[str, int] = {}  # lock name -> depth, in this process: a nested hold
 
 def lock_dir() -> Path:
     """SPECOPS_LOCK_DIR, else the first default directory that can be made writable by every user."""
-    if configured := os.environ.get(LOCK_DIR_ENV):
-        path = Path(configured)
-        path.mkdir(parents=True, exist_ok=True)
-        return path
+    if configured := settings().specops_lock_dir:
+        configured.mkdir(parents=True, exist_ok=True)
+        return configured
     for path in DEFAULT_DIRS:
         try:
             path.mkdir(parents=True, exist_ok=True)

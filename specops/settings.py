@@ -34,6 +34,9 @@ class Settings(BaseSettings):
     specops_results_url: SecretStr | None = Field(None, description="results database (SQLAlchemy URL, "
                                                   "postgresql:// means psycopg 3); unset: results.db under "
                                                   "SPECOPS_ARTIFACTS (SQLite)")
+    specops_lock_dir: Path | None = Field(None, description="directory of the host locks that keep two runs of "
+                                          "one host from measuring at once, whoever starts them; unset: "
+                                          "/run/lock/specops, else /tmp/specops-locks")
     specops_vllm_venv: Path | None = Field(None, description="venv holding the vLLM CPU build; unset: the one "
                                            "`make install` builds in the checkout")
     specops_aiperf: Path | None = Field(None, description="AIPerf executable; unset: the one in the venv "

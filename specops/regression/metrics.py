@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from specops.results.model import RunResult, VariantRecord
 
 POSITION_PREFIX = "acceptance_rate_pos"
+SPEEDUP = "speedup"  # also the metric an A/A calibration sets the noise floor of
 _POSITION = re.compile(rf"{POSITION_PREFIX}(\d+)")
 
 
@@ -48,7 +49,7 @@ def _mean_acceptance_length(result: RunResult) -> float | None:
 
 
 METRICS: dict[str, Metric] = {m.name: m for m in (
-    Metric("speedup", "speedup (x)", True, 0.95, read=lambda r: r.speedup.point if r.speedup else None),
+    Metric(SPEEDUP, "speedup (x)", True, 0.95, read=lambda r: r.speedup.point if r.speedup else None),
     Metric("output_tokens_per_s", "output tokens/s (speculative)", True, 0.95,
            absolute=True, read=_measured("output_token_throughput_tok_s")),
     Metric("mean_acceptance_length", "mean acceptance length (tokens/step)", True, 0.95,

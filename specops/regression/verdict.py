@@ -51,7 +51,7 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict
 
-from specops.regression.metrics import host_speed, metric, metric_values, order_key
+from specops.regression.metrics import SPEEDUP, host_speed, metric, metric_values, order_key
 from specops.regression.policy import RegressionPolicy
 from specops.results.calibration import MAD_SCALE, aa_spread, is_calibration
 from specops.results.model import SWEEP_CELL_NOTE, RunResult, Status
@@ -59,7 +59,6 @@ from specops.results.model import SWEEP_CELL_NOTE, RunResult, Status
 HISTORY_LIMIT = 500  # runs of one profile read to judge or draw it: far more than a baseline window holds
 LOSSLESS = "lossless"
 RUN = "run"
-SPEEDUP = "speedup"  # the metric an A/A run calibrates
 # Values at or below this count as this on the log scale: an acceptance rate can be 0, which has no
 # logarithm (every tracked metric's meaningful values are far above it).
 LOG_FLOOR = 1e-3

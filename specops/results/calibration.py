@@ -26,8 +26,6 @@ from specops.results.model import LEVEL, RunResult, Speedup, Status
 AA_OVERRIDE = 'method={"kind": "none"}'
 AA_METHOD = "none"
 MAD_SCALE = 1.4826  # MAD x this estimates the standard deviation of normally distributed noise
-
-
 MIN_RUNS = 2  # one A/A run says nothing about coverage
 
 
@@ -80,7 +78,10 @@ def format_calibration(calibration: Calibration) -> str:
         if r.status is Status.FAILED or s is None:
             lines.append(f"  {r.run_id}  {r.status.value.upper()}" + (f" ({r.failure.step})" if r.failure else ""))
         else:
-            lines.append(f"  {r.run_id}  {s.text()}  {'contains 1.00x' if covers_one(s) else 'MISSES 1.00x'}")
+            # INVALID: the base's outputs differed from themselves (a nondeterministic server); still timed
+            lines.append(f"  {r.run_id}  {s.text()}  {'contains 1.00x' if covers_one(s) else 'MISSES 1.00x'}"
+                         + ("  (INVALID: the two base servers answered differently)" if r.status is Status.INVALID
+                            else ""))
     measured = calibration.measured
     lines.append("")
     if not measured:
@@ -94,6 +95,6 @@ def format_calibration(calibration: Calibration) -> str:
                  f"A/A spread {calibration.spread:.3f} on the log scale (1.4826 x median |log s|, a factor of "
                  f"{math.exp(calibration.spread):.3f}); median interval half-width {calibration.half_width:.1%}")
     design = measured[0]
-    lines.append(f"design: {design.prompts} prompts x {design.rounds} rounds, the bootstrap resampling "
-                 f"{design.resampled}")
+    rounds = f"{design.rounds} round{'s' * (design.rounds != 1)}"
+    lines.append(f"design: {design.prompts} prompts x {rounds}, the bootstrap resampling {design.resampled}")
     return "\n".join(lines)
