@@ -9,10 +9,12 @@ import pytest
 
 from specops.host_lock import LOCK_DIR_ENV
 
-# Runs take the host lock (specops/host_lock.py) from their first server start to their last stop.
-# The suite runs flows side by side on purpose (two xdist workers): each worker process, and every
-# run it starts, gets a lock directory of its own. Runs started by one test still share it.
-os.environ.setdefault(LOCK_DIR_ENV, tempfile.mkdtemp(prefix="specops-locks-"))
+# Runs take the host lock (specops/host_lock.py) from their first engine build to their last server
+# stop. The suite runs flows side by side on purpose (two xdist workers): each worker process, and
+# every run it starts, gets a lock directory of its own; runs started by one test still share it.
+# Set, not setdefault: the workers inherit the controller's environment, and a shared directory
+# made a run on one worker wait for an interrupted run on the other (CI, 13 s).
+os.environ[LOCK_DIR_ENV] = tempfile.mkdtemp(prefix=f"specops-locks-{os.environ.get('PYTEST_XDIST_WORKER', 'main')}-")
 
 
 @pytest.fixture
