@@ -91,9 +91,7 @@ def hold_slots(slots: RunSlots, who: str) -> Iterator[Held]:
     logger = get_run_logger()
     with ExitStack() as stack:
         held = stack.enter_context(_hold_limits(slots.limits))
-        start = time.monotonic()
-        stack.enter_context(hold_host_locks(slots.locks, who, logger.info))
-        locked_s = time.monotonic() - start
+        locked_s = stack.enter_context(hold_host_locks(slots.locks, who, logger.info))
         if locked_s >= 1:
             logger.info("holding the host lock(s) %s after waiting %.0fs", ", ".join(slots.locks), locked_s)
         held.names = list(dict.fromkeys([*held.names, *slots.locks]))
