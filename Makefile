@@ -124,8 +124,9 @@ bench: install
 bench-engines: install
 	$(BIN)/python benchmarks/engine_bench.py
 
-## bench-intervals: ngram-local 3x back to back at the demo size and at 16x128 with 3 rounds; each
-## speedup with its 95% interval, and whether the intervals overlap
+## bench-intervals: ngram-local 3x back to back at 16x128 in each design (requests interleaved by AIPerf,
+## 1 round; round blocks by genai-perf, 3 rounds); each speedup with its 95% interval, half-width and wall
+## time, and whether each design's intervals overlap
 bench-intervals: install
 	$(BIN)/python benchmarks/interval_bench.py
 

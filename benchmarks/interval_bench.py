@@ -1,11 +1,14 @@
-"""How repeatable is a speedup? ngram-local three times back to back at two sizes, each with its interval.
+"""How repeatable is a speedup? ngram-local back to back in each design, each run with its interval.
 
-    .venv/bin/python benchmarks/interval_bench.py [--repeats 3] [--profile ngram-local]
+    .venv/bin/python benchmarks/interval_bench.py [--repeats 3] [--designs requests rounds] [--profile ngram-local]
 
-Size "demo" is the profile as shipped (what `make demo` runs); size "16x128" is 16 requests x
-128 output tokens with `benchmark.rounds=3` (interleaved). For each run it prints the paired
-speedup with its 95% bootstrap interval and the interval's half-width; per size, whether all
-intervals overlap. Figures come from the runs; nothing here asserts a target.
+Both designs measure 16 requests x 128 output tokens per variant, both servers up:
+- "requests": one AIPerf run per round whose requests alternate between the servers (benchmark.pairing
+  requests), one round; the interval is over the prompts;
+- "rounds": genai-perf, one run per variant and round, 3 rounds alternating A B A B (what main measured on
+  2026-11-23); the interval is over the rounds.
+For each run it prints the paired speedup with its 95% interval, the half-width and the run's wall time; per
+design, whether all intervals overlap. Figures come from the runs; nothing here asserts a target.
 """
 from __future__ import annotations
 
@@ -13,10 +16,10 @@ import argparse
 import json
 import time
 
-SIZES = {
-    "demo": [],
-    "16x128": ["benchmark.num_requests=16", "benchmark.output_tokens=128", "benchmark.rounds=3",
-               "benchmark.interleave=true"],
+SIZE = ["benchmark.num_requests=16", "benchmark.output_tokens=128", "benchmark.interleave=true"]
+DESIGNS = {
+    "requests": [*SIZE, "benchmark.tool=aiperf", "benchmark.pairing=requests", "benchmark.rounds=1"],
+    "rounds": [*SIZE, "benchmark.tool=genai-perf", "benchmark.pairing=rounds", "benchmark.rounds=3"],
 }
 
 
@@ -29,7 +32,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--profile", default="ngram-local")
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--sizes", nargs="+", default=list(SIZES), choices=list(SIZES))
+    parser.add_argument("--designs", nargs="+", default=list(DESIGNS), choices=list(DESIGNS))
     args = parser.parse_args()
     from cli.main import prefect_defaults
 
@@ -38,26 +41,33 @@ def main() -> None:
     from specops.rundir import artifacts_root
 
     rows = []
-    for size in args.sizes:
+    for design in args.designs:
         for repeat in range(args.repeats):
             start = time.monotonic()
-            result = run_specdec(args.profile, SIZES[size])
+            result = run_specdec(args.profile, DESIGNS[design])
             s = result.speedup
-            rows.append({"size": size, "repeat": repeat + 1, "run_id": result.run_id, "verdict": result.verdict.value,
+            rows.append({"design": design, "repeat": repeat + 1, "run_id": result.run_id,
+                         "verdict": result.verdict.value,
                          "speedup": s.point, "low": s.low, "high": s.high, "half_width": s.half_width,
                          "text": s.text(), "resampled": s.resampled, "throughput_ratio": s.throughput_ratio,
                          "wall_s": time.monotonic() - start})
-    lines = ["| size | run | speedup (95% interval) | half-width | tools' tokens/s ratio | verdict | wall |",
+    lines = ["| design | run | speedup (95% interval) | half-width | tools' tokens/s ratio | verdict | wall |",
              "|---|---|---|---|---|---|---|"]
     for r in rows:
-        lines.append(f"| {r['size']} | {r['repeat']} | {r['text']} | {r['half_width']:.1%} | "
+        width = f"{r['half_width']:.1%}" if r["half_width"] is not None else "-"
+        lines.append(f"| {r['design']} | {r['repeat']} | {r['text']} | {width} | "
                      f"{r['throughput_ratio']:.2f}x | {r['verdict']} | {r['wall_s']:.0f} s |")
     summary = []
-    for size in args.sizes:
-        mine = [r for r in rows if r["size"] == size]
+    for design in args.designs:
+        mine = [r for r in rows if r["design"] == design and r["low"] is not None]
+        if not mine:
+            summary.append(f"{design}: no run gave an interval")
+            continue
         together = overlap([(r["low"], r["high"]) for r in mine])
-        summary.append(f"{size}: intervals {'overlap' if together else 'do NOT overlap'}; widest half-width "
-                       f"{max(r['half_width'] for r in mine):.1%}; interval over {mine[0]['resampled']}")
+        widths = ", ".join(format(r["half_width"], ".1%") for r in mine)
+        summary.append(f"{design}: intervals {'overlap' if together else 'do NOT overlap'}; half-widths {widths}; "
+                       f"mean wall "
+                       f"{sum(r['wall_s'] for r in mine) / len(mine):.0f} s; interval over {mine[0]['resampled']}")
     table = "\n".join(lines + [""] + summary)
     out = artifacts_root() / "bench-intervals" / time.strftime("%Y%m%d-%H%M%S")
     out.mkdir(parents=True, exist_ok=True)

@@ -15,8 +15,8 @@ from functools import partial
 from pathlib import Path
 
 from specops.backends.base import Backend, Server
-from specops.bench.tool import BenchTool
-from specops.pipeline.benchmark import Measured, variant_record
+from specops.bench.tool import BenchJob, BenchTool
+from specops.pipeline.benchmark import Design, Measured, bench_job, choose_design, variant_record
 from specops.pipeline.check import Pace, check_prompts
 from specops.pipeline.summarize import RunFacts
 from specops.profile.schema import Benchmark, Profile
@@ -24,7 +24,7 @@ from specops.results.model import VariantRecord
 from specops.rundir import RunDir
 from specops.teardown import teardown_quietly
 from specops.variant import Variant
-from tasks.benchmark import benchmark_round, read_acceptance
+from tasks.benchmark import benchmark_interleaved_round, benchmark_round, read_acceptance
 from tasks.check import generate_check_outputs, send_smoke_request
 from tasks.serve import start_server, stop_server
 
@@ -70,19 +70,43 @@ def served(backend: Backend, variant: Variant, repo: Path, run: RunDir, facts: R
     stop()
 
 
+@dataclass(frozen=True)
+class GroupMeasure:
+    """A group's records, and the design that paired them (with why it is not interleaved requests)."""
+
+    records: list[VariantRecord]
+    design: Design
+    why_not_requests: str | None = None
+
+
 def measure_group(group: list[Served], tool: BenchTool, tokenizer: Path, bench: Benchmark, prompts: list[str],
-                  run: RunDir) -> list[VariantRecord]:
-    """Each served variant's benchmark rounds, taken in turn (A B A B when the group has two: interleaved, so a
-    slow spell of the host falls on both), and its acceptance over its rounds only (not smoke or check)."""
+                  run: RunDir) -> GroupMeasure:
+    """Each served variant's benchmark rounds, and its acceptance over its rounds only (not smoke or check).
+
+    With several variants up, each round is one tool run whose requests alternate between them when the tool can
+    (benchmark.pairing; the order flips every round), else the variants take turns round by round (A B A B): either
+    way a slow spell of the host falls on all of them."""
     before = [read_acceptance(s.backend, s.server, s.variant, settle=True) for s in group]
     rounds: list[list[Measured]] = [[] for _ in group]
+
+    def job(s: Served, r: int) -> BenchJob:
+        return bench_job(tool, s.backend, s.server, s.variant, tokenizer, bench, prompts, run.path, r, s.pace)
+
+    design, why_not = choose_design(tool, [job(s, 0) for s in group], bench.pairing)
     for r in range(bench.rounds):
-        for s, measured in zip(group, rounds):
-            measured.append(benchmark_round(tool, s.backend, s.server, s.variant, tokenizer, bench, prompts, run, r,
-                                            s.pace))
+        if design is Design.REQUESTS:
+            order = list(range(len(group)))[::-1 if r % 2 else 1]
+            measured = benchmark_interleaved_round(tool, [group[i].server for i in order],
+                                                   [job(group[i], r) for i in order], run, r, bench.rounds)
+            for i, m in zip(order, measured):
+                rounds[i].append(m)
+            continue
+        for s, variant_rounds in zip(group, rounds):
+            variant_rounds.append(benchmark_round(tool, s.backend, s.server, s.variant, tokenizer, bench, prompts,
+                                                  run, r, s.pace))
     records = []
     for s, measured, earlier in zip(group, rounds, before):
         after = read_acceptance(s.backend, s.server, s.variant, settle=True)
         # None: the backend has no counters to read
         records.append(variant_record(s.variant, measured, after.since(earlier) if after is not None else None))
-    return records
+    return GroupMeasure(records, design, why_not)

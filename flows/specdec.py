@@ -85,7 +85,10 @@ def serve_and_benchmark(loaded: LoadedProfile, backend: Backend, tool: BenchTool
             for v in group:
                 up.append(stack.enter_context(served(backend, v, repos[v.name], run, facts)))
                 outputs[v.name] = up[-1].check(p)
-            facts.variants.extend(measure_group(up, tool, tokenizer, p.benchmark, prompts, run))
+            group_measure = measure_group(up, tool, tokenizer, p.benchmark, prompts, run)
+            facts.variants.extend(group_measure.records)
+            facts.design = (group_measure.design, group_measure.why_not_requests if len(group) > 1 else
+                            "benchmark.interleave is false: one variant's rounds, then the other's")
 
 
 def measure(loaded: LoadedProfile, backend: Backend, tool: BenchTool, run: RunDir, facts: RunFacts) -> None:

@@ -87,7 +87,7 @@ class Sweep:
     def measure(self, up: Served, cell: LoadedProfile, cell_run: RunDir) -> VariantRecord:
         """The variant's benchmark rounds at the cell's concurrency, on a server already up."""
         bench = cell.profile.benchmark
-        return measure_group([up], self.tool, self.tokenizer, bench, bench_prompts(bench), cell_run)[0]
+        return measure_group([up], self.tool, self.tokenizer, bench, bench_prompts(bench), cell_run).records[0]
 
 
 def measure_base(sweep: Sweep, concurrencies: list[int]) -> dict[int, BaseCell]:

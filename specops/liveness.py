@@ -49,6 +49,14 @@ class Watched(Protocol):
     def log_tail(self, lines: int = 20) -> str: ...
 
 
+class Watch(Protocol):
+    """What a tool run asks of whatever watches its servers (a Watchdog, or Watchdogs for several)."""
+
+    def check(self) -> None: ...
+
+    def explain(self, error: BaseException) -> None: ...
+
+
 class ServerDown(RuntimeError):
     """The server died, stopped or stalled while a phase was talking to it."""
 
@@ -164,3 +172,18 @@ def exit_cause(returncode: int) -> str:
         except ValueError:
             return f"was killed by signal {-returncode}"
     return f"exited with code {returncode}"
+
+
+class Watchdogs:
+    """Several servers watched as one (an interleaved run drives them all): the first one down is named."""
+
+    def __init__(self, dogs: list[Watchdog]):
+        self.dogs = dogs
+
+    def check(self) -> None:
+        for dog in self.dogs:
+            dog.check()
+
+    def explain(self, error: BaseException) -> None:
+        for dog in self.dogs:
+            dog.explain(error)

@@ -1,4 +1,5 @@
-"""Benchmark a served variant for one round, and read the backend's acceptance counters."""
+"""Benchmark served variants for one round (one variant, or several with their requests interleaved), and read
+the backend's acceptance counters."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -10,8 +11,8 @@ from prefect.runtime import flow_run
 from prefect_adapters.progress_artifacts import ProgressArtifact
 from specops.acceptance.model import Acceptance
 from specops.backends.base import Backend, Server
-from specops.bench.tool import BenchTool
-from specops.pipeline.benchmark import Measured, bench_job, measure_round
+from specops.bench.tool import BenchJob, BenchTool
+from specops.pipeline.benchmark import Measured, bench_job, interleaved_job, measure_interleaved, measure_round
 from specops.pipeline.check import Pace
 from specops.profile.schema import Benchmark
 from specops.progress import within
@@ -32,7 +33,7 @@ def benchmark_round(tool: BenchTool, backend: Backend, server: Server, variant: 
     log.info("%s round %d/%d: %s over %s, %d requests x %d tokens, concurrency %d, bound %.0fs", variant.name,
              round_ + 1, bench.rounds, tool.name, job.api.value, job.requests, job.output_tokens, job.concurrency,
              job.timeout_s)
-    progress = _variant_progress(variant)
+    progress = _variant_progress(variant.name)
     # The round's share of the variant's bar, moved on by the phases the tool's output announces.
     share = within(progress.report, round_ / bench.rounds, (round_ + 1) / bench.rounds)
     note = f"round {round_ + 1}/{bench.rounds}, {tool.name}"
@@ -50,10 +51,38 @@ def benchmark_round(tool: BenchTool, backend: Backend, server: Server, variant: 
     return measured
 
 
-def _variant_progress(variant: Variant) -> ProgressArtifact:
-    key = (str(flow_run.id), variant.name)
+@task(cache_policy=NO_CACHE, persist_result=False)
+def benchmark_interleaved_round(tool: BenchTool, servers: list[Server], jobs: list[BenchJob], run: RunDir,
+                                round_: int, rounds: int) -> list[Measured]:
+    """One round in which the variants' requests alternate, in `jobs` order, in one run of the tool; its files
+    land in bench/interleaved/round-<n>/. One Measured per job."""
+    log = get_run_logger()
+    job = interleaved_job(tool, jobs, run.path, round_)
+    names = " <-> ".join(j.target.model for j in jobs)
+    log.info("round %d/%d, requests interleaved %s: %s over %s, %d requests x %d tokens per variant, bound %.0fs",
+             round_ + 1, rounds, names, tool.name, job.load.api.value, job.load.requests, job.load.output_tokens,
+             job.timeout_s)
+    progress = _variant_progress(names)
+    share = within(progress.report, round_ / rounds, (round_ + 1) / rounds)
+    note = f"round {round_ + 1}/{rounds}, {tool.name}, interleaved"
+
+    def on_line(line: str) -> None:
+        if (fraction := tool.progress_of(line)) is not None:
+            share(fraction, note)
+
+    with run.timed("benchmark", "interleaved"):
+        measured = measure_interleaved(tool, job, servers, on_line=on_line)
+    share(1.0, f"round {round_ + 1}/{rounds} done")
+    for j, m in zip(jobs, measured):
+        log.info("%s round %d: %.2f output tokens/s over its own requests", j.target.model, round_ + 1,
+                 m.run.metrics.output_token_throughput_tok_s)
+    return measured
+
+
+def _variant_progress(name: str) -> ProgressArtifact:
+    key = (str(flow_run.id), name)
     if key not in _PROGRESS:
-        _PROGRESS[key] = ProgressArtifact(f"benchmark of {variant.name}")
+        _PROGRESS[key] = ProgressArtifact(f"benchmark of {name}")
     return _PROGRESS[key]
 
 

@@ -107,7 +107,8 @@ def run_result(
         variants=variants,
         speedup=None if failed or speedup is None else Speedup(
             point=speedup, low=speedup - 0.05, high=speedup + 0.05, prompts=4, rounds=2,
-            resampled="rounds within prompts", throughput_ratio=spec_tok_s / base_tok_s),
+            resampled="rounds (t-interval over 2 rounds; each variant's round one block)",
+            throughput_ratio=spec_tok_s / base_tok_s),
         lossless=None if failed else Lossless(
             compared=8, mismatches=mismatches,
             first=Divergence(prompt_index=3, position=17, base="def f(x):", speculative="def f(y):") if mismatches

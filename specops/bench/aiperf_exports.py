@@ -21,6 +21,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from specops.bench.exports import ExportError, metric_stat
 from specops.bench.tool import payload_prompt
 from specops.results.metrics import BenchMetrics, RequestSample
@@ -29,6 +31,7 @@ log = logging.getLogger(__name__)
 
 AGGREGATES = "profile_export_aiperf.json"
 RECORDS = "profile_export.jsonl"
+RAW_RECORDS = "profile_export_raw.jsonl"  # --export-level raw: every request's answers, as received
 INPUTS = "inputs.json"
 PROFILING = "profiling"  # metadata.benchmark_phase of measured requests (warm-up ones say "warmup")
 SPEC_DECODE = "spec_decode_acceptance"  # a record's speculative-decoding counts (AIPerf's copy of the server's)
@@ -94,14 +97,14 @@ def conversation_prompts(artifact_dir: Path) -> dict[str, str]:
     return prompts
 
 
-def request_samples(artifact_dir: Path, prompt_of: Callable[[str], int | None], round_: int) -> list[RequestSample]:
-    """One sample per measured request, each naming the prompt (index) it sent, with the speculative-decoding
-    counts its server reported for it (None where it reported none)."""
+def profiling_records(artifact_dir: Path) -> list[dict[str, Any]]:
+    """The records of the measured requests (not warm-up), each with its prompt's text as `prompt_text`; a
+    failed or cancelled one is an error."""
     path = Path(artifact_dir) / RECORDS
     if not path.is_file():
         raise ExportError(f"AIPerf wrote no {RECORDS} in {artifact_dir} (run it with --export-level records)")
     texts = conversation_prompts(artifact_dir)
-    samples = []
+    records = []
     for line in path.read_text(encoding="utf-8").splitlines():
         record = json.loads(line)
         meta = record["metadata"]
@@ -109,18 +112,98 @@ def request_samples(artifact_dir: Path, prompt_of: Callable[[str], int | None], 
             continue
         if record.get("error") or meta.get("was_cancelled"):
             raise ExportError(f"{path}: request {meta.get('x_request_id')} failed: {record.get('error')}")
-        text = texts.get(meta["conversation_id"])
-        prompt = prompt_of(text) if text is not None else None
-        if prompt is None:
-            raise ExportError(f"{path}: conversation {meta['conversation_id']!r} sent no prompt the job asked for")
-        metrics = record["metrics"]
-        ttft = metrics.get("time_to_first_token")
-        samples.append(RequestSample(prompt=prompt, round=round_,
-                                     latency_s=_ms(metrics["request_latency"]) / 1000,
-                                     output_tokens=int(metrics["output_sequence_length"]["value"]),
-                                     ttft_s=_ms(ttft) / 1000 if ttft else None,
-                                     **spec_decode_counts(record, f"{path}: request {meta.get('x_request_id')}")))
-    return samples
+        record["prompt_text"] = texts.get(meta["conversation_id"])
+        records.append(record)
+    return records
+
+
+def record_sample(record: dict[str, Any], prompt_of: Callable[[str], int | None], round_: int,
+                  artifact_dir: Path) -> RequestSample:
+    """One measured request as a sample naming its prompt (index), with the speculative-decoding counts its
+    server reported for it (None where it reported none)."""
+    meta, where = record["metadata"], Path(artifact_dir) / RECORDS
+    text = record.get("prompt_text")
+    prompt = prompt_of(text) if text is not None else None
+    if prompt is None:
+        raise ExportError(f"{where}: conversation {meta['conversation_id']!r} sent no prompt the job asked for")
+    metrics = record["metrics"]
+    ttft = metrics.get("time_to_first_token")
+    return RequestSample(prompt=prompt, round=round_, latency_s=_ms(metrics["request_latency"]) / 1000,
+                         output_tokens=int(metrics["output_sequence_length"]["value"]),
+                         ttft_s=_ms(ttft) / 1000 if ttft else None,
+                         **spec_decode_counts(record, f"{where}: request {meta.get('x_request_id')}"))
+
+
+def request_samples(artifact_dir: Path, prompt_of: Callable[[str], int | None], round_: int) -> list[RequestSample]:
+    """One sample per measured request (record_sample)."""
+    return [record_sample(r, prompt_of, round_, artifact_dir) for r in profiling_records(artifact_dir)]
+
+
+def records_metrics(records: list[dict[str, Any]]) -> BenchMetrics:
+    """The aggregates of some of a run's requests (one variant's, in an interleaved run), from their records.
+
+    AIPerf's own aggregates cover the whole run, so they are recomputed here: averages and percentiles
+    (numpy's linear interpolation) of the per-request values; the throughputs over the requests' own time,
+    tokens (or requests) / summed request latency. At concurrency 1, the only load that interleaves, that is
+    the rate one stream of requests sees, without the idle gaps between requests.
+    """
+    if not records:
+        raise ExportError("no measured requests to aggregate")
+
+    def values(key: str) -> list[float] | None:
+        found = [r["metrics"].get(key) for r in records]
+        if any(v is None for v in found):
+            return None
+        return [float(v["value"]) for v in found]
+
+    latency = [_ms(r["metrics"]["request_latency"]) for r in records]
+    tokens = values("output_sequence_length") or []
+    seconds = sum(latency) / 1000
+    figures: dict[str, Any] = {
+        "output_token_throughput_tok_s": sum(tokens) / seconds,
+        "request_throughput_req_s": len(records) / seconds,
+        "output_sequence_length_avg": float(np.mean(tokens)),
+        "input_sequence_length_avg": float(np.mean(isl)) if (isl := values("input_sequence_length")) else None,
+        "request_count": len(records),
+    }
+    for key, (_unit, stem, _optional) in _DISTRIBUTIONS.items():
+        found = latency if key == "request_latency" else values(key)
+        for name, q in (("avg", None), ("p50", 50), ("p99", 99)):
+            if found is None:
+                figures[f"{stem}_{name}"] = None
+            else:
+                figures[f"{stem}_{name}"] = float(np.mean(found) if q is None else np.percentile(found, q))
+    return BenchMetrics(**figures)
+
+
+def answering_models(artifact_dir: Path) -> dict[str, str]:
+    """x_request_id -> the model that answered it, from the raw export (--export-level raw): the first
+    response of each request, streamed (an SSE packet) or whole, is Triton generate's JSON with `model_name`."""
+    path = Path(artifact_dir) / RAW_RECORDS
+    if not path.is_file():
+        raise ExportError(f"AIPerf wrote no {RAW_RECORDS} in {artifact_dir} (run it with --export-level raw)")
+    answered = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        record = json.loads(line)
+        request_id = record["metadata"].get("x_request_id")
+        first = (record.get("responses") or [None])[0]
+        body = _first_body(first)
+        if request_id is None or body is None or "model_name" not in body:
+            raise ExportError(f"{path}: request {request_id} has no answer naming its model: {str(first)[:300]}")
+        answered[request_id] = body["model_name"]
+    return answered
+
+
+def _first_body(response: dict[str, Any] | None) -> dict[str, Any] | None:
+    if not response:
+        return None
+    packets = response.get("packets")
+    text = packets[0].get("value") if packets else response.get("text")
+    try:
+        body = json.loads(text) if isinstance(text, str) else None
+    except json.JSONDecodeError:
+        return None
+    return body if isinstance(body, dict) else None
 
 
 def spec_decode_counts(record: dict[str, Any], where: str = "AIPerf record") -> dict[str, int]:

@@ -3,18 +3,23 @@
 A tool says which APIs it can drive; the pipeline hands it a `BenchJob` (the served model as a
 `BenchTarget`, the prompts, the load) and gets back a `BenchRun`: aggregate `BenchMetrics` and
 one `RequestSample` per measured request, so variants can be paired prompt by prompt.
+
+A tool that can address several servers in one run may also take an `InterleavedJob`: the variants'
+requests alternate one by one, so each prompt's measurements on every variant are taken back to back
+and a slow spell of the host falls on all of them (RMIT: Abedi & Brecht, ICPE 2017). It answers with
+one `BenchRun` per variant.
 """
 from __future__ import annotations
 
 import json
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
 from specops.bench.target import Api, BenchTarget
-from specops.liveness import Watchdog
+from specops.liveness import Watch, Watchdog
 from specops.results.metrics import BenchRun
 
 
@@ -44,6 +49,45 @@ class BenchJob:
         return self.target.endpoints[self.api]
 
 
+# What the variants of an interleaved run must share: the same requests go to each of them.
+SHARED_LOAD = ("api", "prompts", "requests", "warmup", "output_tokens", "concurrency", "round")
+
+
+@dataclass(frozen=True)
+class InterleavedJob:
+    """One tool run whose requests alternate between variants, request by request, in `jobs` order: every
+    prompt goes to each variant in turn, back to back. Each job gives its variant's target; the load
+    (SHARED_LOAD) is the same in all of them, and the run's files are the interleaved job's own."""
+
+    jobs: tuple[BenchJob, ...]
+    artifact_dir: Path
+    log_path: Path
+    timeout_s: float
+
+    def __post_init__(self) -> None:
+        if len(self.jobs) < 2:
+            raise ValueError("an interleaved run needs at least two variants")
+        for name in SHARED_LOAD:
+            if len({repr(getattr(job, name)) for job in self.jobs}) > 1:
+                raise ValueError(f"the variants of an interleaved run differ in {name}")
+
+    @property
+    def load(self) -> BenchJob:
+        """The shared load (the first variant's job)."""
+        return self.jobs[0]
+
+
+def interleave_blocker(tool: BenchTool, jobs: Sequence[BenchJob]) -> str | None:
+    """Why `tool` cannot interleave these jobs' requests in one run (None: it can)."""
+    if len(jobs) < 2:
+        return "there is only one variant to measure"
+    if jobs[0].concurrency != 1:
+        # Two servers busy at once share the host and each sees half the load: a different measurement.
+        return (f"requests interleave only at concurrency 1 (this run: {jobs[0].concurrency}); with more in flight "
+                "both servers would run at once and share the host")
+    return tool.interleave_blocker(jobs)
+
+
 class BenchTool(ABC):
     """A load generator specops can run; registered in specops.bench.tool_registry.BENCH_TOOLS."""
 
@@ -52,6 +96,8 @@ class BenchTool(ABC):
     # Lines of the tool's output that say how far one run has got: (text in the line, fraction done).
     # Neither tool prints per-request progress when it is not on a terminal; these are its phases.
     progress_marks: ClassVar[tuple[tuple[str, float], ...]] = ()
+    # The APIs over which it can interleave several servers' requests in one run (InterleavedJob).
+    interleaves: ClassVar[frozenset[Api]] = frozenset()
 
     def progress_of(self, line: str) -> float | None:
         """How far a run is, from one line of the tool's output (None: the line does not say)."""
@@ -78,6 +124,19 @@ class BenchTool(ABC):
             watch: Watchdog | None = None) -> BenchRun:
         """Run the job within job.timeout_s (its processes killed on timeout, error or interrupt,
         or when `watch` finds the server gone) and return its figures and per-request samples."""
+
+    def interleave_blocker(self, jobs: Sequence[BenchJob]) -> str | None:
+        """Why this tool cannot send these jobs' requests alternately in one run (None: it can)."""
+        return f"{self.name} drives one server per run"
+
+    def interleaved_command(self, job: InterleavedJob) -> list[str]:
+        """The command line of an interleaved run (only for tools whose interleave_blocker can say None)."""
+        raise NotImplementedError(f"{self.name} cannot interleave requests")
+
+    def run_interleaved(self, job: InterleavedJob, on_line: Callable[[str], None] | None = None,
+                        watch: Watch | None = None) -> list[BenchRun]:
+        """Run an interleaved job within its time bound; one BenchRun per job.jobs, in that order."""
+        raise NotImplementedError(f"{self.name} cannot interleave requests")
 
 
 def prompt_index(prompts: list[str]) -> Callable[[str], int | None]:

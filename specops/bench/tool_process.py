@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from specops import tracking
-from specops.liveness import Watchdog
+from specops.liveness import Watch
 from specops.processes import kill_process_tree, spawn_guarded
 from specops.teardown import teardown_quietly
 
@@ -33,7 +33,7 @@ class ToolTimeoutError(ToolExitError, TimeoutError):
 def run_logged(name: str, cmd: Sequence[str], env: Mapping[str, str], log_path: Path, timeout_s: float,
                on_line: Callable[[str], None] | None = None,
                errors: tuple[type[ToolExitError], type[ToolExitError]] = (ToolExitError, ToolTimeoutError),
-               watch: Watchdog | None = None) -> None:
+               watch: Watch | None = None) -> None:
     """Run cmd to completion within timeout_s; raise errors[0] on a non-zero exit, errors[1] on timeout.
 
     With `watch`, the server the tool drives is checked while it runs: a server that dies or
@@ -69,7 +69,7 @@ def run_logged(name: str, cmd: Sequence[str], env: Mapping[str, str], log_path: 
         raise error
 
 
-def _wait(proc: subprocess.Popen, deadline: float, watch: Watchdog | None) -> int:
+def _wait(proc: subprocess.Popen, deadline: float, watch: Watch | None) -> int:
     """The tool's exit code; TimeoutExpired past the deadline; ServerDown from the watchdog."""
     while True:
         left = deadline - time.monotonic()

@@ -1,20 +1,27 @@
-"""Benchmark one served variant for one round, and what its server spent doing it."""
+"""Benchmark served variants for one round, and what their servers spent doing it.
+
+Two designs pair the variants' measurements (benchmark.pairing; the run records which it used):
+- requests: one tool run per round whose requests alternate between the variants, so each prompt is measured on
+  every variant back to back (a tool and API that can address several servers, at concurrency 1);
+- rounds: one tool run per variant and round, the variants taking turns round by round when both are up.
+"""
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 
 from specops.acceptance.model import Acceptance
 from specops.backends.base import Backend, Server
 from specops.bench.prompts import load_prompts
-from specops.bench.tool import BenchJob, BenchTool
+from specops.bench.tool import BenchJob, BenchTool, InterleavedJob, interleave_blocker
 from specops.cost.meter import CostMeter
-from specops.liveness import Watchdog
+from specops.liveness import Watchdog, Watchdogs
 from specops.pipeline.check import Pace
 from specops.profile.schema import Benchmark
 from specops.results.metrics import BenchMetrics, BenchRun
-from specops.results.model import Cost, VariantRecord
+from specops.results.model import Cost, Design, VariantRecord
 from specops.variant import Variant
 
 # genai-perf's start-up (Python, tokenizer, perf_analyzer) took up to ~20 s on 2 busy cores; AIPerf's
@@ -22,6 +29,24 @@ from specops.variant import Variant
 TOOL_STARTUP_S = 120.0
 PACE_SAFETY = 4.0
 UNMEASURED_PACE_S = 1.0
+
+
+# The GPU energy of one window cannot be split between servers whose requests alternate within it.
+SHARED_GPU_WINDOW = "not split: the variants' requests alternated within one window"
+
+
+def choose_design(tool: BenchTool, jobs: list[BenchJob], pairing: str) -> tuple[Design, str | None]:
+    """The design these variants are measured in, and why it is not interleaved requests (None: it is)."""
+    if len(jobs) < 2:
+        return Design.ROUNDS, "one variant is measured at a time"
+    if pairing == Design.ROUNDS:
+        return Design.ROUNDS, "benchmark.pairing is rounds"
+    blocker = interleave_blocker(tool, jobs)
+    if blocker is None:
+        return Design.REQUESTS, None
+    if pairing == Design.REQUESTS:  # validated at load; a server whose API changed would land here
+        raise ValueError(f"benchmark.pairing is requests, but {blocker}")
+    return Design.ROUNDS, blocker
 
 
 def bench_prompts(bench: Benchmark) -> list[str]:
@@ -56,6 +81,14 @@ def bench_job(tool: BenchTool, backend: Backend, server: Server | None, variant:
                     timeout_s=tool_timeout(bench, pace, round_), round=round_)
 
 
+def interleaved_job(tool: BenchTool, jobs: list[BenchJob], run_path: Path, round_: int) -> InterleavedJob:
+    """One round of the variants' jobs as a single interleaved run, bounded by the sum of their bounds."""
+    where = run_path / "bench" / "interleaved" / f"round-{round_}"
+    timeout = TOOL_STARTUP_S + sum(job.timeout_s - TOOL_STARTUP_S for job in jobs)
+    return InterleavedJob(jobs=tuple(jobs), artifact_dir=where / tool.name.replace(" ", "-"),
+                          log_path=run_path / "logs" / f"bench-interleaved-round{round_}.log", timeout_s=timeout)
+
+
 @dataclass(frozen=True)
 class Measured:
     """One round of one variant: the tool's figures and the server's spending over the same window."""
@@ -77,6 +110,24 @@ def measure_round(tool: BenchTool, job: BenchJob, server: Server, gpus: str,
     # Warm-up requests ran inside the same window at the pinned length: count them at the measured mean.
     tokens = measured * (job.requests + job.warmup) / job.requests if run.samples else 0.0
     return Measured(run, window.cost(tokens))
+
+
+def measure_interleaved(tool: BenchTool, job: InterleavedJob, servers: list[Server],
+                        on_line: Callable[[str], None] | None = None) -> list[Measured]:
+    """An interleaved run with each server's CPU time read around it (only one server works at a time at
+    concurrency 1, so each tree's CPU time is its own variant's), and every server watched."""
+    meters = [CostMeter(server.cpu_seconds, f"CPU time of the {server.version()[0]} server's process tree or "
+                        "container", None, SHARED_GPU_WINDOW) for server in servers]
+    with ExitStack() as stack:
+        windows = [stack.enter_context(meter.window()) for meter in meters]
+        runs = tool.run_interleaved(job, on_line=on_line, watch=Watchdogs(
+            [Watchdog(server, f"{tool.name} interleaved benchmark") for server in servers]))
+    load = job.load
+    out = []
+    for run, window in zip(runs, windows):
+        tokens = sum(s.output_tokens for s in run.samples) * (load.requests + load.warmup) / load.requests
+        out.append(Measured(run, window.cost(tokens)))
+    return out
 
 
 def total_cost(costs: list[Cost]) -> Cost | None:

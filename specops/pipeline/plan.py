@@ -9,13 +9,14 @@ from specops.bench.tool import BenchTool
 from specops.draft.gpu_plan import synthesis_commands, training_step
 from specops.draft.modes import MODE_SUMMARY
 from specops.pipeline.backend import backend_for, synthesis_backend_for, tool_for
-from specops.pipeline.benchmark import bench_job
+from specops.pipeline.benchmark import bench_job, choose_design, interleaved_job
 from specops.plan_step import PlanStep
 from specops.profile.loader import LoadedProfile
 from specops.profile.schema import Profile
 from specops.report.writer import REPORT_NAMES
+from specops.results.model import Design
 from specops.rundir import cache_root
-from specops.variant import Variant, variants_of
+from specops.variant import BASE, Variant, base_method, variants_of
 
 
 def _benchmark_step(p: Profile, backend: Backend, tool: BenchTool, variant: Variant) -> PlanStep:
@@ -23,10 +24,23 @@ def _benchmark_step(p: Profile, backend: Backend, tool: BenchTool, variant: Vari
     b = p.benchmark
     prompts = [f"<{b.prompts} prompt {i}>" for i in range(b.prompt_offset, b.prompt_offset + b.num_requests)]
     job = bench_job(tool, backend, None, variant, Path("<target checkpoint>"), b, prompts, run, 0)
+    if b.interleave and p.comparison.baseline and variant.name != BASE:
+        base = bench_job(tool, backend, None, Variant(BASE, base_method()), Path("<target checkpoint>"), b, prompts,
+                         run, 0)
+        design, why_not = choose_design(tool, [job, base], b.pairing)
+        if design is Design.REQUESTS:
+            rounds = f" x {b.rounds} rounds, the order of the variants flipped every round" if b.rounds > 1 else ""
+            return PlanStep("benchmark", commands=[
+                shlex.join(tool.interleaved_command(interleaved_job(tool, [job, base], run, 0))),
+                f"one run for both variants, requests interleaved{rounds}", *backend.benchmark_notes(variant)])
+    else:
+        why_not = None
     order = ("alternating with the other variant, both servers up" if b.interleave
              else "back to back on this variant's server")
     rounds = [f"x {b.rounds} rounds, {order} (warm-up requests in the first only)"] if b.rounds > 1 else []
-    return PlanStep("benchmark", commands=[shlex.join(tool.command(job)), *rounds, *backend.benchmark_notes(variant)])
+    design = [f"round blocks, not requests interleaved: {why_not}"] if why_not else []
+    return PlanStep("benchmark", commands=[shlex.join(tool.command(job)), *rounds, *design,
+                                           *backend.benchmark_notes(variant)])
 
 
 def training_plan(p: Profile) -> list[PlanStep]:

@@ -14,6 +14,7 @@ from specops.cost.host import host_record
 from specops.profile.loader import LoadedProfile
 from specops.results.model import (
     BenchmarkRecord,
+    Design,
     Failure,
     Lossless,
     ModelRecord,
@@ -47,6 +48,7 @@ class RunFacts:
     cached_steps: dict[str, bool] = field(default_factory=dict)
     servers: dict[str, str] = field(default_factory=dict)  # server tool -> the version it reported
     window: Window | None = None  # serve -> teardown, with the slots held for it
+    design: tuple[Design, str | None] = (Design.ROUNDS, None)  # how the variants were paired, why not requests
 
 
 def package_versions() -> dict[str, str | None]:
@@ -80,13 +82,15 @@ def software_record() -> SoftwareRecord:
                           packages=packages)
 
 
-def benchmark_record(loaded: LoadedProfile, backend: Backend, tool: BenchTool, variant: Variant) -> BenchmarkRecord:
+def benchmark_record(loaded: LoadedProfile, backend: Backend, tool: BenchTool, variant: Variant,
+                     design: tuple[Design, str | None] = (Design.ROUNDS, None)) -> BenchmarkRecord:
     b = loaded.profile.benchmark
     api = tool.pick_api(backend.registration.apis)
     return BenchmarkRecord(tool=tool.name, tool_version=tool.version(), api=api.value if api else "none",
                            prompts=b.prompts, num_requests=b.num_requests, warmup_requests=b.warmup_requests,
                            output_tokens=b.output_tokens, concurrency=b.concurrency, rounds=b.rounds,
-                           interleave=b.interleave, notes=backend.benchmark_notes(variant))
+                           interleave=b.interleave, design=design[0], design_note=design[1],
+                           notes=backend.benchmark_notes(variant))
 
 
 def phases(run: RunDir, now: float) -> Phases:
@@ -142,7 +146,7 @@ def run_result(loaded: LoadedProfile, run: RunDir, backend: Backend, tool: Bench
     if spec is not None and base is not None and spec.samples and base.samples:
         throughput = (spec.metrics.output_token_throughput_tok_s / base.metrics.output_token_throughput_tok_s
                       if spec.metrics and base.metrics and base.metrics.output_token_throughput_tok_s else None)
-        speedup = paired_speedup(spec.samples, base.samples, throughput_ratio=throughput)
+        speedup = paired_speedup(spec.samples, base.samples, throughput_ratio=throughput, design=facts.design[0])
     return RunResult(
         uid=uuid.uuid4().hex, run_id=run.run_id, run_dir=str(run.path), profile=p.name,
         profile_sha256=loaded.sha256, profile_source=str(loaded.path), overrides=list(loaded.overrides),
@@ -152,7 +156,7 @@ def run_result(loaded: LoadedProfile, run: RunDir, backend: Backend, tool: Bench
                 for role, a in facts.models.items()],
         host=host_record(), software=software_record(),
         served=ServedRecord(backend=p.backend.kind, servers=dict(facts.servers), **backend.served()),
-        benchmark=benchmark_record(loaded, backend, tool, Variant(SPECULATIVE, p.method)),
+        benchmark=benchmark_record(loaded, backend, tool, Variant(SPECULATIVE, p.method), facts.design),
         variants=list(facts.variants), speedup=speedup, lossless=facts.lossless, phases=phases(run, now),
         cached_steps=dict(facts.cached_steps), failure=failure, notes=list(notes or []), window=facts.window,
     )

@@ -4,7 +4,7 @@ Defaults live here and only here; YAML files state what differs from them.
 """
 from __future__ import annotations
 
-from typing import Annotated, Union
+from typing import TYPE_CHECKING, Annotated, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -17,6 +17,10 @@ from specops.fields import Count, Seconds
 from specops.methods import METHODS
 from specops.server_settings import Serving
 from specops.sources.schemes import parse_source
+
+if TYPE_CHECKING:
+    from specops.bench.target import Api
+    from specops.bench.tool import BenchTool
 
 
 def _tagged_union(models: list[type[BaseModel]]):
@@ -74,9 +78,14 @@ class Benchmark(Section):
     tool: str = Field(DEFAULT_TOOL, description=f"the load generator: {', '.join(BENCH_TOOLS.names())}")
     rounds: Count = Field(1, ge=1, le=100, description="measure each variant this many times, alternating "
                         "speculative and base; the speedup's interval is over prompts and rounds")
-    interleave: bool = Field(False, description="keep both variants' servers up and alternate them round by "
-                             "round (A B A B); false: one variant's rounds, then the other's (on a GPU both "
-                             "servers may not fit at once)")
+    interleave: bool = Field(False, description="keep both variants' servers up and alternate them (see pairing); "
+                             "false: one variant's rounds, then the other's (on a GPU both servers may not fit "
+                             "at once)")
+    pairing: Literal["auto", "requests", "rounds"] = Field(
+        "auto", description="with interleave, how the variants alternate. requests: in one tool run per round, "
+        "request by request, so each prompt is measured on both back to back (aiperf over Triton's generate "
+        "endpoint, concurrency 1); rounds: whole tool runs, A B A B; auto: requests where the tool and servers "
+        "allow it, else rounds. The report names the design and the interval's unit (prompts, or rounds)")
 
     @field_validator("tool")
     @classmethod
@@ -128,6 +137,8 @@ class Profile(Section):
         if tool().pick_api(spec.apis) is None:
             raise FieldError("benchmark.tool", f"{tool.name} drives {', '.join(a.value for a in tool.apis)}; "
                              f"backend {spec.name!r} serves {', '.join(a.value for a in spec.apis)}")
+        if self.benchmark.pairing == "requests":
+            self._check_request_pairing(tool, spec.apis)
         # The backend's support table, for both variants: what it renders on its pinned version.
         self.backend.resolve(self.method)
         self.backend.resolve(METHODS.get("none")())
@@ -138,6 +149,22 @@ class Profile(Section):
         if self.draft is not None and self.draft.train is not None:
             self._resolve_training()
         return self
+
+    def _check_request_pairing(self, tool: type[BenchTool], apis: tuple[Api, ...]) -> None:
+        """What interleaved requests need that the profile alone decides (the servers' addresses come at run time)."""
+        b = self.benchmark
+        why = None
+        if not (b.interleave and self.comparison.baseline):
+            why = "needs benchmark.interleave true and comparison.baseline true (both variants up at once)"
+        elif b.concurrency != 1:
+            why = f"needs benchmark.concurrency 1 (got {b.concurrency}): two servers busy at once share the host"
+        elif tool().pick_api(apis) not in tool.interleaves:
+            able = [t.name for t in map(BENCH_TOOLS.get, BENCH_TOOLS.names()) if t().pick_api(apis) in t.interleaves]
+            served = ", ".join(a.value for a in apis)
+            why = (f"needs a tool that interleaves requests over this backend's API ({served}): "
+                   f"{', '.join(able) or 'none does'}; benchmark.tool is {tool.name}")
+        if why:
+            raise FieldError("benchmark.pairing", f"requests {why}; allowed: auto, requests, rounds")
 
     def _resolve_training(self) -> None:
         train, method = self.draft.train, self.method.kind

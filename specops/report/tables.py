@@ -5,7 +5,7 @@ from collections.abc import Callable
 
 import pandas as pd
 
-from specops.results.model import RunResult, VariantRecord
+from specops.results.model import BenchmarkRecord, Design, RunResult, VariantRecord
 
 # (header in report.md, value of a variant, format)
 Column = tuple[str, Callable[[VariantRecord], float | None], str]
@@ -126,12 +126,20 @@ def acceptance_lines(result: RunResult) -> list[str]:
     return lines + [""] if lines else []
 
 
+def design_text(b: BenchmarkRecord) -> str:
+    """How the variants were paired, and why not request by request when they were not."""
+    if b.design is Design.REQUESTS:
+        return "requests interleaved between the variants (each prompt on both, back to back)"
+    order = "alternating A B A B" if b.interleave and b.rounds > 1 else "one variant's, then the other's"
+    return f"round blocks, {order}" + (f" (not requests interleaved: {b.design_note})" if b.design_note else "")
+
+
 def notes(result: RunResult) -> list[str]:
     b, ph = result.benchmark, result.phases
     measured = ", ".join(f"{k} {v:.1f}s" for k, v in ph.phase_s.items())
     out = [f"{b.tool} {b.tool_version or ''} over {b.api}: {b.num_requests} requests (+{b.warmup_requests} warm-up) x "
-           f"{b.rounds} round(s){', interleaved' if b.interleave and b.rounds > 1 else ''}, {b.output_tokens} output "
-           f"tokens, concurrency {b.concurrency}, prompts: {b.prompts}",
+           f"{b.rounds} round(s), {design_text(b)}, {b.output_tokens} output tokens, concurrency {b.concurrency}, "
+           f"prompts: {b.prompts}",
            f"served by {result.served.framework or result.served.backend}"
            + (f" in {result.served.image}" if result.served.image else "")
            + "".join(f"; {tool} {version}" for tool, version in result.served.servers.items()),

@@ -20,7 +20,7 @@ import math
 import statistics
 from dataclasses import dataclass
 
-from specops.results.model import LEVEL, RunResult, Speedup, Status
+from specops.results.model import LEVEL, Design, RunResult, Speedup, Status
 
 # The override that turns a profile into its A/A run (the `none` method has no other field).
 AA_OVERRIDE = 'method={"kind": "none"}'
@@ -79,13 +79,16 @@ def format_calibration(calibration: Calibration) -> str:
             lines.append(f"  {r.run_id}  {r.status.value.upper()}" + (f" ({r.failure.step})" if r.failure else ""))
         else:
             # INVALID: the base's outputs differed from themselves (a nondeterministic server); still timed
-            lines.append(f"  {r.run_id}  {s.text()}  {'contains 1.00x' if covers_one(s) else 'MISSES 1.00x'}"
+            covered = "no interval" if s.low is None else "contains 1.00x" if covers_one(s) else "MISSES 1.00x"
+            lines.append(f"  {r.run_id}  {s.text()}  {covered}"
                          + ("  (INVALID: the two base servers answered differently)" if r.status is Status.INVALID
                             else ""))
     measured = calibration.measured
     lines.append("")
     if not measured:
-        lines.append("no run measured a speedup with an interval: nothing to calibrate")
+        timed = [r.speedup for r in calibration.results if r.speedup is not None]
+        why = f" ({timed[0].resampled})" if timed else ""
+        lines.append(f"no run measured a speedup with an interval{why}: no coverage to count")
         return "\n".join(lines)
     expected = LEVEL * len(measured)
     lines.append(f"{calibration.covering} of {len(measured)} {LEVEL:.0%} intervals contain 1.00x "
@@ -96,5 +99,6 @@ def format_calibration(calibration: Calibration) -> str:
                  f"{math.exp(calibration.spread):.3f}); median interval half-width {calibration.half_width:.1%}")
     design = measured[0]
     rounds = f"{design.rounds} round{'s' * (design.rounds != 1)}"
-    lines.append(f"design: {design.prompts} prompts x {rounds}, the bootstrap resampling {design.resampled}")
+    pairing = "requests interleaved" if design.design is Design.REQUESTS else "round blocks"
+    lines.append(f"design: {design.prompts} prompts x {rounds}, {pairing}; interval over {design.resampled}")
     return "\n".join(lines)

@@ -13,9 +13,10 @@ from specops.acceptance.model import Acceptance, analytical_bound
 from specops.results.metrics import BenchMetrics, RequestSample
 
 # Of the RunResult JSON; bump with every change of its fields (and a migration of stored records
-# when old ones no longer load). 2: window, image identity, compute capability; schema-1 records
-# load as they are, and a specops of schema 1 refuses schema-2 records naming both versions.
-SCHEMA_VERSION = 2
+# when old ones no longer load). 2: window, image identity, compute capability; 3: the pairing design
+# (benchmark.design, speedup.design). Older records load as they are (their design was rounds), and
+# a specops of an older schema refuses newer records naming both versions.
+SCHEMA_VERSION = 3
 
 
 # RunResult.notes of a sweep's cells begin with this: they are points of a grid, not runs of the
@@ -28,6 +29,13 @@ LEVEL = 0.95
 
 class Record(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Design(StrEnum):
+    """How the variants' measurements are paired (pipeline.benchmark)."""
+
+    REQUESTS = "requests"  # one tool run per round, the variants' requests alternating one by one
+    ROUNDS = "rounds"  # one tool run per variant and round
 
 
 class Status(StrEnum):
@@ -102,6 +110,8 @@ class BenchmarkRecord(Record):
     concurrency: int
     rounds: int
     interleave: bool
+    design: Design = Design.ROUNDS
+    design_note: str | None = None  # why it is not interleaved requests
     notes: list[str] = []
 
 
@@ -139,7 +149,8 @@ class VariantRecord(Record):
 
 
 class Speedup(Record):
-    """Speculative over base output tokens/s, paired prompt by prompt, with a bootstrap interval."""
+    """Speculative over base output tokens/s, paired prompt by prompt, with an interval over the design's
+    independent unit of noise (results.speedup)."""
 
     point: float
     low: float | None = None
@@ -147,13 +158,16 @@ class Speedup(Record):
     level: float = LEVEL
     prompts: int
     rounds: int
-    resampled: str  # what the bootstrap resamples: "rounds within prompts" | "prompts"
+    resampled: str  # the interval's unit and method, or why there is no interval
     throughput_ratio: float | None = None  # ratio of the tools' aggregate tokens/s, for reference
+    design: Design = Design.ROUNDS
 
     def text(self) -> str:
-        """E.g. `1.36x (1.31-1.41, 8 prompts x 3 rounds)`."""
+        """E.g. `1.36x (1.31-1.41, 8 prompts x 3 rounds, requests interleaved)`."""
         spread = f"{self.low:.2f}-{self.high:.2f}, " if self.low is not None and self.high is not None else ""
-        return f"{self.point:.2f}x ({spread}{self.prompts} prompts x {self.rounds} round{'s' * (self.rounds != 1)})"
+        design = "requests interleaved" if self.design is Design.REQUESTS else "round blocks"
+        return (f"{self.point:.2f}x ({spread}{self.prompts} prompts x {self.rounds} round{'s' * (self.rounds != 1)}, "
+                f"{design})")
 
     @property
     def half_width(self) -> float | None:

@@ -14,7 +14,7 @@ import psutil
 import pytest
 
 from specops.bench.tool_process import run_logged
-from specops.liveness import ServerDown, Watchdog, exit_cause, process_state
+from specops.liveness import ServerDown, Watchdog, Watchdogs, exit_cause, process_state
 from specops.processes import pick_free_ports
 
 # Answers GET / with 200 until it receives SIGUSR1; from then on it accepts connections and
@@ -183,6 +183,28 @@ def test_a_tool_on_a_dead_server_is_killed_at_once_with_its_process_group(server
     killer.wait(5)
     left = [p for p in psutil.process_iter(["cmdline"]) if marker in " ".join(p.info["cmdline"] or [])]
     assert not left
+
+
+def test_an_interleaved_tool_is_killed_when_either_of_its_servers_dies(tmp_path):
+    """Watchdogs: a run that drives two servers is stopped by the death of the second one, which is named."""
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    first, second = ProcessServer(tmp_path / "a"), ProcessServer(tmp_path / "b")
+    try:
+        watch = Watchdogs([Watchdog(first, "interleaved benchmark", poll_s=0.2),
+                           Watchdog(second, "interleaved benchmark", poll_s=0.2)])
+        killer = subprocess.Popen(["sh", "-c", f"sleep 1; kill -9 {second.proc.pid}"])
+        marker = f"specops-liveness-pair-{os.getpid()}"
+        start = time.monotonic()
+        with pytest.raises(ServerDown, match=f"test server pid {second.proc.pid} was killed by SIGKILL"):
+            run_logged("tool", [sys.executable, "-c", TOOL, marker], dict(os.environ), tmp_path / "tool.log",
+                       timeout_s=600, watch=watch)
+        assert time.monotonic() - start < 10
+        killer.wait(5)
+        assert first.answers(1.0)  # the healthy one was not blamed, and is still up
+    finally:
+        first.close()
+        second.close()
 
 
 def test_process_state_names_why_a_server_process_cannot_serve():

@@ -1,5 +1,6 @@
-"""`specops calibrate` end to end on the real runtime, Triton and genai-perf, shrunk: two A/A runs of
-ngram-local (its base against itself), recorded as method none, summarised, and kept out of judgement."""
+"""`specops calibrate` end to end on the real runtime, Triton and AIPerf (requests interleaved between the two
+base servers, as `make bench-calibrate` measures), shrunk: two A/A runs of ngram-local (its base against
+itself), recorded as method none, summarised, and kept out of judgement."""
 from __future__ import annotations
 
 import re
@@ -16,7 +17,7 @@ from tests.integration.support import REPO_ROOT, service_env
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 SHRINK = ["benchmark.num_requests=4", "benchmark.warmup_requests=0", "benchmark.output_tokens=24",
-          "comparison.lossless_prompts=2", "comparison.lossless_max_tokens=16"]
+          "comparison.lossless_prompts=2", "comparison.lossless_max_tokens=16", "benchmark.tool=aiperf"]
 
 
 def test_calibrate_runs_the_base_against_itself_and_reports_coverage(tmp_path):
@@ -37,6 +38,7 @@ def test_calibrate_runs_the_base_against_itself_and_reports_coverage(tmp_path):
     for run in runs:  # two base servers answer identically at temperature 0: the check is real
         assert run.verdict.value == "VALID" and run.lossless.compared == 2 and run.lossless.mismatches == 0
         s = run.speedup
+        assert s.design.value == "requests" and s.low is not None
         assert (s.low <= 1.0 <= s.high) == (f"{s.text()}  contains 1.00x" in table)
         assert 0.5 < s.point < 2.0, s.text()  # the same server twice: nowhere near a real speedup's scale
     assert int(covering[1]) == sum(r.speedup.low <= 1.0 <= r.speedup.high for r in runs)

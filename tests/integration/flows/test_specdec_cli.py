@@ -5,7 +5,8 @@ PostgreSQL), shrunk by overrides. Four runs share one artifacts root and model c
 - second: the same profile again (one round, one lossless prompt: CI time), recorded into the default SQLite
   file; download and render cached;
 - retuned: one speculative setting changed, so only the speculative repository is rendered again;
-  measured by the second benchmark tool, AIPerf, through the same pipeline;
+  measured by the second benchmark tool, AIPerf, through the same pipeline, which interleaves the
+  variants' requests (benchmark.pairing auto);
 - broken: a real fault (a readiness deadline no server meets): FAILED at serve, exit 1, still reported.
 
 An INVALID run (exit 3, reported, recorded, Failed in Prefect) is one of the two runs of
@@ -90,13 +91,15 @@ def test_report_has_measured_rows_and_the_speedup_with_its_interval(runs):
     assert (frame["cpu_s_per_1k_tokens"] > 0).all() and frame["valid"].iloc[0] == "VALID"
     result = manifest(artifacts, "first")
     s = result["speedup"]
-    assert (s["prompts"], s["rounds"], s["resampled"]) == (3, 2, "rounds within prompts")
+    assert (s["prompts"], s["rounds"], s["design"]) == (3, 2, "rounds")  # genai-perf: round blocks
+    assert s["resampled"].startswith("rounds (t-interval over 2 rounds")
+    assert result["benchmark"]["design_note"] == "genai-perf drives one server per run"
     assert len(result["variants"][0]["samples"]) == 6 and result["status"] == "ok"
     assert status(artifacts, "first")["state"] == "ok"
     for variant in result["variants"]:  # the benchmark window only: smoke and check requests subtracted
         assert variant["acceptance"]["num_emitted_tokens"] == 3 * 24 * 2, variant["name"]
     report = (run / "report.md").read_text()
-    assert f"**{s['point']:.2f}x ({s['low']:.2f}-{s['high']:.2f}, 3 prompts x 2 rounds)**" in report
+    assert f"**{s['point']:.2f}x ({s['low']:.2f}-{s['high']:.2f}, 3 prompts x 2 rounds, round blocks)**" in report
     assert "CPU-seconds per 1,000 output tokens speculative vs" in report
     assert f"report: {run / 'report.md'}" in done["first"].stdout and "orchestration overhead" in done["first"].stdout
 
@@ -148,11 +151,15 @@ def test_a_second_benchmark_tool_runs_through_the_same_pipeline(runs):
     assert result["benchmark"]["api"] == "triton/generate"
     s = result["speedup"]
     assert (s["prompts"], s["rounds"]) == (3, 2) and s["low"] <= s["point"] <= s["high"]
+    # AIPerf interleaves the variants' requests: one run per round, the prompts the interval's units
+    assert (result["benchmark"]["design"], s["design"]) == ("requests", "requests")
+    assert s["resampled"].startswith("prompts (t-interval over 3 prompts")
     for variant in result["variants"]:
         assert len(variant["samples"]) == 6 and variant["metrics"]["request_count"] == 6
         assert variant["acceptance"]["num_emitted_tokens"] == 3 * 24 * 2, variant["name"]
     exports = sorted((artifacts / "ngram-local" / "retuned" / "bench").glob("*/round-*/aiperf/profile_export.jsonl"))
-    assert len(exports) == 4  # 2 variants x 2 rounds
+    assert [e.parent.parent.parent.name for e in exports] == ["interleaved", "interleaved"]  # 1 run per round
+    assert all(len(e.read_text().splitlines()) == 2 * 3 for e in exports)  # 3 prompts on each of 2 servers
 
 
 def test_a_failed_run_is_reported_and_recorded(runs):

@@ -11,11 +11,20 @@ import jinja2
 import pytest
 
 from specops.bench import aiperf_tool
-from specops.bench.aiperf_exports import AGGREGATES, INPUTS, RECORDS, parse_metrics, request_samples
+from specops.bench.aiperf_exports import (
+    AGGREGATES,
+    INPUTS,
+    RECORDS,
+    answering_models,
+    parse_metrics,
+    profiling_records,
+    records_metrics,
+    request_samples,
+)
 from specops.bench.aiperf_tool import TEMPLATE, AIPerf
 from specops.bench.exports import ExportError
 from specops.bench.target import Api, BenchTarget
-from specops.bench.tool import BenchJob, prompt_index
+from specops.bench.tool import BenchJob, InterleavedJob, interleave_blocker, prompt_index
 from specops.bench.tool_registry import BENCH_TOOLS
 from specops.profile.errors import ProfileError
 from specops.profile.loader import load_profile
@@ -46,7 +55,9 @@ def test_command_streams_from_generate_stream_with_the_length_pinned(tmp_path):
     cmd = AIPerf().command(_job(tmp_path))
     assert cmd[1:3] == ["profile", "-m"] and _flag(cmd, "-m") == "base"
     assert _flag(cmd, "--endpoint-type") == "template" and "--streaming" in cmd
-    assert _flag(cmd, "--custom-endpoint") == "/v2/models/base/generate_stream"
+    # The model's path is in the URL and the route is appended to it (AioHttpTransport.get_url)
+    assert (_flag(cmd, "--url"), _flag(cmd, "--custom-endpoint")) == ("http://127.0.0.1:8000/v2/models/base",
+                                                                      "/generate_stream")
     assert (_flag(cmd, "--request-count"), _flag(cmd, "--warmup-request-count"), _flag(cmd, "--concurrency")) \
         == ("2", "1", "2")
     assert _flag(cmd, "--dataset-sampling-strategy") == "sequential"  # warm-up takes prompt 0, then 1, 2, ...
@@ -58,7 +69,7 @@ def test_command_streams_from_generate_stream_with_the_length_pinned(tmp_path):
 
 def test_non_streaming_targets_use_generate_and_the_models_own_inputs_travel(tmp_path):
     cmd = AIPerf().command(_job(tmp_path, streaming=False, warmup=0, inputs={"lora_name": "x"}))
-    assert _flag(cmd, "--custom-endpoint") == "/v2/models/base/generate" and "--streaming" not in cmd
+    assert _flag(cmd, "--custom-endpoint") == "/generate" and "--streaming" not in cmd
     assert "--warmup-request-count" not in cmd
     assert json.loads(_flag(cmd, "--extra-inputs"))["lora_name"] == "x"
 
@@ -131,3 +142,96 @@ def test_a_request_whose_prompt_the_job_did_not_send_is_an_error(tmp_path):
 def test_missing_exports_name_the_file(tmp_path):
     with pytest.raises(ExportError, match=AGGREGATES):
         parse_metrics(tmp_path)
+
+
+# --- interleaved runs: tests/unit/bench/fixtures/aiperf-interleaved/ is a real AIPerf 0.13.0 run against two
+# tritonservers ("fast" and "slow" stand-in engines, 5 measured + 1 warm-up request each), captured by
+# tests/integration/bench/test_bench_aiperf_interleaved_live.py.
+INTERLEAVED = Path(__file__).parent / "fixtures" / "aiperf-interleaved"
+
+
+def _pair(tmp_path: Path, **changes) -> list[BenchJob]:
+    first = _job(tmp_path, warmup=1)
+    first = BenchJob(**{**first.__dict__, "concurrency": 1})
+    second = BenchJob(**{**first.__dict__, "target": BenchTarget(
+        model="speculative", endpoints={Api.TRITON_GENERATE: "http://127.0.0.1:9000"}), **changes})
+    return [first, second]
+
+
+def test_an_interleaved_command_names_each_servers_model_in_its_url_and_counts_per_server(tmp_path):
+    jobs = _pair(tmp_path)
+    job = InterleavedJob(tuple(jobs), artifact_dir=tmp_path / "il" / "aiperf", log_path=tmp_path / "il.log",
+                         timeout_s=60)
+    cmd = AIPerf().interleaved_command(job)
+    urls = [cmd[i + 1] for i, flag in enumerate(cmd) if flag == "--url"]
+    assert urls == ["http://127.0.0.1:8000/v2/models/base", "http://127.0.0.1:9000/v2/models/speculative"]
+    assert _flag(cmd, "--custom-endpoint") == "/generate_stream"
+    # each prompt is in the input file once per server, in a row, so the round robin gives each server one copy
+    assert (_flag(cmd, "--request-count"), _flag(cmd, "--warmup-request-count")) == ("4", "2")
+    assert _flag(cmd, "--export-level") == "raw"  # the answers name the model that gave them
+    assert _flag(cmd, "--input-file") == str(tmp_path / "il" / "aiperf-input.jsonl")
+
+
+@pytest.mark.parametrize(("change", "reason"), [
+    ({"api": Api.OPENAI_COMPLETIONS}, "different APIs"),
+    ({"target": BenchTarget(model="speculative", endpoints={Api.TRITON_GENERATE: "http://h:1"}, inputs={"x": 1})},
+     "differ beyond their address"),
+    ({"target": BenchTarget(model="speculative", endpoints={Api.TRITON_GENERATE: "http://h:1"}, streaming=False)},
+     "differ beyond their address"),
+])
+def test_aiperf_says_why_it_cannot_interleave_some_variants(tmp_path, change, reason):
+    assert reason in AIPerf().interleave_blocker(_pair(tmp_path, **change))
+
+
+def test_openai_servers_are_not_interleaved_because_each_answers_only_its_own_model_name(tmp_path):
+    jobs = [BenchJob(**{**j.__dict__, "api": Api.OPENAI_COMPLETIONS, "target": BenchTarget(
+        model=j.target.model, endpoints={Api.OPENAI_COMPLETIONS: "http://h:1"})}) for j in _pair(tmp_path)]
+    assert "names its model" in AIPerf().interleave_blocker(jobs)
+    assert Api.OPENAI_COMPLETIONS not in AIPerf.interleaves and Api.TRITON_GENERATE in AIPerf.interleaves
+
+
+def test_the_seam_refuses_interleaving_above_concurrency_one_and_tools_that_cannot(tmp_path):
+    jobs = _pair(tmp_path)
+    assert interleave_blocker(AIPerf(), jobs) is None
+    busy = [BenchJob(**{**j.__dict__, "concurrency": 2}) for j in jobs]
+    assert "concurrency 1" in interleave_blocker(AIPerf(), busy)
+    assert interleave_blocker(BENCH_TOOLS.get("genai-perf")(), jobs) == "genai-perf drives one server per run"
+    assert "only one variant" in interleave_blocker(AIPerf(), jobs[:1])
+    with pytest.raises(ValueError, match="differ in prompts"):
+        InterleavedJob((jobs[0], BenchJob(**{**jobs[1].__dict__, "prompts": ["z"]})), tmp_path, tmp_path, 1)
+
+
+def test_each_interleaved_answer_is_credited_to_the_model_that_gave_it():
+    answered = answering_models(INTERLEAVED)
+    records = profiling_records(INTERLEAVED)
+    assert len(answered) == 12 and len(records) == 10  # 2 warm-up answers are in the raw export only
+    by_model = {"fast": [], "slow": []}
+    for record in records:
+        by_model[answered[record["metadata"]["x_request_id"]]].append(record)
+    assert [len(v) for v in by_model.values()] == [5, 5]
+    # the round robin alternates: measured requests 0, 2, 4... went to the first URL ("fast")
+    assert {r["metadata"]["session_num"] % 2 for r in by_model["fast"]} == {0}
+    assert max(r["metrics"]["request_latency"]["value"] for r in by_model["fast"]) < \
+        min(r["metrics"]["request_latency"]["value"] for r in by_model["slow"])
+
+
+def test_per_variant_figures_are_computed_as_aiperf_computes_its_own():
+    # Over all the run's records, records_metrics must agree with AIPerf's own aggregates (same percentiles).
+    mine, theirs = records_metrics(profiling_records(INTERLEAVED)), json.loads((INTERLEAVED / AGGREGATES).read_text())
+    for key, ours in (("request_latency", "request_latency_ms"), ("time_to_first_token", "time_to_first_token_ms"),
+                      ("inter_token_latency", "inter_token_latency_ms")):
+        for stat in ("avg", "p50", "p99"):
+            assert getattr(mine, f"{ours}_{stat}") == pytest.approx(theirs[key][stat], rel=1e-6), (key, stat)
+    assert mine.request_count == 10
+    assert mine.output_sequence_length_avg == pytest.approx(theirs["output_sequence_length"]["avg"])
+
+
+def test_an_answer_that_names_no_model_is_an_error(tmp_path):
+    shutil.copytree(INTERLEAVED, tmp_path / "run")
+    raw = tmp_path / "run" / "profile_export_raw.jsonl"
+    lines = raw.read_text().splitlines()
+    broken = json.loads(lines[3])
+    broken["responses"] = []
+    raw.write_text("\n".join([*lines[:3], json.dumps(broken), *lines[4:]]) + "\n")
+    with pytest.raises(ExportError, match="no answer naming its model"):
+        answering_models(tmp_path / "run")

@@ -10,6 +10,7 @@ import flows.serving as seam
 from specops.acceptance.model import Acceptance
 from specops.pipeline.check import Pace
 from specops.pipeline.summarize import RunFacts
+from specops.results.model import Design
 from specops.variant import BASE, SPECULATIVE, Variant, base_method
 
 
@@ -44,11 +45,19 @@ def calls(monkeypatch):
                         pace: log.append(("round", v.name, r, pace.per_token_s)) or f"{v.name}-{r}")
     monkeypatch.setattr(seam, "read_acceptance", lambda backend, server, v, settle: counters[v.name].pop(0))
     monkeypatch.setattr(seam, "variant_record", lambda v, rounds, acceptance: (v.name, rounds, acceptance))
-    return SimpleNamespace(log=log, stop_errors=stop_errors, counters=counters)
+    monkeypatch.setattr(seam, "bench_job", lambda tool, backend, server, v, tokenizer, bench, prompts, path, r, pace:
+                        SimpleNamespace(variant=v.name, round=r))
+    design = SimpleNamespace(chosen=(Design.ROUNDS, "the fake tool drives one server per run"))
+    monkeypatch.setattr(seam, "choose_design", lambda tool, jobs, pairing: design.chosen)
+    monkeypatch.setattr(seam, "benchmark_interleaved_round", lambda tool, servers, jobs, run, r, rounds:
+                        log.append(("interleaved", [j.variant for j in jobs], r, rounds))
+                        or [f"{j.variant}-{r}" for j in jobs])
+    return SimpleNamespace(log=log, stop_errors=stop_errors, counters=counters, design=design)
 
 
 BACKEND = SimpleNamespace(serving=SimpleNamespace(stop_timeout_s=7.0))
-BENCH = SimpleNamespace(rounds=2)
+BENCH = SimpleNamespace(rounds=2, pairing="auto")
+RUN = SimpleNamespace(path="run")
 PROFILE = SimpleNamespace(comparison=SimpleNamespace(baseline=True, lossless_max_tokens=8), benchmark=None)
 BASE_V, SPEC_V = Variant(BASE, base_method()), Variant(SPECULATIVE, base_method())
 
@@ -108,7 +117,9 @@ def _counters(drafted: float) -> Acceptance:
 def test_a_group_is_measured_round_robin_and_each_window_spans_its_rounds(calls):
     calls.counters.update({BASE: [None, None], SPECULATIVE: [_counters(5), _counters(12)]})
     with seam.served(BACKEND, BASE_V, "repo", "run") as a, seam.served(BACKEND, SPEC_V, "repo", "run") as b:
-        records = seam.measure_group([a, b], "tool", "tokenizer", BENCH, ["prompt"], "run")
+        measured = seam.measure_group([a, b], "tool", "tokenizer", BENCH, ["prompt"], RUN)
+    assert (measured.design, measured.why_not_requests) == (Design.ROUNDS, "the fake tool drives one server per run")
+    records = measured.records
     assert [entry for entry in calls.log if entry[0] == "round"] == [
         ("round", BASE, 0, 0.1), ("round", SPECULATIVE, 0, 0.1), ("round", BASE, 1, 0.1),
         ("round", SPECULATIVE, 1, 0.1)]
@@ -117,3 +128,17 @@ def test_a_group_is_measured_round_robin_and_each_window_spans_its_rounds(calls)
     assert (spec_name, spec_rounds) == (SPECULATIVE, ["speculative-0", "speculative-1"])
     assert (spec_acceptance.num_drafts, spec_acceptance.num_draft_tokens, spec_acceptance.num_accepted_tokens) == (
         7, 14, 7)  # the counters over the rounds, not over smoke and check
+
+
+def test_interleaved_requests_take_one_run_per_round_in_an_order_that_flips_each_round(calls):
+    calls.design.chosen = (Design.REQUESTS, None)
+    calls.counters.update({BASE: [None, None], SPECULATIVE: [_counters(5), _counters(12)]})
+    with seam.served(BACKEND, BASE_V, "repo", "run") as a, seam.served(BACKEND, SPEC_V, "repo", "run") as b:
+        measured = seam.measure_group([a, b], "tool", "tokenizer", BENCH, ["prompt"], RUN)
+    assert measured.design is Design.REQUESTS
+    assert [entry for entry in calls.log if entry[0] in ("round", "interleaved")] == [
+        ("interleaved", [BASE, SPECULATIVE], 0, 2), ("interleaved", [SPECULATIVE, BASE], 1, 2)]
+    (base_name, base_rounds, _), (spec_name, spec_rounds, spec_acceptance) = measured.records
+    # each variant gets its own measurements back, whichever went first
+    assert (base_rounds, spec_rounds) == (["base-0", "base-1"], ["speculative-0", "speculative-1"])
+    assert spec_acceptance.num_drafts == 7

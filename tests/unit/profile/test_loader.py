@@ -167,3 +167,27 @@ def test_plan_cli_fails_before_any_download(override, expected, tmp_path):
     assert proc.returncode == 2, proc.stderr
     assert "profiles/ngram-local.yaml" in proc.stderr and expected in proc.stderr
     assert not cache.exists()
+
+
+@pytest.mark.parametrize(("profile", "overrides", "expected"), [
+    ("ngram-local", ["benchmark.pairing=requests"],
+     "benchmark.pairing: requests needs a tool that interleaves requests over this backend's API "
+     "(kserve/vllm, triton/generate): aiperf; benchmark.tool is genai-perf"),
+    ("ngram-local", ["benchmark.pairing=requests", "benchmark.tool=aiperf", "benchmark.concurrency=4"],
+     "benchmark.pairing: requests needs benchmark.concurrency 1 (got 4)"),
+    ("ngram-local", ["benchmark.pairing=requests", "benchmark.tool=aiperf", "benchmark.interleave=false"],
+     "benchmark.pairing: requests needs benchmark.interleave true and comparison.baseline true"),
+    ("ngram-vllm-serve-cpu", ["benchmark.pairing=requests", "benchmark.tool=aiperf"],
+     "(openai/completions, openai/chat): none does"),
+    ("ngram-local", ["benchmark.pairing=blocks"], "benchmark.pairing"),
+])
+def test_request_pairing_is_refused_at_load_where_it_cannot_run(profile, overrides, expected):
+    with pytest.raises(ProfileError) as info:
+        load_profile(profile, overrides)
+    assert expected in str(info.value)
+
+
+def test_request_pairing_loads_where_it_can_run():
+    loaded = load_profile("ngram-local", ["benchmark.pairing=requests", "benchmark.tool=aiperf"])
+    assert loaded.profile.benchmark.pairing == "requests"
+    assert load_profile("ngram-local").profile.benchmark.pairing == "auto"

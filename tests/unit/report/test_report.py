@@ -7,7 +7,7 @@ import pandas as pd
 
 from specops.acceptance.model import Acceptance
 from specops.report.writer import REPORT_NAMES, summary, write_report
-from specops.results.model import RunResult, Status
+from specops.results.model import Design, RunResult, Status
 from tests.results_factory import run_result
 
 
@@ -15,8 +15,8 @@ def test_report_files_come_from_the_run_result(tmp_path):
     result = run_result()
     files = write_report(result, tmp_path)
     md = files.report_md.read_text()
-    assert "**VALID**" in md and "speedup vs base: **1.36x (1.31-1.41, 4 prompts x 2 rounds)**" in md
-    assert "interval over rounds within prompts" in md
+    assert "**VALID**" in md and "speedup vs base: **1.36x (1.31-1.41, 4 prompts x 2 rounds, round blocks)**" in md
+    assert "interval over rounds (t-interval over 2 rounds" in md
     assert "| speculative | ngram | 21.80 |" in md and "| base | none | 16.00 |" in md
     # CPU-seconds per 1,000 output tokens: 50 s / 1024 tokens and 64 s / 1024 tokens
     assert "48.8 CPU-seconds per 1,000 output tokens speculative vs 62.5 base (0.78x)" in md
@@ -65,3 +65,19 @@ def test_report_says_why_acceptance_is_unavailable_and_carries_backend_notes(tmp
     frame = pd.read_csv(files.comparison_csv)
     assert frame.loc[0, "acceptance_source"].startswith("acceptance unavailable on ")
     assert pd.isna(frame.loc[0, "acceptance_rate"])
+
+
+def test_the_report_names_the_pairing_design_and_why_requests_were_not_interleaved(tmp_path):
+    blocks = run_result(speedup=1.36)
+    blocks = blocks.model_copy(update={"benchmark": blocks.benchmark.model_copy(
+        update={"design_note": "genai-perf drives one server per run"})})
+    md = write_report(blocks, tmp_path / "blocks").markdown
+    assert "round blocks, alternating A B A B (not requests interleaved: genai-perf drives one server per run)" in md
+    assert "95% interval over rounds (t-interval over 2 rounds" in md
+    paired = run_result(speedup=1.36)
+    paired = paired.model_copy(update={
+        "benchmark": paired.benchmark.model_copy(update={"design": Design.REQUESTS}),
+        "speedup": paired.speedup.model_copy(update={"design": Design.REQUESTS})})
+    md = write_report(paired, tmp_path / "paired").markdown
+    assert "requests interleaved between the variants (each prompt on both, back to back)" in md
+    assert "2 rounds, requests interleaved)**" in md

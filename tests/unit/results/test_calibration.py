@@ -27,6 +27,7 @@ def test_coverage_counts_the_intervals_that_contain_one_and_only_those():
     text = format_calibration(calibration)
     assert "2 of 5 95% intervals contain 1.00x (about 4.8 expected)" in text
     assert text.count("MISSES 1.00x") == 3 and "FAILED (serve)" in text
+    assert "design: " in text and "round blocks; interval over " in text
     assert covers_one(Speedup(point=1.0, low=1.0, high=1.2, prompts=4, rounds=1, resampled="prompts"))
     assert not covers_one(Speedup(point=1.1, low=None, high=None, prompts=4, rounds=1, resampled="prompts"))
 
@@ -41,5 +42,15 @@ def test_the_spread_is_a_robust_sd_of_log_speedups_around_one():
 
 def test_a_calibration_with_nothing_measured_says_so_and_aa_runs_are_told_apart():
     calibration = Calibration("ngram-local", [aa(1.0, status=Status.FAILED)])
-    assert calibration.spread is None and "nothing to calibrate" in format_calibration(calibration)
+    assert calibration.spread is None and "no run measured a speedup with an interval" in format_calibration(
+        calibration)
     assert is_calibration(aa(1.0)) and not is_calibration(run_result())
+
+
+def test_runs_without_an_interval_are_listed_as_such_with_the_reason_not_as_misses():
+    why = "none: one round block per variant is one unit of noise; set benchmark.rounds >= 2"
+    blocks = [aa(p, i=i).model_copy(update={"speedup": aa(p).speedup.model_copy(
+        update={"low": None, "high": None, "resampled": why})}) for i, p in enumerate((1.1, 0.95))]
+    text = format_calibration(Calibration("ngram-local", blocks))
+    assert text.count("no interval") == 2 and "MISSES" not in text
+    assert f"no run measured a speedup with an interval ({why}): no coverage to count" in text

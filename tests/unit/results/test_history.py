@@ -36,7 +36,7 @@ def test_history_lists_every_run_with_its_interval_and_status():
     assert len(lines) == 5  # header, rule, three runs in the order given
     ok_line, failed_line, invalid_line = lines[2:]
     assert ok_line.startswith("2026-01-01 13:00  " + ok.run_id)
-    assert "1.36x (1.31-1.41, 4 prompts x 2 rounds)" in ok_line and "21.8/16.0" in ok_line and "62%" in ok_line
+    assert "1.36x (1.31-1.41, 4 prompts x 2 rounds, round blocks)" in ok_line and "21.8/16.0" in ok_line and "62%" in ok_line
     assert "OK" in ok_line and "specops runtime" in ok_line
     assert failed.run_id in failed_line and "FAILED (serve)" in failed_line and "vLLM 0.15.1" in failed_line
     assert "x (" not in failed_line  # no speedup for a failed run
@@ -76,7 +76,7 @@ def test_compare_a_failed_run_with_an_ok_one():
     assert "failed / FAILED" in _line(text, "status / verdict") and _line(text, "status / verdict").startswith("*")
     assert _field(text, "failure") == ("-", "serve (speculative): TimeoutError: server not ready in 120 s")
     assert _line(text, "speedup").startswith("*")
-    assert _field(text, "speedup") == ("1.36x (1.31-1.41, 4 prompts x 2 rounds)", "-")
+    assert _field(text, "speedup") == ("1.36x (1.31-1.41, 4 prompts x 2 rounds, round blocks)", "-")
     assert _field(text, "tokens/s base") == ("16.0", "-")
     assert "acceptance rate base" not in text  # neither run has base acceptance: no empty line for it
 
@@ -110,7 +110,8 @@ def test_compare_warns_when_two_measurements_of_one_thing_disagree_beyond_their_
     b = run_result(speedup=0.46, started_at=T0 + 600)
     text = format_compare(a, b)
     assert text.startswith("! A and B measured one thing (ngram-local: same settings, software and hardware)")
-    assert "1.43x (1.38-1.48" in text.split("\n\n")[0] and "0.46x (0.41-0.51" in text.split("\n\n")[0]
+    warning = " ".join(text.split("\n\n")[0].split())  # the warning as one line, however it is wrapped
+    assert "1.43x (1.38-1.48" in warning and "0.46x (0.41-0.51" in warning
     assert all(len(line) <= WIDTH for line in text.splitlines())
     # overlapping intervals: no warning
     assert not format_compare(a, run_result(speedup=1.40)).startswith("!")
