@@ -131,10 +131,11 @@ bench-intervals: install
 	$(BIN)/python benchmarks/interval_bench.py
 
 ## bench-calibrate: ngram-local's base against itself RUNS times (default 20) at the demo size (flow
-## `calibrate`): how many 95% intervals contain 1.00x, the false speedups' spread, the half-width
+## `calibrate`), AIPerf interleaving the two servers' requests: how many 95% intervals contain 1.00x, the
+## false speedups' spread, the half-width
 RUNS ?= 20
 bench-calibrate: install
-	$(BIN)/specops calibrate ngram-local --runs $(RUNS)
+	$(BIN)/specops calibrate ngram-local --runs $(RUNS) --set benchmark.tool=aiperf
 
 ## bench-tools: AIPerf vs genai-perf on one base server, in turns; each run's tokens/s and the ratio of means
 bench-tools: install
