@@ -16,11 +16,11 @@ from pathlib import Path
 
 from specops.backends.base import Backend, Server
 from specops.bench.tool import BenchJob, BenchTool
-from specops.pipeline.benchmark import Design, Measured, bench_job, choose_design, variant_record
+from specops.pipeline.benchmark import Measured, bench_job, choose_design, variant_record
 from specops.pipeline.check import Pace, check_prompts
 from specops.pipeline.summarize import RunFacts
 from specops.profile.schema import Benchmark, Profile
-from specops.results.model import VariantRecord
+from specops.results.model import Design, VariantRecord
 from specops.rundir import RunDir
 from specops.teardown import teardown_quietly
 from specops.variant import Variant

@@ -87,7 +87,7 @@ def serve_and_benchmark(loaded: LoadedProfile, backend: Backend, tool: BenchTool
                 outputs[v.name] = up[-1].check(p)
             group_measure = measure_group(up, tool, tokenizer, p.benchmark, prompts, run)
             facts.variants.extend(group_measure.records)
-            facts.design = (group_measure.design, group_measure.why_not_requests if len(group) > 1 else
+            facts.design = (group_measure.design, group_measure.why_not_requests if p.benchmark.interleave else
                             "benchmark.interleave is false: one variant's rounds, then the other's")
 
 

@@ -62,7 +62,7 @@ def benchmark_interleaved_round(tool: BenchTool, servers: list[Server], jobs: li
     log.info("round %d/%d, requests interleaved %s: %s over %s, %d requests x %d tokens per variant, bound %.0fs",
              round_ + 1, rounds, names, tool.name, job.load.api.value, job.load.requests, job.load.output_tokens,
              job.timeout_s)
-    progress = _variant_progress(names)
+    progress = _variant_progress(" <-> ".join(sorted(j.target.model for j in jobs)))  # one bar, whichever goes first
     share = within(progress.report, round_ / rounds, (round_ + 1) / rounds)
     note = f"round {round_ + 1}/{rounds}, {tool.name}, interleaved"
 
