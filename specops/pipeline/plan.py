@@ -5,7 +5,7 @@ import shlex
 from pathlib import Path
 
 from specops.backends.base import Backend
-from specops.bench.tool import BenchTool
+from specops.bench.tool import BenchJob, BenchTool
 from specops.draft.gpu_plan import synthesis_commands, training_step
 from specops.draft.modes import MODE_SUMMARY
 from specops.pipeline.backend import backend_for, synthesis_backend_for, tool_for
@@ -16,30 +16,34 @@ from specops.profile.schema import Profile
 from specops.report.writer import REPORT_NAMES
 from specops.results.model import Design
 from specops.rundir import cache_root
-from specops.variant import BASE, Variant, base_method, variants_of
+from specops.variant import BASE, SPECULATIVE, Variant, base_method, variants_of
 
 
 def _benchmark_step(p: Profile, backend: Backend, tool: BenchTool, variant: Variant) -> PlanStep:
     run = Path(f"artifacts/{p.name}/<run-id>")
     b = p.benchmark
     prompts = [f"<{b.prompts} prompt {i}>" for i in range(b.prompt_offset, b.prompt_offset + b.num_requests)]
-    job = bench_job(tool, backend, None, variant, Path("<target checkpoint>"), b, prompts, run, 0)
-    if b.interleave and p.comparison.baseline and variant.name != BASE:
-        base = bench_job(tool, backend, None, Variant(BASE, base_method()), Path("<target checkpoint>"), b, prompts,
-                         run, 0)
-        design, why_not = choose_design(tool, [job, base], b.pairing)
+
+    def job_of(v: Variant) -> BenchJob:
+        return bench_job(tool, backend, None, v, Path("<target checkpoint>"), b, prompts, run, 0)
+
+    job, why_not = job_of(variant), None
+    if b.interleave and p.comparison.baseline:
+        # the pair the run measures together: speculative first, as measure_group takes them
+        pair = [job_of(Variant(SPECULATIVE, p.method)), job_of(Variant(BASE, base_method()))]
+        design, why_not = choose_design(tool, pair, b.pairing)
+        if design is Design.REQUESTS and variant.name == BASE:
+            return PlanStep("benchmark", commands=["in the speculative variant's interleaved run (above)"])
         if design is Design.REQUESTS:
             rounds = f" x {b.rounds} rounds, the order of the variants flipped every round" if b.rounds > 1 else ""
             return PlanStep("benchmark", commands=[
-                shlex.join(tool.interleaved_command(interleaved_job(tool, [job, base], run, 0))),
+                shlex.join(tool.interleaved_command(interleaved_job(tool, pair, run, 0))),
                 f"one run for both variants, requests interleaved{rounds}", *backend.benchmark_notes(variant)])
-    else:
-        why_not = None
     order = ("alternating with the other variant, both servers up" if b.interleave
              else "back to back on this variant's server")
     rounds = [f"x {b.rounds} rounds, {order} (warm-up requests in the first only)"] if b.rounds > 1 else []
-    design = [f"round blocks, not requests interleaved: {why_not}"] if why_not else []
-    return PlanStep("benchmark", commands=[shlex.join(tool.command(job)), *rounds, *design,
+    design_note = [f"round blocks, not requests interleaved: {why_not}"] if why_not else []
+    return PlanStep("benchmark", commands=[shlex.join(tool.command(job)), *rounds, *design_note,
                                            *backend.benchmark_notes(variant)])
 
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import shlex
 import subprocess
 import sys
 import time
@@ -29,6 +30,19 @@ def test_plan_lists_commands_and_files_without_side_effects(tmp_path, monkeypatc
     ]:
         assert needle in text, needle
     assert "--service-kind" not in text
+    assert "round blocks, not requests interleaved: genai-perf drives one server per run" in text
+
+
+def test_plan_shows_one_interleaved_run_for_both_variants_where_the_tool_can(monkeypatch, tmp_path):
+    monkeypatch.setenv("SPECOPS_CACHE", str(tmp_path / "cache"))
+    text = format_plan(load_profile("ngram-local", ["benchmark.num_requests=5", "benchmark.tool=aiperf"]))
+    [command] = [line for line in text.splitlines() if "aiperf profile" in line]
+    words = shlex.split(command.split("$ ", 1)[1])
+    urls = [words[i + 1] for i, word in enumerate(words) if word == "--url"]
+    assert [u.rsplit("/", 1)[-1] for u in urls] == ["speculative", "base"]
+    assert "--request-count 10" in command and "--export-level raw" in command  # 5 prompts on each server
+    assert "one run for both variants, requests interleaved" in text
+    assert "in the speculative variant's interleaved run (above)" in text
 
 
 @pytest.mark.parametrize("name", list_profile_names())
