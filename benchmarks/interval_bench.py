@@ -51,6 +51,8 @@ def main() -> None:
                          "speedup": s.point, "low": s.low, "high": s.high, "half_width": s.half_width,
                          "text": s.text(), "resampled": s.resampled, "throughput_ratio": s.throughput_ratio,
                          "wall_s": time.monotonic() - start})
+            print(f"\n[bench-intervals] {design} run {repeat + 1}: {s.text()}, interval over {s.resampled}, "
+                  f"wall {rows[-1]['wall_s']:.0f} s", flush=True)
     lines = ["| design | run | speedup (95% interval) | half-width | tools' tokens/s ratio | verdict | wall |",
              "|---|---|---|---|---|---|---|"]
     for r in rows:
