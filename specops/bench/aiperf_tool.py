@@ -33,6 +33,12 @@ type's flags and the `--extra-inputs` every request carries; the rest of the com
   record_models.py MetricRecordInfo; post_processors/record_export_jsonl_writer.py), beside the same
   request's latency: `--export-level records` suffices. `raw` (profile_export_raw.jsonl, every chunk of
   every response) would only cost disk, for these APIs as for Triton's generate endpoint.
+- Interleaved runs (InterleavedJob, ai-dynamo/aiperf PR #606): several `--url`s, one per variant's server,
+  which the credit issuer takes in turn, one step per request (credit/issuer.py _issue_credit_internal,
+  timing/url_samplers.py RoundRobinURLSampler; one sampler for warm-up and profiling, so even per-phase
+  counts keep the turn). Each prompt is written once per server, in a row, so every server answers every
+  prompt. 0.13.0 exports no url_index per request, so which server answered is read from the answer:
+  `--export-level raw` keeps each response, and Triton's generate answers carry `model_name`.
 """
 from __future__ import annotations
 
@@ -236,6 +242,8 @@ class AIPerf(BenchTool):
             return "the variants' requests differ beyond their address (model inputs or flags)"
         if len({job.target.streaming for job in jobs}) > 1:
             return "one variant streams and another does not"
+        if len({job.target.model for job in jobs}) < len(jobs):
+            return "two variants serve a model of the same name, so their answers cannot be told apart"
         return None
 
     def interleaved_command(self, job: InterleavedJob) -> list[str]:

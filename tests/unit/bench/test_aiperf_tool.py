@@ -178,6 +178,7 @@ def test_an_interleaved_command_names_each_servers_model_in_its_url_and_counts_p
      "differ beyond their address"),
     ({"target": BenchTarget(model="speculative", endpoints={Api.TRITON_GENERATE: "http://h:1"}, streaming=False)},
      "differ beyond their address"),
+    ({"target": BenchTarget(model="base", endpoints={Api.TRITON_GENERATE: "http://h:1"})}, "cannot be told apart"),
 ])
 def test_aiperf_says_why_it_cannot_interleave_some_variants(tmp_path, change, reason):
     assert reason in AIPerf().interleave_blocker(_pair(tmp_path, **change))
