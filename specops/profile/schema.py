@@ -77,7 +77,8 @@ class Benchmark(Section):
                                       "from the work asked for (requests x tokens x the server's measured pace)")
     tool: str = Field(DEFAULT_TOOL, description=f"the load generator: {', '.join(BENCH_TOOLS.names())}")
     rounds: Count = Field(1, ge=1, le=100, description="measure each variant this many times, alternating "
-                        "speculative and base; the speedup's interval is over prompts and rounds")
+                        "speculative and base; in round blocks (see pairing) the rounds are the interval's units, "
+                        "so one round gives no interval")
     interleave: bool = Field(False, description="keep both variants' servers up and alternate them (see pairing); "
                              "false: one variant's rounds, then the other's (on a GPU both servers may not fit "
                              "at once)")
