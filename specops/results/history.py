@@ -9,7 +9,8 @@ import textwrap
 from collections.abc import Callable
 from datetime import UTC, datetime
 
-from specops.results.model import RunResult, VariantRecord
+from specops.results.calibration import covers_one, is_calibration
+from specops.results.model import LEVEL, RunResult, Status, VariantRecord
 
 WIDTH = 100  # the terminal format_compare fits
 NONE = "-"
@@ -48,7 +49,8 @@ def _table(headers: list[str], rows: list[list[str]]) -> str:
 
 
 def format_history(results: list[RunResult]) -> str:
-    """One line per run, in the order given (the store gives newest first)."""
+    """One line per run, in the order given (the store gives newest first); A/A runs say whether their interval
+    holds 1.00x, and a last line gives their coverage day by day."""
     if not results:
         return "no runs recorded"
     headers = ["when (UTC)", "run id", "profile", "status", "speedup", "tok/s spec/base", "accept", "framework"]
@@ -57,11 +59,31 @@ def format_history(results: list[RunResult]) -> str:
         spec, base = _tok_s(result.variant("speculative")), _tok_s(result.variant("base"))
         tokens = NONE if spec is None and base is None else f"{_num(spec)}/{_num(base)}"
         rows.append([
-            when(result.started_at), result.run_id, result.profile, _status(result),
-            result.speedup.text() if result.speedup else NONE, tokens, _acceptance_rate(result),
-            result.served.framework or result.served.image or NONE,
+            when(result.started_at), result.run_id, result.profile, _status(result), _speedup(result), tokens,
+            _acceptance_rate(result), result.served.framework or result.served.image or NONE,
         ])
-    return _table(headers, rows)
+    return _table(headers, rows) + aa_coverage(results)
+
+
+def _speedup(result: RunResult) -> str:
+    s = result.speedup
+    if s is None:
+        return NONE
+    if not is_calibration(result) or s.low is None:
+        return s.text()
+    return f"{s.text()} A/A {'holds' if covers_one(s) else 'MISSES'} 1.00x"
+
+
+def aa_coverage(results: list[RunResult]) -> str:
+    """The A/A runs' coverage of 1.00x per UTC day, oldest first ("" when none has an interval)."""
+    days: dict[str, list[bool]] = {}
+    for r in sorted(results, key=lambda r: r.started_at):
+        if is_calibration(r) and r.status is not Status.FAILED and r.speedup is not None and r.speedup.low is not None:
+            days.setdefault(when(r.started_at)[:10], []).append(covers_one(r.speedup))
+    if not days:
+        return ""
+    per_day = ", ".join(f"{day} {sum(held)}/{len(held)}" for day, held in days.items())
+    return f"\n\nA/A coverage of 1.00x by {LEVEL:.0%} intervals, by day: {per_day}"
 
 
 def _gpus(result: RunResult) -> str:

@@ -121,3 +121,19 @@ def test_compare_warns_when_two_measurements_of_one_thing_disagree_beyond_their_
     other_settings = b.model_copy(update={"profile_sha256": "cd" * 32})
     for other in (other_commit, other_image, other_settings):
         assert not format_compare(a, other).startswith("!")
+
+
+def _aa(point: float, day: int, covers: bool):
+    result = run_result(speedup=point, started_at=T0 + day * 86_400).model_copy(update={"method": "none"})
+    low, high = (point - 0.05, point + 0.05) if covers else (point + 0.01, point + 0.1)
+    return result.model_copy(update={"speedup": result.speedup.model_copy(update={"low": low, "high": high})})
+
+
+def test_history_shows_the_aa_runs_coverage_of_one_day_by_day():
+    runs = [_aa(1.0, 0, True), _aa(1.02, 0, False), _aa(0.99, 1, True), run_result(speedup=1.4, started_at=T0),
+            _aa(1.0, 1, True).model_copy(update={"status": Status.FAILED})]
+    text = format_history(runs)
+    assert text.endswith("A/A coverage of 1.00x by 95% intervals, by day: 2026-01-01 1/2, 2026-01-02 1/1")
+    lines = text.splitlines()
+    assert "A/A holds 1.00x" in lines[2] and "A/A MISSES 1.00x" in lines[3] and "A/A" not in lines[5]
+    assert "A/A coverage" not in format_history([run_result(speedup=1.4)])  # no A/A run, no line
