@@ -10,7 +10,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 
 from specops.results.calibration import covers_one, is_calibration
-from specops.results.model import LEVEL, RunResult, Status, VariantRecord
+from specops.results.model import LEVEL, BenchmarkRecord, Design, RunResult, Status, VariantRecord
 
 WIDTH = 100  # the terminal format_compare fits
 NONE = "-"
@@ -110,8 +110,14 @@ def _benchmark(result: RunResult) -> str:
     bench = result.benchmark
     tool = f"{bench.tool} {bench.tool_version}" if bench.tool_version else bench.tool
     return (f"{tool}, {bench.api}, {bench.prompts}: {bench.num_requests} requests (+{bench.warmup_requests} warmup)"
-            f" x {bench.rounds} rounds{', interleaved' if bench.interleave else ''}, {bench.output_tokens} tokens,"
+            f" x {bench.rounds} rounds, {_design(bench)}, {bench.output_tokens} tokens,"
             f" concurrency {bench.concurrency}")
+
+
+def _design(bench: BenchmarkRecord) -> str:
+    if bench.design is Design.REQUESTS:
+        return "requests interleaved"
+    return "round blocks, interleaved" if bench.interleave else "round blocks"
 
 
 def _lossless(result: RunResult) -> str:

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import re
 
-from specops.results.history import WIDTH, format_compare, format_history
-from specops.results.model import GpuRecord, Status
+from specops.results.history import RUN_FIELDS, WIDTH, format_compare, format_history
+from specops.results.model import Design, GpuRecord, Status
 from tests.results_factory import T0, run_result
 
 
@@ -137,3 +137,11 @@ def test_history_shows_the_aa_runs_coverage_of_one_day_by_day():
     lines = text.splitlines()
     assert "A/A holds 1.00x" in lines[2] and "A/A MISSES 1.00x" in lines[3] and "A/A" not in lines[5]
     assert "A/A coverage" not in format_history([run_result(speedup=1.4)])  # no A/A run, no line
+
+
+def test_compare_shows_each_runs_pairing_design_and_marks_a_change():
+    a = run_result(speedup=1.3)
+    b = a.model_copy(update={"benchmark": a.benchmark.model_copy(update={"design": Design.REQUESTS})})
+    assert next(x for x in format_compare(a, b).splitlines() if " benchmark " in x).startswith("*")  # differs
+    benchmark = dict(RUN_FIELDS)["benchmark"]
+    assert "x 2 rounds, round blocks, interleaved," in benchmark(a) and "x 2 rounds, requests interleaved," in benchmark(b)
