@@ -21,8 +21,15 @@ break_and_test specops/pipeline/lossless.py 's/        if b == s:/        if b.s
   "outputs compared after strip()"
 break_and_test specops/pipeline/lossless.py 's/        mismatches += 1/        mismatches = 1/' \
   "mismatch count capped at one"
-break_and_test specops/results/speedup.py 's/        tail = (1 - level) \/ 2 \* 100/        tail = (1 - 0.90) \/ 2 * 100/' \
+break_and_test specops/results/speedup.py \
+  's/    t = float(stats.t.ppf(1 - (1 - level) \/ 2, df=len(ids) - 1))/    t = float(stats.t.ppf(1 - (1 - 0.90) \/ 2, df=len(ids) - 1))/' \
   "a 90% interval labelled with the recorded level (95%)"
+break_and_test specops/results/speedup.py \
+  's/        low, high, resampled = _t_interval(units, \[r for _, r in keys\], point, level, "rounds",/        low, high, resampled = _t_interval(units, [p for p, _ in keys], point, level, "rounds",/' \
+  "round blocks resampled by prompt (the requests of a block taken as independent)"
+break_and_test specops/pipeline/summarize.py \
+  's/throughput_ratio=throughput, design=facts.design\[0\])/throughput_ratio=throughput)/' \
+  "the run's pairing design not passed to the speedup (interleaved runs analysed as blocks)"
 break_and_test specops/pipeline/summarize.py \
   's/    if verdict is Verdict.INVALID and require_lossless:/    if verdict is Verdict.INVALID and not require_lossless:/' \
   "require_lossless negated where the status is decided"

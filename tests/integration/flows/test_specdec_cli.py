@@ -186,7 +186,7 @@ def test_history_and_compare(runs):
     order = [next(i for i, line in enumerate(lines) if f" {r} " in line) for r in ("broken", "second")]
     assert order == sorted(order)  # newest first
     assert "FAILED" in lines[order[0]]
-    assert " prompts x 1 round)" in lines[order[1]], lines[order[1]]
+    assert " prompts x 1 round, round blocks)" in lines[order[1]], lines[order[1]]
     compare = specops(env, "compare", "second", "retuned", timeout=120)
     assert compare.returncode == 0, output(compare)
     assert "second" in compare.stdout and "retuned" in compare.stdout

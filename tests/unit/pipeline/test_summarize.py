@@ -6,7 +6,8 @@ import pytest
 from specops.pipeline.backend import backend_for, tool_for
 from specops.pipeline.summarize import RunFacts, run_result, status_of
 from specops.profile.loader import load_profile
-from specops.results.model import Divergence, Lossless, Status, Verdict
+from specops.results.metrics import RequestSample
+from specops.results.model import Design, Divergence, Lossless, Status, VariantRecord, Verdict
 from specops.rundir import RunDir
 
 DIFFERING = Lossless(compared=2, mismatches=1, first=Divergence(prompt_index=1, position=3, base="abc",
@@ -33,3 +34,24 @@ def test_a_run_whose_outputs_differ_is_invalid_only_where_the_profile_requires_l
                         RunFacts(lossless=DIFFERING))
     assert result.verdict is Verdict.INVALID and result.status is status
     assert "1/2 prompts differ" in result.reasons[-1]
+
+
+def _variant(name: str, seconds: list[float]) -> VariantRecord:
+    samples = [RequestSample(prompt=p, round=0, latency_s=s, output_tokens=10) for p, s in enumerate(seconds)]
+    return VariantRecord(name=name, method="ngram" if name == "speculative" else "none", model=name, samples=samples)
+
+
+@pytest.mark.parametrize(("design", "unit"), [(Design.REQUESTS, "prompts"), (Design.ROUNDS, None)])
+def test_the_run_pairs_its_speedup_in_the_design_it_was_measured_in(tmp_path, monkeypatch, design, unit):
+    monkeypatch.setenv("SPECOPS_ARTIFACTS", str(tmp_path))
+    loaded = load_profile("ngram-local")
+    facts = RunFacts(variants=[_variant("speculative", [1.0, 1.1, 0.9, 1.2]), _variant("base", [1.3, 1.4, 1.2, 1.5])],
+                     design=(design, None if unit else "genai-perf drives one server per run"))
+    result = run_result(loaded, RunDir.create("ngram-local", "r"), backend_for(loaded.profile),
+                        tool_for(loaded.profile), facts)
+    s = result.speedup
+    assert (s.design, result.benchmark.design) == (design, design)
+    if unit:  # interleaved requests: the prompts are the units, so one round has an interval
+        assert s.resampled.startswith(unit) and s.low < s.point < s.high
+    else:  # one round block per variant: no interval, and the record says why the run was not interleaved
+        assert (s.low, s.high) == (None, None) and result.benchmark.design_note == "genai-perf drives one server per run"

@@ -169,7 +169,7 @@ def test_on_a_drifting_host_each_designs_interval_covers_as_its_level_says():
 def test_resampling_requests_of_round_blocks_undercovers_which_is_why_blocks_resample_rounds():
     # What the interval did before issue 27: it treated the requests of a block as independent.
     wrong = drift_coverage(Design.ROUNDS, 1, Design.REQUESTS)
-    print(f"coverage of 1.00x of a prompt bootstrap over one round block each: {wrong:.3f}")
+    print(f"coverage of 1.00x of an interval over the prompts of one round block each: {wrong:.3f}")
     assert wrong < 0.5
 
 
