@@ -2,6 +2,7 @@
 the backend's acceptance counters."""
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from prefect import get_run_logger, task
@@ -15,7 +16,7 @@ from specops.bench.tool import BenchJob, BenchTool
 from specops.pipeline.benchmark import Measured, bench_job, interleaved_job, measure_interleaved, measure_round
 from specops.pipeline.check import Pace
 from specops.profile.schema import Benchmark
-from specops.progress import within
+from specops.progress import Progress, within
 from specops.rundir import RunDir
 from specops.variant import Variant
 
@@ -33,15 +34,7 @@ def benchmark_round(tool: BenchTool, backend: Backend, server: Server, variant: 
     log.info("%s round %d/%d: %s over %s, %d requests x %d tokens, concurrency %d, bound %.0fs", variant.name,
              round_ + 1, bench.rounds, tool.name, job.api.value, job.requests, job.output_tokens, job.concurrency,
              job.timeout_s)
-    progress = _variant_progress(variant.name)
-    # The round's share of the variant's bar, moved on by the phases the tool's output announces.
-    share = within(progress.report, round_ / bench.rounds, (round_ + 1) / bench.rounds)
-    note = f"round {round_ + 1}/{bench.rounds}, {tool.name}"
-
-    def on_line(line: str) -> None:
-        if (fraction := tool.progress_of(line)) is not None:
-            share(fraction, note)
-
+    share, on_line = _round_progress(tool, variant.name, round_, bench.rounds, tool.name)
     with run.timed("benchmark", variant.name):
         measured = measure_round(tool, job, server, backend.gpus(), on_line=on_line)
     share(1.0, f"round {round_ + 1}/{bench.rounds} done")
@@ -62,14 +55,8 @@ def benchmark_interleaved_round(tool: BenchTool, servers: list[Server], jobs: li
     log.info("round %d/%d, requests interleaved %s: %s over %s, %d requests x %d tokens per variant, bound %.0fs",
              round_ + 1, rounds, names, tool.name, job.load.api.value, job.load.requests, job.load.output_tokens,
              job.timeout_s)
-    progress = _variant_progress(" <-> ".join(sorted(j.target.model for j in jobs)))  # one bar, whichever goes first
-    share = within(progress.report, round_ / rounds, (round_ + 1) / rounds)
-    note = f"round {round_ + 1}/{rounds}, {tool.name}, interleaved"
-
-    def on_line(line: str) -> None:
-        if (fraction := tool.progress_of(line)) is not None:
-            share(fraction, note)
-
+    bar = " <-> ".join(sorted(j.target.model for j in jobs))  # one bar, whichever goes first
+    share, on_line = _round_progress(tool, bar, round_, rounds, f"{tool.name}, interleaved")
     with run.timed("benchmark", "interleaved"):
         measured = measure_interleaved(tool, job, servers, on_line=on_line)
     share(1.0, f"round {round_ + 1}/{rounds} done")
@@ -77,6 +64,20 @@ def benchmark_interleaved_round(tool: BenchTool, servers: list[Server], jobs: li
         log.info("%s round %d: %.2f output tokens/s over its own requests", j.target.model, round_ + 1,
                  m.run.metrics.output_token_throughput_tok_s)
     return measured
+
+
+def _round_progress(tool: BenchTool, bar: str, round_: int, rounds: int,
+                    what: str) -> tuple[Progress, Callable[[str], None]]:
+    """The round's share of its bar, and the tool-output callback that moves it on by the phases the tool's
+    output announces."""
+    share = within(_variant_progress(bar).report, round_ / rounds, (round_ + 1) / rounds)
+    note = f"round {round_ + 1}/{rounds}, {what}"
+
+    def on_line(line: str) -> None:
+        if (fraction := tool.progress_of(line)) is not None:
+            share(fraction, note)
+
+    return share, on_line
 
 
 def _variant_progress(name: str) -> ProgressArtifact:

@@ -101,33 +101,33 @@ def measure_round(tool: BenchTool, job: BenchJob, server: Server, gpus: str,
                   on_line: Callable[[str], None] | None = None) -> Measured:
     """Run the tool with the server's CPU time (and, on a GPU host, its GPUs' energy) read around it,
     and the server watched: one that dies or stalls stops the tool within seconds (ServerDown)."""
-    what = server.version()[0]
-    meter = CostMeter.with_gpus(server.cpu_seconds, f"CPU time of the {what} server's process tree or container",
-                                gpus)
+    meter = CostMeter.with_gpus(server.cpu_seconds, _cpu_source(server), gpus)
     with meter.window() as window:
         run = tool.run(job, on_line=on_line, watch=Watchdog(server, f"{tool.name} benchmark"))
-    measured = sum(s.output_tokens for s in run.samples)
-    # Warm-up requests ran inside the same window at the pinned length: count them at the measured mean.
-    tokens = measured * (job.requests + job.warmup) / job.requests if run.samples else 0.0
-    return Measured(run, window.cost(tokens))
+    return Measured(run, window.cost(window_tokens(run, job)))
 
 
 def measure_interleaved(tool: BenchTool, job: InterleavedJob, servers: list[Server],
                         on_line: Callable[[str], None] | None = None) -> list[Measured]:
     """An interleaved run with each server's CPU time read around it (only one server works at a time at
     concurrency 1, so each tree's CPU time is its own variant's), and every server watched."""
-    meters = [CostMeter(server.cpu_seconds, f"CPU time of the {server.version()[0]} server's process tree or "
-                        "container", None, SHARED_GPU_WINDOW) for server in servers]
+    meters = [CostMeter(server.cpu_seconds, _cpu_source(server), None, SHARED_GPU_WINDOW) for server in servers]
     with ExitStack() as stack:
         windows = [stack.enter_context(meter.window()) for meter in meters]
         runs = tool.run_interleaved(job, on_line=on_line, watch=Watchdogs(
             [Watchdog(server, f"{tool.name} interleaved benchmark") for server in servers]))
-    load = job.load
-    out = []
-    for run, window in zip(runs, windows):
-        tokens = sum(s.output_tokens for s in run.samples) * (load.requests + load.warmup) / load.requests
-        out.append(Measured(run, window.cost(tokens)))
-    return out
+    return [Measured(run, window.cost(window_tokens(run, job.load))) for run, window in zip(runs, windows)]
+
+
+def _cpu_source(server: Server) -> str:
+    return f"CPU time of the {server.version()[0]} server's process tree or container"
+
+
+def window_tokens(run: BenchRun, job: BenchJob) -> float:
+    """Output tokens a server produced in a benchmark window. Warm-up requests ran inside the same window at the
+    pinned length: they count at the measured requests' mean."""
+    measured = sum(s.output_tokens for s in run.samples)
+    return measured * (job.requests + job.warmup) / job.requests if run.samples else 0.0
 
 
 def total_cost(costs: list[Cost]) -> Cost | None:
