@@ -1,5 +1,5 @@
-"""specops command line: run, plan, profiles, history, compare, sweep, compare-profiles, schema, deployments,
-janitor, settings."""
+"""specops command line: run, plan, profiles, history, compare, sweep, compare-profiles, calibrate, results,
+schema, deployments, janitor, settings."""
 from __future__ import annotations
 
 import argparse
@@ -15,6 +15,8 @@ from specops.backends.base import PrerequisiteError
 from specops.profile.errors import ProfileError
 
 EXIT_PROFILE, EXIT_FAILED, EXIT_INVALID, EXIT_PREREQUISITES, EXIT_INTERRUPTED = 2, 1, 3, 4, 130
+EXIT_PIPE_CLOSED = 141  # 128 + SIGPIPE, as `git log | head` ends: the reader stopped, nothing failed
+MAX_SWEEP_CELLS = 64
 
 
 def _profile_args(p: argparse.ArgumentParser) -> None:
@@ -36,7 +38,7 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_parser("profiles", help="list profiles and the method x backend matrix")
     history = sub.add_parser("history", help="runs in the results database, newest first")
     history.add_argument("profile", nargs="?", help="only this profile's runs")
-    history.add_argument("-n", "--limit", type=int, help="runs read (default 30; with --trend 500)")
+    history.add_argument("-n", "--limit", type=_positive, help="runs read (default 30; with --trend 500)")
     history.add_argument("--trend", action="store_true", help="write each profile's trend report (HTML + PNG) "
                          "under artifacts/trends/ and print the newest run's regression verdicts")
     compare = sub.add_parser("compare", help="two runs side by side (run id, uid or uid prefix)")
@@ -49,6 +51,9 @@ def _parser() -> argparse.ArgumentParser:
     sweep.add_argument("--concurrency", type=_int_list, default=[1, 2, 4], metavar="C,C,...",
                        help="benchmark.concurrency values, default 1,2,4")
     sweep.add_argument("--run-id", help="name of the sweep's run directory (default: timestamp)")
+    sweep.add_argument("--max-cells", type=_positive, default=MAX_SWEEP_CELLS, metavar="N",
+                       help=f"refuse a grid of more cells than this (default {MAX_SWEEP_CELLS}): each cell is a "
+                       "benchmark of its own")
     versus = sub.add_parser("compare-profiles", help="several profiles on one target, run one after another, in "
                             "one table (Prefect flow `compare`)")
     versus.add_argument("profiles", nargs="+", metavar="PROFILE")
@@ -60,6 +65,15 @@ def _parser() -> argparse.ArgumentParser:
     calibrate.add_argument("--runs", type=int, default=20, help="A/A runs (default 20: about 19 intervals of "
                            "20 should contain 1.00x)")
     calibrate.add_argument("--run-id", help="name of the calibration's directory under artifacts/calibrate/<profile>/")
+    results = sub.add_parser("results", help="the results database: `results import` records results kept in run "
+                             "directories (a run whose database was unreachable at its end)")
+    results_sub = results.add_subparsers(dest="results_command", required=True)
+    importing = results_sub.add_parser("import", help="append the results kept in run directories (their "
+                                       "manifest.json) to the results database; without RUN_DIR, those "
+                                       "earlier runs could not record")
+    importing.add_argument("run_dirs", nargs="*", type=Path, metavar="RUN_DIR",
+                           help="a run's directory, or one holding several (a sweep's, a profile's)")
+    importing.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
     schema = sub.add_parser("schema", help="print the profile JSON schema")
     schema.add_argument("-o", "--output", type=Path)
     deployments = sub.add_parser("deployments", help="write prefect.yaml from the profiles (or a work pool's "
@@ -77,10 +91,16 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _int_list(text: str) -> list[int]:
-    try:
-        return [int(v) for v in text.split(",") if v.strip()]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r}: give whole numbers separated by commas, e.g. 1,2,4") from None
+    items = [v.strip() for v in text.split(",")]
+    if not all(item.isdigit() and int(item) > 0 for item in items):
+        raise argparse.ArgumentTypeError(f"{text!r}: give positive whole numbers separated by commas, e.g. 1,2,4")
+    return [int(item) for item in items]
+
+
+def _positive(text: str) -> int:
+    if not text.strip().isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: give a whole number of 1 or more")
+    return int(text)
 
 
 def prefect_defaults() -> None:
@@ -96,13 +116,14 @@ def _terminate_as_interrupt(signum, frame):  # so `finally` teardown runs on SIG
 
 
 def cmd_run(args) -> int:
-    from cli.preflight import check_host, check_run_id, environment_problems
+    from cli.preflight import check_host, check_local_target, check_run_id, environment_problems
     from specops.pipeline.backend import backend_for, preflight, tool_for
     from specops.profile.loader import load_profile
 
     loaded = load_profile(args.profile, args.overrides)  # fail fast, before Prefect starts
     check_run_id(loaded.profile.name, args.run_id)
     check_host(loaded)
+    check_local_target(loaded)
     problems = environment_problems(loaded) + preflight(backend_for(loaded.profile), tool_for(loaded.profile))
     if problems:
         raise PrerequisiteError(loaded.profile.name, problems)
@@ -111,6 +132,7 @@ def cmd_run(args) -> int:
     from cli.prefect_api import PrefectApiError, prefect_api
     from flows.specdec import RunFailed, run_specdec
     from specops.report.writer import summary
+    from specops.results.durable import is_unrecorded
 
     if not getattr(args, "debug", False):  # the step and the error end the run in one line; the UI keeps tracebacks
         from cli.console import drop_console_tracebacks
@@ -133,6 +155,10 @@ def cmd_run(args) -> int:
     measured = sum(result.phases.phase_s.values())
     queued = result.waited_s  # for the slots, behind other runs: not orchestration
     print(f"\nreport: {Path(result.run_dir) / 'report.md'}\n{summary(result)}")
+    if is_unrecorded(result.uid):
+        print(f"specops: warning: the results database did not take this run's result; it is kept in "
+              f"{Path(result.run_dir) / 'manifest.json'}: `specops results import {result.run_dir}` records it, "
+              "or the next run does", file=sys.stderr)
     print(f"orchestration overhead: {total - measured - queued:.1f}s of specops run's {total:.1f}s "
           f"(Prefect start-up, validation, download, render, report; serve+check+benchmark took {measured:.1f}s"
           + (f"; waited {queued:.1f}s for {', '.join(result.window.slots)})" if queued >= 1 else ")"))
@@ -162,7 +188,17 @@ def cmd_sweep(args) -> int:
         grid = SweepGrid(draft_lengths=args.k, concurrencies=args.concurrency)
     except ValidationError as err:
         raise ProfileError("sweep grid", [(str(e["loc"][0]), e["msg"]) for e in err.errors()]) from None
-    validate_grid(args.profile, args.overrides, grid)  # fail fast, before Prefect starts
+    cells = len(grid.cells())
+    if cells > args.max_cells:
+        raise ProfileError("sweep grid", [("--k x --concurrency", f"{len(grid.draft_lengths)} draft lengths x "
+                                           f"{len(grid.concurrencies)} concurrencies are {cells} cells, more than "
+                                           f"--max-cells {args.max_cells}; narrow the grid, or raise --max-cells")])
+    loaded = validate_grid(args.profile, args.overrides, grid)  # fail fast, before Prefect starts
+    bench = loaded.profile.benchmark
+    print(f"sweep of {loaded.profile.name}: {cells} cells ({len(grid.draft_lengths)} draft lengths x "
+          f"{len(grid.concurrencies)} concurrencies), up to {len(grid.draft_lengths) + 1} servers, "
+          f"{bench.num_requests} requests x {bench.rounds} round(s) per cell; cells measured before are reused",
+          file=sys.stderr)
     from flows.sweep import sweep
 
     outcome = _flow_command(args, lambda: sweep(args.profile, grid.draft_lengths, grid.concurrencies,
@@ -210,14 +246,14 @@ def cmd_profiles(args) -> int:
 
 def cmd_history(args) -> int:
     from specops.regression.verdict import HISTORY_LIMIT
+    from specops.results.compat import ReadNotes
     from specops.results.history import format_history
     from specops.results.store import ResultsStore
 
-    store = ResultsStore.open()
-    try:
-        runs = store.history(args.profile, limit=args.limit or (HISTORY_LIMIT if args.trend else 30))
-    finally:
-        store.close()
+    notes = ReadNotes()
+    with ResultsStore.open() as store:
+        runs = store.history(args.profile, limit=args.limit or (HISTORY_LIMIT if args.trend else 30), notes=notes)
+    _warn(notes)
     if not runs:
         print(f"no runs{' of ' + args.profile if args.profile else ''} in the results database")
         return 0
@@ -243,15 +279,36 @@ def _trends(runs) -> str:
 
 
 def cmd_compare(args) -> int:
+    from specops.results.compat import ReadNotes
     from specops.results.history import format_compare
     from specops.results.store import ResultsStore
 
-    store = ResultsStore.open()
-    try:
-        a, b = (store.get(ref) for ref in args.runs)
-    finally:
-        store.close()
+    notes = ReadNotes()
+    with ResultsStore.open() as store:
+        a, b = (store.get(ref, notes) for ref in args.runs)
+    _warn(notes)
     print(format_compare(a, b))
+    return 0
+
+
+def _warn(notes) -> None:
+    for line in notes.lines():
+        print(f"specops: warning: {line}", file=sys.stderr)
+
+
+def cmd_results_import(args) -> int:
+    from specops.results import durable
+    from specops.results.store import ResultsStore
+
+    with ResultsStore.open() as store:
+        done = (durable.import_results(store, args.run_dirs) if args.run_dirs
+                else durable.import_unrecorded(store))
+        where = store.url
+    for imported in done:
+        print(f"recorded {imported.result.profile} run {imported.result.run_id} ({imported.result.uid[:12]}, "
+              f"{imported.result.verdict.value}) from {imported.run_dir}")
+    what = "the given run directories" if args.run_dirs else "results earlier runs could not record"
+    print(f"{len(done)} run(s) of {what} recorded in {where}" if done else f"nothing to record: no {what}")
     return 0
 
 
@@ -299,27 +356,36 @@ def cmd_janitor(args) -> int:
 
 COMMANDS = {"run": cmd_run, "plan": cmd_plan, "profiles": cmd_profiles, "history": cmd_history,
             "compare": cmd_compare, "sweep": cmd_sweep, "compare-profiles": cmd_compare_profiles,
-            "calibrate": cmd_calibrate,
+            "calibrate": cmd_calibrate, "results": cmd_results_import,
             "schema": cmd_schema, "janitor": cmd_janitor, "deployments": cmd_deployments,
             "settings": cmd_settings}
 
 
 def main(argv: list[str] | None = None) -> int:
-    from specops.results.store import ResultsError
+    from specops.atomic_file import RunFileError
+    from specops.results.manifest import ManifestError
+    from specops.results.store import AmbiguousRun, ResultsError, RunNotFound
     from specops.rundir import RunDirError
 
     args = _parser().parse_args(argv)
     try:
         return COMMANDS[args.command](args)
-    except (ProfileError, RunDirError) as err:
+    except (ProfileError, RunDirError, ManifestError) as err:
         return _failed(args, err, EXIT_PROFILE)
     except PrerequisiteError as err:
         return _failed(args, err, EXIT_PREREQUISITES)
-    except ResultsError as err:
+    except (RunNotFound, AmbiguousRun) as err:  # a run id that names no run, or several: what was typed
+        return _failed(args, err, EXIT_PROFILE)
+    except ResultsError as err:  # the database is this machine's environment, as the roots are
+        return _failed(args, err, EXIT_PREREQUISITES)
+    except RunFileError as err:  # a full disk: the file named, one line
         return _failed(args, err, EXIT_FAILED)
     except KeyboardInterrupt:
         print("specops: interrupted; servers were stopped", file=sys.stderr)
         return EXIT_INTERRUPTED
+    except BrokenPipeError:  # `specops plan X | head`: the reader has what it wanted
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # so the exit's flush cannot fail again
+        return EXIT_PIPE_CLOSED
     except Exception as err:  # a bug, or a failure nobody foresaw: still one line, unless --debug
         if args.debug:
             raise

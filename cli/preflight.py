@@ -16,8 +16,10 @@ from pathlib import Path
 from specops.http_client import Client, HttpError, StatusError, is_loopback
 from specops.profile.errors import ProfileError
 from specops.profile.loader import LoadedProfile
-from specops.rundir import RunDirError, artifacts_root, cache_root, validate_run_id
+from specops.results.store import results_problems
+from specops.rundir import RunDirError, artifacts_root, cache_root, free_space_problem, validate_run_id
 from specops.settings import env_name, settings
+from specops.sources.local import missing_target_files
 from specops.sources.schemes import parse_source
 
 PROBE_TIMEOUT_S = 3.0  # a hub or a Prefect server that needs longer to answer is not there for us
@@ -32,6 +34,20 @@ def check_run_id(profile_name: str, run_id: str | None) -> None:
     if existing.exists():
         raise RunDirError(f"--run-id {run_id!r}: a run directory already exists at {existing}; choose another "
                           "--run-id, or omit it for a new timestamped one")
+
+
+def check_local_target(loaded: LoadedProfile) -> None:
+    """A local target directory that cannot be served, named with what it lacks, before anything starts."""
+    source = loaded.profile.target.source
+    ref = parse_source(source) if source else None
+    if ref is None or ref.scheme != "local":
+        return
+    path = Path(ref.name).expanduser()
+    if not path.is_dir():
+        raise ProfileError(str(loaded.path), [("target.source", f"{source}: {path} is not a directory")])
+    if missing := missing_target_files(path):
+        raise ProfileError(str(loaded.path), [("target.source", f"{source}: {path} lacks {' and '.join(missing)}; "
+                                               "the server and the benchmark tokenize with the target's files")])
 
 
 def check_host(loaded: LoadedProfile) -> None:
@@ -52,8 +68,9 @@ def check_host(loaded: LoadedProfile) -> None:
 
 
 def environment_problems(loaded: LoadedProfile) -> list[str]:
-    """This machine's side: writable artifact and cache roots, a reachable hub, a live Prefect API."""
-    return directory_problems() + hub_problems(loaded) + prefect_api_problems()
+    """This machine's side: writable artifact and cache roots, a results database that takes rows, a
+    reachable hub, a live Prefect API."""
+    return directory_problems() + results_problems() + hub_problems(loaded) + prefect_api_problems()
 
 
 def directory_problems() -> list[str]:
@@ -64,6 +81,8 @@ def directory_problems() -> list[str]:
             where = (f"{var}={getattr(given, field)}" if field in given.model_fields_set
                      else f"{root} (the default: {var} is unset)")
             problems.append(f"{where}: {why}; point {var} at a writable directory (created if missing)")
+    if not problems and (short := free_space_problem()):
+        problems.append(short)
     return problems
 
 
@@ -128,12 +147,32 @@ def prefect_api_problems() -> list[str]:
     url = PREFECT_API_URL.value()
     if not url:
         return []
-    why = _unreachable(url.rstrip("/") + "/health")
+    why = _not_a_prefect_3_server(url.rstrip("/"))
     if why is None:
         return []
     where, undo = _api_url_origin()
-    return [f"PREFECT_API_URL={url} (set by {where}) does not answer ({why}): start the server (`make up`), "
-            f"or {undo} to run with a temporary server"]
+    return [f"PREFECT_API_URL={url} (set by {where}) {why}: start the server (`make up`) or point it at a "
+            f"Prefect 3 server, or {undo} to run with a temporary server"]
+
+
+def _not_a_prefect_3_server(api: str) -> str | None:
+    """Why the API at `api` cannot run specops' flows: no answer, an error status, or another major version
+    (a Prefect 2 server takes the client's requests and fails them deep in the flow)."""
+    client = Client(env_proxy=not is_loopback(api))  # a remote Prefect server may sit behind the proxy
+    try:
+        client.text("GET", api + "/health", PROBE_TIMEOUT_S)
+        version = client.text("GET", api + "/admin/version", PROBE_TIMEOUT_S).strip().strip('"')
+    except StatusError as err:
+        return f"answers HTTP {err.status} instead of Prefect's health and version ({str(err)[:160]})"
+    except HttpError as err:
+        return f"does not answer ({err})"
+    finally:
+        client.close()
+    if version.split(".")[0] != "3":
+        from prefect import __version__ as ours  # noqa: PLC0415
+
+        return f"is a Prefect {version or '(unknown version)'} server; this specops' client is Prefect {ours}"
+    return None
 
 
 def _api_url_origin() -> tuple[str, str]:

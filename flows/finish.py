@@ -8,14 +8,18 @@ from pathlib import Path
 
 from specops.results.model import RunResult
 from specops.rundir import RunDir
-from tasks.report import publish_artifacts, record_result, write_report
+from tasks.report import publish_artifacts, record_result, save_result, write_report
 
 
 def finish(result: RunResult, run: RunDir) -> Path:
-    """Report files, Prefect artifacts and the database row, from the one RunResult."""
+    """The RunResult into the run directory, then the database row (which may fail without losing it),
+    then the report files and the Prefect artifacts rendered from it."""
+    try:
+        save_result(result, run)
+    finally:  # the database may well be on a disk that is not full
+        record_result(result)
     files = write_report(result, run)
     publish_artifacts(result, files)
-    record_result(result)
     return files.report_md
 
 

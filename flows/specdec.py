@@ -25,12 +25,12 @@ from specops.pipeline.backend import backend_for, tool_for
 from specops.pipeline.benchmark import bench_prompts
 from specops.pipeline.summarize import RunFacts
 from specops.profile.loader import LoadedProfile
-from specops.results.model import RunResult, Status, Window
+from specops.results.model import Failure, RunResult, Status, Verdict, Window
 from specops.rundir import RunDir, cache_root
 from specops.slots import run_slots
 from specops.variant import BASE, SPECULATIVE, Variant, variants_of
 from tasks.check import compare_check_outputs
-from tasks.profile import check_prerequisites, create_run_dir, validate_profile
+from tasks.profile import check_prerequisites, check_result_storage, create_run_dir, validate_profile
 from tasks.render import build_engine, render_repository
 from tasks.report import summarize_run
 
@@ -58,6 +58,12 @@ class RunInvalid(RuntimeError):
 
     def __reduce__(self):
         return type(self), (self.result, self.report)
+
+
+def failed_at_report(result: RunResult, error: Exception) -> RunResult:
+    """The measured run as it ended: its report could not be written (what was measured stays in it)."""
+    failure = Failure(step="report", error=f"{type(error).__name__}: {error}")
+    return result.model_copy(update={"status": Status.FAILED, "verdict": Verdict.FAILED, "failure": failure})
 
 
 def final_state(result: RunResult, report: Path) -> RunResult | State:
@@ -127,18 +133,20 @@ def specdec(profile: str = "ngram-local", overrides: list[str] | None = None,
     facts = RunFacts()
     try:
         check_prerequisites(backend, tool, run)
+        check_result_storage(run, loaded.profile.name)
         measure(loaded, backend, tool, run, facts)
     except BaseException as error:
-        report = None
+        report, result = None, None
         try:
             result = summarize_run(loaded, run, backend, tool, facts, error)
             set_final_status(run, result)  # first: a report that fails must not leave "running"
             report = finish(result, run)
         except Exception as unreported:  # the original error matters more than a failed report
             step, variant = run.progress.failed_at or ("report", None)
-            run.set_status("failed", step, variant, f"{type(error).__name__}: {error}")
+            run.say_failed(step, variant, f"{type(error).__name__}: {error}")
             get_run_logger().error("could not report the failed run: %r", unreported)
-            raise error from None
+            if result is None or not isinstance(error, Exception):
+                raise error from None
         if isinstance(error, Exception):
             raise RunFailed(result, report) from error
         raise  # cancellation and interrupts stay what they are
@@ -146,7 +154,9 @@ def specdec(profile: str = "ngram-local", overrides: list[str] | None = None,
     try:
         report = finish(result, run)
     except BaseException as error:
-        run.set_status("failed", "report", None, f"{type(error).__name__}: {error}")
+        run.say_failed("report", None, f"{type(error).__name__}: {error}")
+        if isinstance(error, Exception):  # e.g. a full disk: the step and the file, in one line
+            raise RunFailed(failed_at_report(result, error), None) from error
         raise
     set_final_status(run, result)
     return final_state(result, report)

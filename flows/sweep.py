@@ -29,7 +29,7 @@ from specops.pipeline.benchmark import bench_prompts
 from specops.pipeline.summarize import RunFacts
 from specops.profile.loader import LoadedProfile, load_profile
 from specops.results.model import SWEEP_CELL_NOTE, Lossless, RunResult, VariantRecord, Window
-from specops.rundir import RunDir, cache_root
+from specops.rundir import RunDir, cache_root, end_open_statuses
 from specops.slots import run_slots
 from specops.sweep.analysis import Cell, best_k, crossover
 from specops.sweep.cells import BaseCell, CellStore
@@ -39,7 +39,7 @@ from specops.sweep.schedule import recommend
 from specops.sweep.table import format_sweep
 from specops.variant import BASE, SPECULATIVE, Variant, base_method
 from tasks.check import compare_check_outputs
-from tasks.profile import check_prerequisites, create_run_dir
+from tasks.profile import check_prerequisites, check_result_storage, create_run_dir
 from tasks.render import build_engine, render_repository
 from tasks.report import summarize_run
 from tasks.sweep import find_measured_cells, keep_base_cell, keep_cell, publish_sweep, validate_sweep
@@ -146,6 +146,7 @@ def prepare(state: Sweep, backend: Backend, tool: BenchTool, run: RunDir) -> Non
     """Prerequisites and models, once per sweep run, before its first server."""
     if state.target is None:
         check_prerequisites(backend, tool, run)
+        check_result_storage(run, state.loaded.profile.name)
         state.target, state.draft = prepare_models(state.loaded, backend, run, cache_root(), state.facts)
         state.tokenizer = backend.tokenizer_dir(state.target)
 
@@ -199,13 +200,17 @@ def sweep(profile: str = "ngram-local", draft_lengths: list[int] | None = None,
         crossovers, best = crossover(cells), best_k(cells)
         recommendation = recommend(loaded, best)
         served = measure_schedule(state, grid, recommendation, bases) if serve_schedule else []
+        outcome = SweepOutcome(profile=loaded.profile.name, overrides=overrides, grid=grid, run_dir=str(run.path),
+                               cells=cells, crossovers=crossovers, best=best, recommendation=recommendation,
+                               schedule_cells=served, measured=state.measured, server_starts=dict(state.starts),
+                               table=format_sweep(cells, crossovers, best, recommendation, served))
+        with run.timed("publish", "sweep", announce=False):  # a report that cannot be written fails the sweep too
+            publish_sweep(outcome, run)
     except BaseException as error:
-        run.set_status("failed", *(run.progress.failed_at or ("sweep", None)), f"{type(error).__name__}: {error}")
+        step, variant = run.progress.failed_at or ("sweep", None)
+        run.say_failed(step, variant, f"{type(error).__name__}: {error}")
+        end_open_statuses(run.path, "failed", f"the sweep failed at {step}: {type(error).__name__}: {error}")
         raise
-    outcome = SweepOutcome(profile=loaded.profile.name, overrides=overrides, grid=grid, run_dir=str(run.path),
-                           cells=cells, crossovers=crossovers, best=best, recommendation=recommendation,
-                           schedule_cells=served, measured=state.measured, server_starts=dict(state.starts),
-                           table=format_sweep(cells, crossovers, best, recommendation, served))
-    publish_sweep(outcome, run)
+    end_open_statuses(run.path, "ok")  # its servers' directories (their cells ended with their results)
     run.set_status("ok")
     return outcome

@@ -30,7 +30,7 @@ def train_draft(profile: str = "eagle3-local", overrides: list[str] | None = Non
         draft, result = prepare_trained_draft(loaded, backend, target, run, cache_dir)
     except BaseException as error:
         step, variant = run.progress.failed_at or ("train-draft", None)
-        run.set_status("failed", step, variant, f"{type(error).__name__}: {error}")
+        run.say_failed(step, variant, f"{type(error).__name__}: {error}")
         raise
     run.set_status("ok")
     return {"export_dir": str(draft.path), "sha256": draft.sha256, **result.to_json()}

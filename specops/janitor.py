@@ -31,7 +31,9 @@ from specops.tracking import (
     same_process,
     unregister,
 )
+from specops.triton.server import sweep_stale_shm_regions
 
+SHM_REGION = "shm-region"  # counted with what was stopped, reported as removed
 _ABANDONED = ("the run's process (pid {}) ended without finishing; specops janitor stopped what it "
               "left")
 
@@ -81,6 +83,9 @@ def sweep(owner: str | None = None, *, everything: bool = False, runs: Mapping[s
         why = _ABANDONED.format(record.get("owner_pid", "?"))
         if record.get("run_dir") and mark_abandoned(Path(record["run_dir"]), why):
             log(f"janitor: {record['run_dir']}: status failed (its run is gone)")
+    for region in sweep_stale_shm_regions():
+        log(f"janitor: removed {region} (Triton shared memory of a specops process that is gone)")
+        stopped[SHM_REGION] += 1
     return stopped
 
 
@@ -91,9 +96,11 @@ def reap(owner: str | None = None, timeout_s: float = 10.0, log: Callable[[str],
 
 def summary(stopped: Counter[str], kept: int = 0) -> str:
     """`specops janitor`'s report: what it stopped per kind, and what it left to live runs."""
-    what = ", ".join(f"{n} {kind}" for kind, n in sorted(stopped.items()) if n) or "nothing"
+    what = ", ".join(f"{n} {kind}" for kind, n in sorted(stopped.items()) if n and kind != SHM_REGION) or "nothing"
     left = f"; left {kept} process(es)/container(s) of live runs alone" if kept else ""
-    return f"janitor: stopped {what}{left}"
+    removed = f"; removed {stopped[SHM_REGION]} shared-memory region(s) of dead specops processes" \
+        if stopped[SHM_REGION] else ""
+    return f"janitor: stopped {what}{left}{removed}"
 
 
 def live_records(runs: Mapping[str, bool] | None = None) -> int:

@@ -1,10 +1,13 @@
 """The run directory: artifacts/<profile>/<run-id>/, where every step leaves its output and logs."""
 from __future__ import annotations
 
+import errno
 import json
+import logging
 import os
 import re
 import secrets
+import shutil
 import threading
 import time
 from contextlib import contextmanager
@@ -14,7 +17,10 @@ from typing import Any
 
 import yaml
 
+from specops.atomic_file import RunFileError, write_text
 from specops.settings import settings
+
+log = logging.getLogger(__name__)
 
 
 def artifacts_root() -> Path:
@@ -27,6 +33,25 @@ def cache_root() -> Path:
     if s.specops_cache is not None:
         return s.specops_cache.resolve()
     return (s.xdg_cache_home or Path.home() / ".cache") / "specops"
+
+
+def free_space_problem() -> str | None:
+    """Less free space under the artifacts or the cache root than a run needs; None if enough.
+    (A full disk mid-run still ends the run FAILED at its step, naming the file: this makes it rare.)"""
+    need_mb = settings().specops_min_free_mb
+    # The cache too: a run renders its repositories and takes its locks there, even when every model is cached.
+    for var, root in (("SPECOPS_ARTIFACTS", artifacts_root()), ("SPECOPS_CACHE", cache_root())):
+        existing = root
+        while not existing.exists() and existing != existing.parent:
+            existing = existing.parent
+        try:
+            free_mb = shutil.disk_usage(existing).free / 2**20
+        except OSError:
+            continue  # not a directory we can look at: the writability check says why
+        if free_mb < need_mb:  # one disk short is one message, even when both roots are on it
+            return (f"{var}={root}: {free_mb:.0f} MB free, below the {need_mb} MB a run needs "
+                    f"(SPECOPS_MIN_FREE_MB); free space there, or point {var} at a disk with room")
+    return None
 
 
 _TIMINGS_LOCK = threading.Lock()
@@ -43,20 +68,51 @@ def read_status(run_path: Path) -> dict[str, Any]:
 
 
 def mark_abandoned(run_path: Path, why: str) -> bool:
-    """A run whose process died says `running` forever: say failed, at the step it was in."""
-    status = read_status(run_path)
-    if status.get("state") != RUNNING:
-        return False
-    status.update(state="failed", error=why, updated_at=time.time())
-    _write_status(Path(run_path), status)
-    return True
+    """A run whose process died says `running` forever: say failed, at the step it was in. A sweep's server
+    or cell directory stands for the whole sweep: it, and every part of it still running, end failed."""
+    run_path = Path(run_path)
+    top = run_path
+    for parent in run_path.parents:  # the outermost directory that is a run: the sweep around a cell
+        if not (parent / STATUS_FILE).is_file():
+            break
+        top = parent
+    return end_open_statuses(top, "failed", why) > 0
+
+
+def end_open_statuses(root: Path, state: str, error: str | None = None) -> int:
+    """Every status.json in root or below it that still says `running` says `state` (with `error`),
+    keeping the step it was in; how many. What a sweep opened ends with the sweep."""
+    ended = 0
+    for path in sorted(Path(root).rglob(STATUS_FILE)):
+        status = read_status(path.parent)
+        if status.get("state") != RUNNING:
+            continue
+        status.update(state=state, updated_at=time.time(), **({"error": error} if error else {}))
+        try:
+            _write_status(path.parent, status)
+        except RunFileError as exc:  # a full disk: the caller's own error is what must reach the user
+            log.error("could not end %s: %s", path, exc)
+            continue
+        ended += 1
+    return ended
 
 
 def _write_status(run_path: Path, data: dict[str, Any]) -> None:
     """Replaced atomically, so a reader never sees half a file."""
-    tmp = run_path / f".status.json.{os.getpid()}.{threading.get_ident()}"
-    tmp.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
-    os.replace(tmp, run_path / STATUS_FILE)
+    text = json.dumps(data, indent=2, sort_keys=True) + "\n"
+    try:
+        write_text(run_path / STATUS_FILE, text)
+    except RunFileError as exc:
+        data, path = text.encode("utf-8"), run_path / STATUS_FILE
+        # Only into blocks the file already owns: a write that needs a new one fails half-way, and a half
+        # status.json is worse than the old whole one (a long error, e.g. a server's log tail, does not fit).
+        if exc.errno != errno.ENOSPC or not path.is_file() or len(data) > path.stat().st_blocks * 512:
+            raise
+        # A full disk has no room for a second copy, but the file's own block holds the new few hundred bytes:
+        # a run that fails for want of space must still say so.
+        with open(path, "r+b") as status:
+            status.write(data)
+            status.truncate()
 
 
 def new_run_id() -> str:
@@ -136,15 +192,10 @@ class RunDir:
         return self.sub("servers")
 
     def write_json(self, name: str, data: Any) -> Path:
-        target = self.path / name
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(json.dumps(data, indent=2, sort_keys=True, default=str) + "\n")
-        return target
+        return write_text(self.path / name, json.dumps(data, indent=2, sort_keys=True, default=str) + "\n")
 
     def write_yaml(self, name: str, data: Any) -> Path:
-        target = self.path / name
-        target.write_text(yaml.safe_dump(data, sort_keys=False))
-        return target
+        return write_text(self.path / name, yaml.safe_dump(data, sort_keys=False))
 
     def mark_started(self) -> None:
         self.write_json("timings.json", self.progress.to_dict())
@@ -158,6 +209,14 @@ class RunDir:
                 "started_at": self.progress.started_at, "updated_at": time.time()}
         with _TIMINGS_LOCK:
             _write_status(self.path, data)
+
+    def say_failed(self, step: str | None, variant: str | None, error: str) -> None:
+        """set_status("failed", ...) where an error is already on its way: a disk that refuses status.json
+        as well (full, read-only) is logged, and the error that ended the run is the one raised."""
+        try:
+            self.set_status("failed", step, variant, error)
+        except OSError as exc:
+            log.error("status.json could not say the run failed at %s: %s", step, exc)
 
     def status(self) -> dict[str, Any]:
         return read_status(self.path)
@@ -178,7 +237,7 @@ class RunDir:
             if self.progress.failed_at is None:
                 self.progress.failed_at = (phase, variant)
                 # Said at once: teardown and the report come after, and may take a while.
-                self.set_status("failed", phase, variant, f"{type(error).__name__}: {error}")
+                self.say_failed(phase, variant, f"{type(error).__name__}: {error}")
             raise
         else:
             if announce and self.progress.failed_at == (phase, variant):  # a retry of the failed step worked
@@ -192,4 +251,7 @@ class RunDir:
         with _TIMINGS_LOCK:
             bucket = self.progress.phases.setdefault(phase, {})
             bucket[variant] = bucket.get(variant, 0.0) + seconds
-            self.write_json("timings.json", self.progress.to_dict())
+            try:
+                self.write_json("timings.json", self.progress.to_dict())
+            except RunFileError as exc:  # a mirror for a dead run: the run itself goes on to say what failed
+                log.warning("%s", exc)

@@ -34,6 +34,9 @@ class Settings(BaseSettings):
     specops_results_url: SecretStr | None = Field(None, description="results database (SQLAlchemy URL, "
                                                   "postgresql:// means psycopg 3); unset: results.db under "
                                                   "SPECOPS_ARTIFACTS (SQLite)")
+    specops_min_free_mb: int = Field(100, ge=0, description="free space (MB) a run needs under SPECOPS_ARTIFACTS "
+                                     "and SPECOPS_CACHE to start: a run directory holds its logs, exports and "
+                                     "report (0.2-50 MB here); 0 turns the check off")
     specops_lock_dir: Path | None = Field(None, description="directory of the host locks that keep two runs of "
                                           "one host from measuring at once, whoever starts them; unset: "
                                           "/run/lock/specops, else /tmp/specops-locks")

@@ -15,6 +15,7 @@ from typing import Any
 
 import psutil
 
+from specops.atomic_file import write_text
 from specops.rundir import cache_root
 
 CREATE_TIME_TOLERANCE_S = 1.0  # psutil derives create_time from boot time + start ticks
@@ -51,11 +52,8 @@ def register(record: dict[str, Any]) -> Path:
     """A process record needs 'pid' and 'create_time', a container record 'container_id'.
     Missing ownership is filled in: the current owner, and this process as owner_pid."""
     record = _owned(record)
-    path = live_dir() / f"{record_key(record)}.json"
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(record, sort_keys=True))
-    tmp.replace(path)  # a janitor reading concurrently never sees half a record
-    return path
+    # Whole or absent: a janitor reading concurrently never sees half a record.
+    return write_text(live_dir() / f"{record_key(record)}.json", json.dumps(record, sort_keys=True))
 
 
 def _owned(record: dict[str, Any]) -> dict[str, Any]:

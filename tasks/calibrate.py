@@ -5,6 +5,7 @@ from prefect import get_run_logger, task
 from prefect.artifacts import create_markdown_artifact
 from prefect.cache_policies import NO_CACHE
 
+from specops.atomic_file import write_text
 from specops.profile.calibration import load_calibration
 from specops.profile.loader import LoadedProfile
 from specops.results.calibration import Calibration, format_calibration
@@ -24,7 +25,7 @@ def publish_calibration(calibration: Calibration, run_id: str | None) -> str:
     out = artifacts_root() / "calibrate" / calibration.profile / validate_run_id(run_id or new_run_id())
     out.mkdir(parents=True)
     text = format_calibration(calibration)
-    (out / "calibration.md").write_text(f"# A/A calibration\n\n```\n{text}\n```\n")
+    write_text(out / "calibration.md", f"# A/A calibration\n\n```\n{text}\n```\n")
     create_markdown_artifact(key=artifact_key(calibration.profile, "calibration"), markdown=f"```\n{text}\n```",
                              description=f"{calibration.profile}: base against base ({out})")
     get_run_logger().info("calibration (%s):\n%s", out, text)

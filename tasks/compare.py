@@ -5,6 +5,7 @@ from prefect import get_run_logger, task
 from prefect.artifacts import create_markdown_artifact
 from prefect.cache_policies import NO_CACHE
 
+from specops.atomic_file import write_text
 from specops.profile.comparison import check_comparable
 from specops.profile.loader import load_profile
 from specops.results.model import RunResult
@@ -26,7 +27,7 @@ def publish_comparison(results: list[RunResult], run_id: str | None) -> str:
     out = artifacts_root() / "compare" / validate_run_id(run_id or new_run_id())
     out.mkdir(parents=True)
     table = format_compare(results)
-    (out / "compare.md").write_text(f"# Comparison\n\n```\n{table}\n```\n")
+    write_text(out / "compare.md", f"# Comparison\n\n```\n{table}\n```\n")
     write_compare_plot(results, out / "compare.png")
     create_markdown_artifact(key=artifact_key("compare"), markdown=f"```\n{table}\n```",
                              description=f"{', '.join(r.profile for r in results)} ({out})")

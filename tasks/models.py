@@ -10,6 +10,7 @@ from specops.rundir import RunDir
 from specops.sources.base import ModelArtifact
 from specops.sources.hub_files import CHECKPOINT, HubFiles
 from specops.sources.integrity import CacheCorruptError
+from specops.sources.local import missing_target_files
 from specops.sources.schemes import fetch
 
 
@@ -28,6 +29,9 @@ def download_model(source: str, cache_dir: Path, run: RunDir, role: str = "targe
     log = get_run_logger()
     with run.timed("download", role):
         artifact = fetch(source, cache_dir, log=log.info, files=files)
+        if role == "target" and (missing := missing_target_files(artifact.path)):
+            raise FileNotFoundError(f"target {source} ({artifact.path}) lacks {' and '.join(missing)}: the server "
+                                    "and the benchmark tokenize with the target's files")
     log.info("model %s -> %s (sha256 %s)", source, artifact.path, artifact.sha256[:12])
     return artifact
 

@@ -8,7 +8,8 @@ from specops.backends.base import Backend, PrerequisiteError
 from specops.bench.tool import BenchTool
 from specops.pipeline.backend import preflight
 from specops.profile.loader import LoadedProfile, load_profile
-from specops.rundir import RunDir
+from specops.results.store import masked, results_problems, results_url
+from specops.rundir import RunDir, free_space_problem
 
 
 @task(cache_policy=NO_CACHE)
@@ -27,6 +28,17 @@ def check_prerequisites(backend: Backend, tool: BenchTool, run: RunDir) -> None:
         if problems:
             raise PrerequisiteError(backend.deployment.profile, problems)
     get_run_logger().info("backend %s and %s: prerequisites present", backend.config.kind, tool.name)
+
+
+@task(cache_policy=NO_CACHE)
+def check_result_storage(run: RunDir, profile: str) -> None:
+    """Where the result goes takes it, before any download: the results database a row (were it lost
+    later, the result would still be kept in the run directory), the artifacts disk its minimum of space."""
+    with run.timed("preflight", "results"):
+        problems = results_problems() + [p for p in [free_space_problem()] if p]
+        if problems:
+            raise PrerequisiteError(profile, problems)
+    get_run_logger().info("results database %s takes rows", masked(results_url()))
 
 
 @task(cache_policy=NO_CACHE)

@@ -13,6 +13,7 @@ from specops.regression.policy import RegressionPolicy
 from specops.regression.suite import EVENT, resource_id
 from specops.regression.trend import trend_dir, write_trend
 from specops.regression.verdict import HISTORY_LIMIT, MetricVerdict, evaluate, profile_runs, verdict_table
+from specops.results.compat import ReadNotes
 from specops.results.model import RunResult
 from specops.results.store import ResultsStore
 from tasks.report import artifact_key, run_dir_link
@@ -20,9 +21,14 @@ from tasks.report import artifact_key, run_dir_link
 
 @task(cache_policy=NO_CACHE, persist_result=False)
 def read_history(profile: str) -> list[RunResult]:
-    """The profile's runs in the results database, every host, oldest first (a sweep's cells left out)."""
+    """The profile's runs in the results database, every host, oldest first (a sweep's cells left out).
+    A row this specops cannot read (a newer one's) is left out with a warning, never the end of the judging."""
+    notes = ReadNotes()
     with ResultsStore.open() as store:
-        return sorted(profile_runs(store.history(profile, limit=HISTORY_LIMIT)), key=lambda r: r.started_at)
+        runs = store.history(profile, limit=HISTORY_LIMIT, notes=notes)
+    for line in notes.lines():
+        get_run_logger().warning("%s", line)
+    return sorted(profile_runs(runs), key=lambda r: r.started_at)
 
 
 @task(cache_policy=NO_CACHE, persist_result=False)

@@ -17,8 +17,11 @@ from specops.profile.loader import LoadedProfile
 from specops.report.tables import comparison_frame
 from specops.report.writer import ReportFiles, summary
 from specops.report.writer import write_report as write
+from specops.results import durable
+from specops.results.manifest import MANIFEST
+from specops.results.manifest import save_result as save
 from specops.results.model import RunResult
-from specops.results.store import ResultsStore
+from specops.results.store import ResultsError, ResultsStore
 from specops.rundir import RunDir
 
 # The process that runs a flow (`specops run`, a worker's flow-run process) imports the flow's
@@ -67,12 +70,42 @@ def run_dir_link(run_dir: Path) -> str:
     return run_dir.resolve().as_uri()
 
 
-@task(cache_policy=NO_CACHE, persist_result=False, retries=2, retry_delay_seconds=3)
-def record_result(result: RunResult) -> None:
-    """Append the RunResult to the results database ($SPECOPS_RESULTS_URL, else SQLite under artifacts/)."""
-    store = ResultsStore.open()
+@task(cache_policy=NO_CACHE, persist_result=False)
+def save_result(result: RunResult, run: RunDir) -> Path:
+    """manifest.json, the whole RunResult, into the run directory: where the result lives first."""
+    return save(result, run.path)
+
+
+@task(cache_policy=NO_CACHE, persist_result=False)
+def record_result(result: RunResult) -> bool:
+    """Append the RunResult to the results database ($SPECOPS_RESULTS_URL, else SQLite under artifacts/),
+    and what earlier runs could not. A database that is gone costs only this append: the result stays
+    in its run directory with a pointer for `specops results import` or the next run. False then."""
+    logger = get_run_logger()
     try:
-        store.append(result)
-    finally:
-        store.close()
-    get_run_logger().info("run %s (%s) recorded in the results database", result.run_id, result.uid[:12])
+        store = ResultsStore.open()
+    except ResultsError as exc:
+        return _kept_unrecorded(result, exc)
+    with store:
+        try:
+            store.append(result)
+        except ResultsError as exc:
+            return _kept_unrecorded(result, exc)
+        logger.info("run %s (%s) recorded in the results database", result.run_id, result.uid[:12])
+        try:
+            for imported in durable.import_unrecorded(store):
+                logger.info("recorded %s too: an earlier run the database missed (%s)", imported.result.run_id,
+                            imported.run_dir)
+        except ResultsError as exc:  # they stay pending: this run's own row is in
+            logger.warning("results of earlier runs stay unrecorded: %s", exc)
+    return True
+
+
+def _kept_unrecorded(result: RunResult, error: ResultsError) -> bool:
+    try:
+        durable.mark_unrecorded(result, str(error))
+    except OSError as exc:  # a full disk as well: the manifest is still there to import by its directory
+        get_run_logger().error("could not leave the pointer for the next run: %s", exc)
+    get_run_logger().warning("%s\nThe result is kept in %s; `specops results import %s` records it (or the next "
+                             "run does)", error, Path(result.run_dir) / MANIFEST, result.run_dir)
+    return False

@@ -7,6 +7,7 @@ from prefect import get_run_logger, task
 from prefect.artifacts import create_markdown_artifact
 from prefect.cache_policies import NO_CACHE
 
+from specops.atomic_file import write_text
 from specops.profile.loader import LoadedProfile
 from specops.results.model import RunResult
 from specops.rundir import RunDir
@@ -52,8 +53,8 @@ def keep_base_cell(store: CellStore, key: str, cell: BaseCell) -> None:
 @task(cache_policy=NO_CACHE, persist_result=False)
 def publish_sweep(outcome: SweepOutcome, run: RunDir) -> list[Path]:
     """sweep.md, sweep.json and the plots into the sweep's run directory; the table as an artifact."""
-    (run.path / "sweep.md").write_text(f"# Sweep of {outcome.profile}\n\n```\n{outcome.table}\n```\n")
-    (run.path / "sweep.json").write_text(outcome.model_dump_json(indent=2) + "\n")
+    write_text(run.path / "sweep.md", f"# Sweep of {outcome.profile}\n\n```\n{outcome.table}\n```\n")
+    write_text(run.path / "sweep.json", outcome.model_dump_json(indent=2) + "\n")
     plots = write_sweep_plots(outcome.cells, run.path)
     create_markdown_artifact(key=artifact_key(outcome.profile, "sweep"), markdown=f"```\n{outcome.table}\n```",
                              description=f"{outcome.profile}: draft length x concurrency ({run.path})")

@@ -150,3 +150,22 @@ def append_from_processes(url: str, tags: list[str], workdir: Path, timeout: flo
         for writer in writers:
             writer.kill()
     return [(writer.returncode, output) for writer, output in zip(writers, outputs)]
+
+
+def insert_future_rows(store, profile: str = "ngram-local", started_at: float = T0 + 3600.0) -> tuple[str, str]:
+    """Two rows as a newer specops would write them, straight into the table: one with a field this version
+    does not know (readable in part), one that retyped a field (unreadable). Their run ids."""
+    from specops.results.model import SCHEMA_VERSION
+    from specops.results.store import _row, runs
+
+    rows = []
+    for run_id, change in (("from-a-newer-specops", {"energy_budget_j": 12.5}),
+                           ("retyped-by-a-newer-specops", {"status": "paused"})):
+        result = run_result(run_id=run_id, profile=profile, started_at=started_at)
+        row = _row(result)
+        row["result"] = row["result"] | {"schema_version": SCHEMA_VERSION + 1} | change
+        rows.append(row | {"schema_version": SCHEMA_VERSION + 1})
+        started_at += 1.0
+    with store.engine.begin() as conn:
+        conn.execute(runs.insert(), rows)
+    return rows[0]["run_id"], rows[1]["run_id"]

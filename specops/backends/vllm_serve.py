@@ -23,6 +23,7 @@ import yaml
 
 from specops.acceptance.model import Acceptance
 from specops.acceptance.vllm_metrics import from_vllm_metrics
+from specops.atomic_file import write_text
 from specops.backends import vllm_cpu
 from specops.backends.conformance import not_in
 from specops.backends.container import Placed
@@ -154,7 +155,7 @@ class VllmServeBackend(VllmEngineBackend):
         url = f"{server.endpoint.http_base}/server_info?config_format=json"
         served = from_server_info(get_json(url, 30.0))
         kept = Path(log_path).with_name(f"{Path(log_path).stem}-engine-config.json")
-        kept.write_text(json.dumps(served, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+        write_text(kept, json.dumps(served, indent=1, sort_keys=True) + "\n")
         problems = findings(rendered, served)
         if problems:
             raise ServedConfigError(f"vLLM ({self.config.served_by}) does not run what {CONFIG_NAME} asks: "

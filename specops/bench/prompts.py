@@ -11,6 +11,8 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+from specops.atomic_file import write_text
+
 HUMANEVAL = "humaneval"
 KNOWN_SOURCES = (HUMANEVAL,)
 
@@ -76,9 +78,7 @@ def write_prompts_jsonl(prompts: Iterable[str], path: Path) -> Path:
         lines.append(json.dumps({"text": prompt.strip()}, ensure_ascii=False))
     if not lines:
         raise ValueError("no prompts to write")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return path
+    return write_text(path, "\n".join(lines) + "\n")
 
 
 def _resolve(source: str) -> Path:

@@ -5,6 +5,8 @@ import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from specops.atomic_file import write_text
+
 RESULT_FILE = "train_result.json"  # next to the export, in the cache entry and the run directory
 
 
@@ -27,7 +29,7 @@ class TrainResult:
         return data
 
     def write(self, path: Path) -> None:
-        path.write_text(json.dumps(self.to_json(), indent=2, sort_keys=True))
+        write_text(path, json.dumps(self.to_json(), indent=2, sort_keys=True))
 
     @classmethod
     def read(cls, path: Path) -> TrainResult:

@@ -5,6 +5,8 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
+from specops.atomic_file import write_text
+
 MASK = "***"
 TAIL_LINES = 40
 
@@ -30,9 +32,7 @@ def container_text(container, secret_names: Iterable[str]) -> str:
 
 
 def save(log_path: Path, text: str) -> None:
-    log_path = Path(log_path)
-    log_path.parent.mkdir(parents=True, exist_ok=True)
-    log_path.write_text(text)
+    write_text(log_path, text)
 
 
 def tail(text: str, lines: int = TAIL_LINES) -> str:

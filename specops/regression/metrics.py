@@ -65,15 +65,25 @@ class UnknownMetric(ValueError):
     pass
 
 
+def _longest_draft() -> int:
+    """The most draft tokens any method's profile may ask for: positions beyond it are never measured."""
+    from specops.methods.specs import ALL_METHODS  # noqa: PLC0415 - the method registry, read once
+
+    bounds = [getattr(rule, "le", None) for method in ALL_METHODS
+              if (field_info := method.model_fields.get("num_speculative_tokens")) for rule in field_info.metadata]
+    return max(b for b in bounds if b is not None)
+
+
 def allowed_names() -> list[str]:
-    return [*METRICS, f"{POSITION_PREFIX} (every position)", f"{POSITION_PREFIX}<i> (one position)"]
+    return [*METRICS, f"{POSITION_PREFIX} (every position)",
+            f"{POSITION_PREFIX}<i> (one position, i from 0 to {_longest_draft() - 1})"]
 
 
 def metric(name: str) -> Metric:
     """The registered metric `name`, or a member of the per-position family."""
     if name in METRICS:
         return METRICS[name]
-    if match := _POSITION.fullmatch(name):
+    if (match := _POSITION.fullmatch(name)) and int(match[1]) < _longest_draft():
         family = POSITION_FAMILY
         return Metric(name, f"acceptance rate, draft position {int(match[1])}", family.higher_is_better,
                       family.default_threshold)

@@ -18,6 +18,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import plotly.graph_objects as go  # noqa: E402
 from plotly.subplots import make_subplots  # noqa: E402
 
+from specops.atomic_file import replacing, write_figure
 from specops.regression.metrics import metric, metric_values, order_key  # noqa: E402
 from specops.regression.policy import RegressionPolicy  # noqa: E402
 from specops.regression.verdict import Point, baseline_key, chronological, lossless_failed, series  # noqa: E402
@@ -188,8 +189,10 @@ def write_png(path: Path, history: list[RunResult], policy: RegressionPolicy) ->
     fig.suptitle(_title(profile, history, policy), fontsize=8)
     fig.autofmt_xdate()
     fig.tight_layout(rect=(0, 0.03 if legend else 0, 1, 0.98))
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    try:
+        write_figure(fig, path, dpi=100)
+    finally:
+        plt.close(fig)
     return path
 
 
@@ -209,5 +212,6 @@ def write_trend(history: list[RunResult], policy: RegressionPolicy, out_dir: Pat
     figure = trend_figure(history, policy)  # checks the runs before anything is written
     out_dir.mkdir(parents=True, exist_ok=True)
     html_path = out_dir / HTML_NAME
-    figure.write_html(html_path, include_plotlyjs=True, full_html=True)
+    with replacing(html_path) as tmp:
+        figure.write_html(tmp, include_plotlyjs=True, full_html=True)
     return html_path, write_png(out_dir / PNG_NAME, history, policy)

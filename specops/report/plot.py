@@ -8,6 +8,7 @@ import matplotlib
 matplotlib.use("Agg")  # no display on servers and workers
 import matplotlib.pyplot as plt  # noqa: E402
 
+from specops.atomic_file import write_figure
 from specops.results.model import RunResult  # noqa: E402
 
 PANELS = [
@@ -31,6 +32,8 @@ def write_plot(path: Path, result: RunResult) -> Path:
     speedup = f", {result.speedup.text()}" if result.speedup else ""
     fig.suptitle(f"{result.profile} ({result.verdict.value}{speedup})", fontsize=10)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    try:
+        write_figure(fig, path, dpi=110)
+    finally:
+        plt.close(fig)
     return path

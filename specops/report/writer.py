@@ -1,15 +1,16 @@
 """Write a run's report files from its RunResult: report.md, comparison.csv, comparison.png, manifest.json."""
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from specops.atomic_file import replacing, write_text
 from specops.report.plot import write_plot
 from specops.report.tables import comparison_frame, report_markdown
+from specops.results.manifest import MANIFEST, save_result
 from specops.results.model import RunResult
 
-REPORT_MD, COMPARISON_CSV, PLOT_PNG, MANIFEST_JSON = "report.md", "comparison.csv", "comparison.png", "manifest.json"
+REPORT_MD, COMPARISON_CSV, PLOT_PNG, MANIFEST_JSON = "report.md", "comparison.csv", "comparison.png", MANIFEST
 REPORT_NAMES = (REPORT_MD, COMPARISON_CSV, PLOT_PNG, MANIFEST_JSON)
 
 
@@ -26,12 +27,12 @@ def write_report(result: RunResult, run_path: Path) -> ReportFiles:
     run_path = Path(run_path)
     run_path.mkdir(parents=True, exist_ok=True)
     csv_path = run_path / COMPARISON_CSV
-    comparison_frame(result).to_csv(csv_path, index=False)
+    with replacing(csv_path) as tmp:
+        comparison_frame(result).to_csv(tmp, index=False)
     md = report_markdown(result)
     md_path = run_path / REPORT_MD
-    md_path.write_text(md, encoding="utf-8")
-    manifest = run_path / MANIFEST_JSON
-    manifest.write_text(json.dumps(result.model_dump(mode="json"), indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    write_text(md_path, md)
+    manifest = save_result(result, run_path)  # finish() wrote it first; a direct caller gets it too
     plot = write_plot(run_path / PLOT_PNG, result)
     return ReportFiles(md_path, csv_path, plot, manifest, md)
 

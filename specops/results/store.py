@@ -9,6 +9,7 @@ columns, so the columns serve queries and the JSON stays the truth.
 from __future__ import annotations
 
 import math
+import secrets
 from pathlib import Path
 from typing import Any, Self
 
@@ -18,11 +19,11 @@ from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from alembic.util.exc import CommandError
-from pydantic import ValidationError
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import URL, Connection, Engine
 
-from specops.results.model import SCHEMA_VERSION, RunResult
+from specops.results.compat import ReadNotes, describe, load_record
+from specops.results.model import RunResult
 from specops.rundir import artifacts_root
 from specops.settings import secret, settings
 
@@ -91,18 +92,44 @@ def _scrub(text: str, url: URL) -> str:
     return text.replace(url.password, "***") if url.password else text
 
 
+def _explain(exc: BaseException, url: URL) -> str:
+    """The driver's own sentence (never SQLAlchemy's echo of the statement and its parameters) and
+    what to do about it, which depends on whether the database is a file or a server."""
+    orig = getattr(exc, "orig", None) or exc
+    reason = _scrub(str(orig).split("\n")[0], url).strip() or type(orig).__name__
+    if url.get_backend_name() != "sqlite":
+        return (f"{reason}\nCheck that the server is running and that SPECOPS_RESULTS_URL is right, or unset "
+                "SPECOPS_RESULTS_URL to use the SQLite file under the artifacts root.")
+    where = url.database or "the SQLite file"
+    if "not a database" in reason or "malformed" in reason:
+        return (f"{where} is not a readable SQLite database ({reason}): move it aside (a new one is made in its "
+                "place) or restore it from a backup, or set SPECOPS_RESULTS_URL to another database")
+    if "readonly" in reason or "read-only" in reason or "unable to open" in reason or isinstance(orig, OSError):
+        return (f"{where} cannot be written ({reason}): make the file and its directory writable (and check the "
+                "disk has space), or set SPECOPS_RESULTS_URL to another database")
+    return f"{reason} ({where})"
+
+
 def create_engine(url: str | URL) -> Engine:
     """A sync engine with the settings each dialect needs for safe concurrent writers."""
     target = engine_url(url)
     if target.get_backend_name() == "sqlite":
-        if target.database and target.database != ":memory:" and not target.database.startswith("file:"):
-            Path(target.database).parent.mkdir(parents=True, exist_ok=True)
+        if (file := _sqlite_file(target)) is not None:
+            file.parent.mkdir(parents=True, exist_ok=True)
         engine = sa.create_engine(target, connect_args={"timeout": 30})
         _sqlite_real_transactions(engine)
         return engine
     if target.get_backend_name() == "postgresql" and "connect_timeout" not in target.query:
         return sa.create_engine(target, connect_args={"connect_timeout": 10}, pool_pre_ping=True)
     return sa.create_engine(target, pool_pre_ping=True)
+
+
+def _sqlite_file(url: URL) -> Path | None:
+    """The file an SQLite URL names (None: in memory, a URI filename, not SQLite)."""
+    if url.get_backend_name() != "sqlite" or not url.database or url.database == ":memory:" \
+            or url.database.startswith("file:"):
+        return None
+    return Path(url.database)
 
 
 def _sqlite_real_transactions(engine: Engine) -> None:
@@ -207,17 +234,36 @@ class ResultsStore:
                 "it was probably written by a newer specops: upgrade specops"
             ) from None
         except (sa.exc.SQLAlchemyError, OSError, ImportError) as exc:
-            reason = _scrub(str(exc).split("\n(Background on this error")[0], target)
-            raise ResultsError(
-                f"cannot open the results database at {shown}: {reason}\nCheck that the server is running "
-                "and that SPECOPS_RESULTS_URL is right, or unset SPECOPS_RESULTS_URL to use the SQLite file "
-                "under the artifacts root."
-            ) from None
+            raise ResultsError(f"cannot open the results database at {shown}: {_explain(exc, target)}") from None
         return cls(engine)
+
+    def check_writable(self) -> None:
+        """A row written and rolled back: the database takes this run's result (a read-only file, a
+        full disk or a user without INSERT fail here, before the run measures for minutes)."""
+        probe = {"uid": f"specops-write-probe-{secrets.token_hex(6)}", "run_id": "write-probe", "profile": "-",
+                 "status": "-", "verdict": "-", "method": "-", "backend": "-", "started_at": 0.0,
+                 "finished_at": 0.0, "schema_version": 0, "result": {}}
+        try:
+            with self.engine.connect() as conn:
+                conn.execution_options(writer=True)
+                transaction = conn.begin()
+                try:
+                    conn.execute(runs.insert().values(probe))
+                finally:
+                    transaction.rollback()
+        except (sa.exc.SQLAlchemyError, OSError) as exc:
+            raise ResultsError(f"the results database at {self.url} cannot take a run's result: "
+                               f"{_explain(exc, self.engine.url)}") from None
 
     def append(self, result: RunResult) -> None:
         """Store the run; storing a uid again replaces its row (a retried task must not duplicate)."""
-        row = _row(result)
+        try:
+            self._upsert(_row(result))
+        except (sa.exc.SQLAlchemyError, OSError) as exc:  # the driver's message, not the 2 KB statement
+            raise ResultsError(f"could not record run {result.run_id} ({result.uid[:12]}) in the results database "
+                               f"at {self.url}: {_explain(exc, self.engine.url)}") from None
+
+    def _upsert(self, row: dict[str, Any]) -> None:
         updates = {key: value for key, value in row.items() if key != "uid"}
         with self.engine.connect() as conn:
             conn.execution_options(writer=True)
@@ -226,20 +272,22 @@ class ResultsStore:
                 if dialect in ("postgresql", "sqlite"):
                     insert = (postgresql if dialect == "postgresql" else sqlite).insert(runs).values(row)
                     conn.execute(insert.on_conflict_do_update(index_elements=[runs.c.uid], set_=updates))
-                elif not conn.execute(runs.update().where(runs.c.uid == result.uid).values(updates)).rowcount:
+                elif not conn.execute(runs.update().where(runs.c.uid == row["uid"]).values(updates)).rowcount:
                     conn.execute(runs.insert().values(row))
 
-    def get(self, ref: str) -> RunResult:
-        """The run whose uid, uid prefix (>= 6 characters) or run id is `ref`."""
+    def get(self, ref: str, notes: ReadNotes | None = None) -> RunResult:
+        """The run whose uid, uid prefix (>= 6 characters) or run id is `ref`. A record written by a
+        newer specops comes back with what this one understands (`notes` says what was left out);
+        one that does not load at all is a ResultsError naming it."""
         with self.engine.connect() as conn:
             exact = conn.execute(sa.select(runs.c.result).where(runs.c.uid == ref)).scalar_one_or_none()
             if exact is not None:
-                return _load(exact)
+                return _load_one(exact, notes)
             matches = conn.execute(self._candidates().where(runs.c.run_id == ref)).all()
             if not matches and len(ref) >= MIN_PREFIX:
                 matches = conn.execute(self._candidates().where(runs.c.uid.startswith(ref, autoescape=True))).all()
             if len(matches) == 1:
-                return self._fetch(conn, matches[0].uid)
+                return _load_one(self._fetch(conn, matches[0].uid), notes)
         if len(matches) > 1:
             listing = "\n".join(f"  {m.uid}  {m.run_id}  {m.profile}  {m.status}" for m in matches[:20])
             more = f"\n  ... and {len(matches) - 20} more" if len(matches) > 20 else ""
@@ -247,13 +295,22 @@ class ResultsStore:
         hint = f" (a uid prefix needs at least {MIN_PREFIX} characters)" if len(ref) < MIN_PREFIX else ""
         raise RunNotFound(f"no run with uid or run id {ref!r} in {self.url}{hint}; `specops history` lists runs")
 
-    def history(self, profile: str | None = None, limit: int = 50) -> list[RunResult]:
-        """Runs newest first (by start time), of one profile or of all."""
+    def history(self, profile: str | None = None, limit: int = 50, notes: ReadNotes | None = None) -> list[RunResult]:
+        """Runs newest first (by start time), of one profile or of all. A record this specops cannot
+        read (a newer one's, changed beyond what it understands) is skipped, never the end of the
+        listing: `notes` collects it, and what was left out of records shown in part."""
         query = sa.select(runs.c.result).order_by(runs.c.started_at.desc(), runs.c.uid.desc()).limit(limit)
         if profile is not None:
             query = query.where(runs.c.profile == profile)
+        notes = notes if notes is not None else ReadNotes()
+        out = []
         with self.engine.connect() as conn:
-            return [_load(data) for data in conn.execute(query).scalars()]
+            for data in conn.execute(query).scalars():
+                loaded = load_record(data)
+                notes.add(loaded, data)
+                if loaded.result is not None:
+                    out.append(loaded.result)
+        return out
 
     def close(self) -> None:
         self.engine.dispose()
@@ -272,17 +329,32 @@ class ResultsStore:
         return sa.select(runs.c.uid, runs.c.run_id, runs.c.profile, runs.c.status).order_by(runs.c.started_at.desc())
 
     @staticmethod
-    def _fetch(conn: Connection, uid: str) -> RunResult:
-        return _load(conn.execute(sa.select(runs.c.result).where(runs.c.uid == uid)).scalar_one())
+    def _fetch(conn: Connection, uid: str) -> Any:
+        return conn.execute(sa.select(runs.c.result).where(runs.c.uid == uid)).scalar_one()
 
 
-def _load(data: dict[str, Any]) -> RunResult:
+def _load_one(data: Any, notes: ReadNotes | None) -> RunResult:
+    loaded = load_record(data)
+    if notes is not None:
+        notes.add(loaded, data)
+    if loaded.result is None:
+        raise ResultsError(f"stored {describe(data)} cannot be shown by this specops: {loaded.problem}")
+    return loaded.result
+
+
+def results_problems(url: str | None = None) -> list[str]:
+    """Whether the results database takes a result, checked before a run measures: [] or one sentence.
+    An SQLite file not made yet is not made here (a refused run leaves nothing behind): its directory's
+    writability is the check, which preflight makes of the artifacts root."""
     try:
-        return RunResult.model_validate(data)
-    except ValidationError as exc:
-        version = data.get("schema_version") if isinstance(data, dict) else None
-        raise ResultsError(
-            f"stored run {data.get('uid') if isinstance(data, dict) else '?'} (record schema {version}) does not "
-            f"load as this specops' RunResult (schema {SCHEMA_VERSION}): {exc.error_count()} errors, first: "
-            f"{exc.errors()[0]['loc']}: {exc.errors()[0]['msg']}"
-        ) from None
+        file = _sqlite_file(sa.make_url(url or results_url()))
+    except sa.exc.ArgumentError:
+        file = None  # open() says what is wrong with it
+    if file is not None and not file.exists():
+        return []
+    try:
+        with ResultsStore.open(url) as store:
+            store.check_writable()
+    except ResultsError as exc:
+        return [str(exc)]
+    return []

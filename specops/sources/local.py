@@ -5,6 +5,19 @@ from pathlib import Path
 
 from specops.sources.base import ModelArtifact, hash_dir
 
+# What a served target needs beside its weights: the server and the benchmark tokenize with it. Any one
+# of these is a tokenizer transformers loads (fast, sentencepiece, BPE vocabulary).
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model", "vocab.json")
+
+
+def missing_target_files(path: Path) -> list[str]:
+    """What a checkpoint directory lacks to be served as a target (a draft head needs no tokenizer)."""
+    path = Path(path)
+    missing = [] if (path / "config.json").is_file() else ["config.json"]
+    if not any((path / name).is_file() for name in TOKENIZER_FILES):
+        missing.append(f"a tokenizer (one of {', '.join(TOKENIZER_FILES)})")
+    return missing
+
 
 def fetch_local(path: Path) -> ModelArtifact:
     """Validate an HF-style checkpoint directory and hash its content."""

@@ -6,11 +6,11 @@ with the base's check outputs (what each draft length's outputs are compared wit
 """
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from specops.atomic_file import write_text
 from specops.results.model import RunResult, VariantRecord
 
 
@@ -39,10 +39,7 @@ class CellStore:
             return None
 
     def _write(self, path: Path, record: BaseModel) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-        tmp.write_text(record.model_dump_json())
-        tmp.replace(path)
+        write_text(path, record.model_dump_json())
 
     def result(self, key: str) -> RunResult | None:
         return self._read(self._path(key, "cell"), RunResult)

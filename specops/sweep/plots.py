@@ -8,6 +8,7 @@ import matplotlib
 matplotlib.use("Agg")  # no display on servers and workers
 import matplotlib.pyplot as plt  # noqa: E402
 
+from specops.atomic_file import write_figure
 from specops.results.model import LEVEL, RunResult  # noqa: E402
 from specops.sweep.analysis import Cell  # noqa: E402
 
@@ -23,8 +24,10 @@ def _per_k(cells: list[Cell]) -> dict[int, list[Cell]]:
 def _save(fig, path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    try:
+        write_figure(fig, path, dpi=110)
+    finally:
+        plt.close(fig)
     return path
 
 

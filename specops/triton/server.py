@@ -106,7 +106,7 @@ class TritonServer:
         self._dist = triton_dist()
         if not self.backend_dir_ready:
             assemble_backend_dir(self.backend_dir, self._dist)
-        _sweep_stale_shm_regions()
+        sweep_stale_shm_regions()
         self.log_file.parent.mkdir(parents=True, exist_ok=True)
         self._launch()
         return self
@@ -298,13 +298,17 @@ def python_libdir() -> str | None:
     return libdir if (Path(libdir) / soname).exists() else None
 
 
-def _sweep_stale_shm_regions() -> None:
-    """Remove shm regions of servers whose owning specops process is dead (SIGKILLed runs)."""
+def sweep_stale_shm_regions() -> list[Path]:
+    """Remove shm regions of servers whose owning specops process is dead (SIGKILLed runs); those removed.
+    The next server start does it, and `specops janitor`."""
+    removed = []
     for region in _SHM_DIR.glob("specops*_*"):
         match = re.match(r"specops(\d+)_", region.name)
         if match and not _pid_alive(int(match[1])):
             log.info("removing stale shared memory region %s (owner pid %s is gone)", region, match[1])
             region.unlink(missing_ok=True)
+            removed.append(region)
+    return removed
 
 
 def _pid_alive(pid: int) -> bool:

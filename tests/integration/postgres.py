@@ -15,6 +15,7 @@ import subprocess
 import tempfile
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import psycopg
@@ -43,17 +44,16 @@ def _run(args: list[str], cwd: Path, timeout: float) -> None:
         raise RuntimeError(f"{' '.join(args)} failed ({done.returncode}):\n{done.stdout}\n{done.stderr}")
 
 
-def _start(root: Path, data: Path) -> int:
-    """pg_ctl start on a free port; a port taken between probe and bind gets another try."""
+def _start(root: Path, data: Path, port: int | None = None) -> int:
+    """pg_ctl start on `port`, or on a free port (a port taken between probe and bind gets another try)."""
     log = root / "server.log"
-    for _ in range(3):
-        port = _free_port()
-        options = f"-c listen_addresses=127.0.0.1 -p {port} -k {root} -c fsync=off -c max_connections=40"
+    for candidate in [port] if port else [_free_port() for _ in range(3)]:
+        options = f"-c listen_addresses=127.0.0.1 -p {candidate} -k {root} -c fsync=off -c max_connections=40"
         try:
             # -l: the server's output goes to a file, so pg_ctl returns without holding our pipes open
             _run([str(PG_BIN / "pg_ctl"), "-D", str(data), "-l", str(log), "-o", options, "-w", "-t", "60", "start"],
                  cwd=root, timeout=90)
-            return port
+            return candidate
         except RuntimeError as exc:
             failure = exc
     raise RuntimeError(f"{failure}\nserver log:\n{log.read_text() if log.exists() else '(none)'}")
@@ -72,26 +72,51 @@ def _stop(root: Path, data: Path) -> None:
                 pass
 
 
-@pytest.fixture(scope="session")
-def postgres_server() -> Iterator[str]:
-    """`postgresql+psycopg://specops@127.0.0.1:<port>/` of a server that lives for the session."""
+class Postgres:
+    """A PostgreSQL server of its own: stopped and started again by a test (the database gone mid-run)."""
+
+    def __init__(self, root: Path):
+        self.root, self.data, self.port = root, root / "data", 0
+
+    @property
+    def server_url(self) -> str:
+        return f"postgresql+psycopg://{USER}@127.0.0.1:{self.port}/"
+
+    def start(self) -> None:
+        # Again on the same port: the URL the run was given is the one that comes back.
+        self.port = _start(self.root, self.data, self.port or None)
+
+    def stop(self) -> None:
+        _stop(self.root, self.data)
+
+
+@contextmanager
+def own_postgres() -> Iterator[Postgres]:
+    """initdb + start in a temporary directory; stopped and removed at the end."""
     if not (PG_BIN / "initdb").is_file() or not (PG_BIN / "pg_ctl").is_file():
         pytest.fail(INSTALL)
     # Not under pytest's tmp dir: /tmp/pytest-of-root is 0700, the postgres user could not enter it.
     root = Path(tempfile.mkdtemp(prefix="specops-pg-"))
-    data = root / "data"
+    server = Postgres(root)
     try:
         if os.geteuid() == 0:
             shutil.chown(root, user="postgres")
-        _run([str(PG_BIN / "initdb"), "-D", str(data), "-A", "trust", "-U", USER, "-E", "UTF8", "--no-locale",
+        _run([str(PG_BIN / "initdb"), "-D", str(server.data), "-A", "trust", "-U", USER, "-E", "UTF8", "--no-locale",
               "--no-sync"], cwd=root, timeout=120)
-        port = _start(root, data)
+        server.start()
         try:
-            yield f"postgresql+psycopg://{USER}@127.0.0.1:{port}/"
+            yield server
         finally:
-            _stop(root, data)
+            server.stop()
     finally:
         shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[str]:
+    """`postgresql+psycopg://specops@127.0.0.1:<port>/` of a server that lives for the session."""
+    with own_postgres() as server:
+        yield server.server_url
 
 
 def create_database(server_url: str) -> str:

@@ -25,10 +25,20 @@ def _plain(value) -> str:
     return value.get_secret_value() if isinstance(value, SecretStr) else str(value)
 
 
+NUMBERS = [name for name, f in Settings.model_fields.items() if f.annotation is int]
+
+
 @pytest.mark.parametrize("name", FIELDS)
 def test_each_field_reads_its_variable(monkeypatch, name):
-    monkeypatch.setenv(env_name(name), "/given/by/the/environment")
-    assert _plain(getattr(settings(), name)) == "/given/by/the/environment"
+    given = "37" if name in NUMBERS else "/given/by/the/environment"
+    monkeypatch.setenv(env_name(name), given)
+    assert _plain(getattr(settings(), name)) == given
+
+
+def test_a_number_that_is_not_one_names_the_variable(monkeypatch):
+    monkeypatch.setenv("SPECOPS_MIN_FREE_MB", "lots")
+    with pytest.raises(ValueError, match="SPECOPS_MIN_FREE_MB"):
+        settings()
 
 
 def test_variables_are_the_upper_case_field_names(monkeypatch):
@@ -42,8 +52,9 @@ def test_variables_are_the_upper_case_field_names(monkeypatch):
 def test_defaults_hold_when_nothing_is_set():
     s = settings()
     assert s.specops_artifacts == Path("artifacts")
-    assert s.docker_host == "unix:///var/run/docker.sock"
-    assert all(getattr(s, name) is None for name in FIELDS if name not in ("specops_artifacts", "docker_host"))
+    assert s.docker_host == "unix:///var/run/docker.sock" and s.specops_min_free_mb == 100
+    assert all(getattr(s, name) is None for name in FIELDS
+               if name not in ("specops_artifacts", "docker_host", "specops_min_free_mb"))
     assert s.model_fields_set == set()
 
 

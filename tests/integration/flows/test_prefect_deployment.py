@@ -39,6 +39,7 @@ from cli.deployments import pool_template
 from specops.deployments import ALERT_BLOCK, CPU_POOL, GPU_CONCURRENCY, GPU_POOL, NIGHTLY
 from specops.processes import kill_process_tree
 from specops.regression.suite import EVENT
+from specops.results.store import ResultsStore
 from tests.integration.postgres import create_database
 from tests.integration.support import (
     REPO_ROOT,
@@ -49,6 +50,7 @@ from tests.integration.support import (
     run_regression_flow,
     service_env,
 )
+from tests.results_factory import insert_future_rows
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -375,6 +377,10 @@ def test_regression_suspicious_then_regression_fails_and_the_automation_calls_th
     policy = {"min_baseline_runs": 1, "baseline_runs": 3, "thresholds": {
         "mean_acceptance_length": 0.9, "speedup": 0.3, "output_tokens_per_s": 0.3, "itl_p50_ms": 3.0,
         "acceptance_rate_pos": 0.3}}
+    # Rows a newer specops wrote into the shared database (one readable in part, one not), dated after
+    # every run here so that no verdict depends on them: the flow must read past them, not stop.
+    with ResultsStore.open(env["SPECOPS_RESULTS_URL"]) as store:
+        insert_future_rows(store, started_at=time.time() + 10 * 365 * 86400)
     verdicts, failed = {}, {}
     t0 = time.monotonic()
     try:

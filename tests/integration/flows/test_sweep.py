@@ -68,6 +68,10 @@ def test_a_killed_sweep_run_again_measures_only_the_missing_cells(embedded_model
     before = kept()
     assert len(before) >= 2
     assert processes_mentioning(str(artifacts / "first")) == []  # its servers stopped with it
+    # It ended what it opened: itself, its servers' and cells' directories, each at the step it was in.
+    states = _statuses(artifacts / "first")
+    assert states and all(state["state"] in ("failed", "ok") for state in states.values()), states
+    assert states["."]["state"] == "failed" and states["."]["step"], states
 
     t1 = time.monotonic()
     second = subprocess.run(sweep_cmd("second"), cwd=REPO_ROOT, env=env, capture_output=True, text=True,
@@ -94,4 +98,11 @@ def test_a_killed_sweep_run_again_measures_only_the_missing_cells(embedded_model
     table = (artifacts / "second" / "sweep.md").read_text()
     assert "Crossover" in table and "Recommendation" in table
     assert sorted(p.name for p in (artifacts / "second").glob("*.png")), "the plots"
+    states = _statuses(artifacts / "second")
+    assert len(states) > 1 and {state["state"] for state in states.values()} == {"ok"}, states
     print(json.dumps(outcome.server_starts), outcome.measured)
+
+
+def _statuses(root: Path) -> dict[str, dict]:
+    """Every status.json under a sweep's directory, by its directory relative to the sweep's."""
+    return {str(p.parent.relative_to(root)): json.loads(p.read_text()) for p in root.rglob("status.json")}

@@ -226,7 +226,7 @@ def test_sigkilled_parent_leaves_no_server_behind(tmp_path):
     busy.wait(timeout=30)
     assert busy.returncode != 0  # its stream broke
     leftover = f"specops{parent.pid}_*"  # shm regions the SIGKILLed server left; the next start sweeps them
-    server_module._sweep_stale_shm_regions()
+    server_module.sweep_stale_shm_regions()
     assert list(Path("/dev/shm").glob(leftover)) == []
 
 

@@ -10,8 +10,10 @@ import os
 import socket
 import subprocess
 import sys
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -42,6 +44,7 @@ class Case:
 PROFILE = "include: {include}\nname: bad-include\n"
 NESTED = "benchmark:\n  output_tokens: 8\n  num_requests: 3\n  num_requests: 4\n"
 PROMPTS = '{"text": "def f():"}\n{"question": "no text field"}\n'
+OTHER_TARGET = f"include: {REPO_ROOT / 'profiles' / 'ngram-local.yaml'}\nname: other\ntarget:\n  source: {{tmp}}/model\n"
 PREFECT_PROFILES = 'active = "gone"\n[profiles.gone]\nPREFECT_API_URL = "http://127.0.0.1:{port}/api"\n'
 
 CASES = {
@@ -104,6 +107,37 @@ CASES = {
     "hub unreachable": Case(["run", "ngram-local", "--set", "target.source=hf://specops-test/absent"],
                             EXIT_PREREQUISITES, ["target.source", "hf://specops-test/absent", "cannot be reached"],
                             env={"HF_ENDPOINT": "http://127.0.0.1:{port}"}),
+    # 12. (issue 28) what reaches Prefect, a database or a long sweep before it is checked
+    "compare-profiles of one profile": Case(["compare-profiles", "ngram-local"], EXIT_PROFILE,
+                                            ["compare-profiles", "two profiles or more"]),
+    "compare-profiles of two targets": Case(["compare-profiles", "ngram-local", "{tmp}/other.yaml"], EXIT_PROFILE,
+                                            ["one target model", "other: {tmp}/model"],
+                                            files={"other.yaml": OTHER_TARGET, "model/config.json": "{}",
+                                                   "model/tokenizer.json": "{}"}),
+    "compare an unknown run": Case(["compare", "no-such-run", "nor-this"], EXIT_PROFILE,
+                                   ["'no-such-run'", "specops history"]),
+    "sweep K with an empty item": Case(["sweep", "ngram-local", "--k", "1,,2"], EXIT_PROFILE,
+                                       ["--k", "'1,,2'", "positive whole numbers"]),
+    "history with a negative limit": Case(["history", "-n", "-5"], EXIT_PROFILE, ["--limit", "'-5'", "1 or more"]),
+    "sweep of 352 cells": Case(["sweep", "ngram-local", "--k", ",".join(map(str, range(1, 12))), "--concurrency",
+                                ",".join(map(str, range(1, 33)))], EXIT_PROFILE, ["352 cells", "--max-cells 64"]),
+    "local target without a tokenizer": Case(["run", "ngram-local", "--set", "target.source={tmp}/model"],
+                                             EXIT_PROFILE, ["target.source", "{tmp}/model lacks a tokenizer"],
+                                             files={"model/config.json": "{}"}),
+    "results database down": Case(["run", "ngram-local"], EXIT_PREREQUISITES,
+                                  ["cannot open the results database at postgresql://specops@127.0.0.1:{port}/x",
+                                   "server is running"],
+                                  env={"SPECOPS_RESULTS_URL": "postgresql://specops@127.0.0.1:{port}/x"}),
+    "results file not a database": Case(["history"], EXIT_PREREQUISITES,
+                                        ["{tmp}/r.db is not a readable SQLite database", "move it aside"],
+                                        files={"r.db": "not SQLite\n" * 200},
+                                        env={"SPECOPS_RESULTS_URL": "sqlite:///{tmp}/r.db"}),
+    "prefect api answering 500": Case(["run", "ngram-local"], EXIT_PREREQUISITES,
+                                      ["PREFECT_API_URL=http://127.0.0.1:{http500}/api", "answers HTTP 500"],
+                                      env={"PREFECT_API_URL": "http://127.0.0.1:{http500}/api"}),
+    "prefect api of version 2": Case(["run", "ngram-local"], EXIT_PREREQUISITES,
+                                     ["PREFECT_API_URL=http://127.0.0.1:{prefect2}/api", "is a Prefect 2.19.9 server"],
+                                     env={"PREFECT_API_URL": "http://127.0.0.1:{prefect2}/api"}),
     # beyond the list: a profile name with a typo
     "profile name typo": Case(["plan", "ngram-lcal"], EXIT_PROFILE, ["did you mean 'ngram-local'?"]),
     "unknown --set key": Case(["plan", "ngram-local", "--set", "benchmark.requests=3"], EXIT_PROFILE,
@@ -120,11 +154,46 @@ def specops(args: list[str], tmp: Path, extra_env: dict[str, str]) -> subprocess
                           text=True, timeout=120)
 
 
-def materialize(case: Case, tmp: Path) -> tuple[list[str], dict[str, str], list[str]]:
+class _Answers(BaseHTTPRequestHandler):
+    """A server at PREFECT_API_URL that is not a Prefect 3 API: it fails every request, or says version 2."""
+
+    def do_GET(self):  # noqa: N802 - http.server's name
+        version = self.server.version  # type: ignore[attr-defined]
+        status, body = (500, b"Internal Server Error") if version is None else \
+            (200, b"true" if self.path.endswith("/health") else f'"{version}"'.encode())
+        self.send_response(status)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+def _serve(version: str | None) -> ThreadingHTTPServer:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Answers)
+    server.version = version  # type: ignore[attr-defined]
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
+@pytest.fixture(scope="module")
+def answering() -> dict[str, str]:
+    servers = {"{http500}": _serve(None), "{prefect2}": _serve("2.19.9")}
+    yield {key: str(server.server_port) for key, server in servers.items()}
+    for server in servers.values():
+        server.shutdown()
+
+
+def materialize(case: Case, tmp: Path, ports: dict[str, str] | None = None) -> tuple[list[str], dict[str, str],
+                                                                                   list[str]]:
     port = str(closed_port())
 
     def fill(text: str) -> str:
-        return text.replace("{tmp}", str(tmp)).replace("{port}", port)
+        text = text.replace("{tmp}", str(tmp)).replace("{port}", port)
+        for key, value in (ports or {}).items():
+            text = text.replace(key, value)
+        return text
 
     for rel, content in case.files.items():
         path = tmp / rel
@@ -137,11 +206,11 @@ def materialize(case: Case, tmp: Path) -> tuple[list[str], dict[str, str], list[
 
 
 @pytest.fixture(scope="module")
-def outcomes(tmp_path_factory) -> dict[str, tuple[subprocess.CompletedProcess, list[str], Path]]:
+def outcomes(tmp_path_factory, answering) -> dict[str, tuple[subprocess.CompletedProcess, list[str], Path]]:
     """Every row's CLI run, two at a time (each is seconds of interpreter start-up and imports)."""
     def one(name: str):
         tmp = tmp_path_factory.mktemp(name.replace(" ", "-").replace("/", "-"))
-        args, env, names = materialize(CASES[name], tmp)
+        args, env, names = materialize(CASES[name], tmp, answering)
         return name, (specops(args, tmp, env), names, tmp)
 
     with ThreadPoolExecutor(max_workers=2) as pool:
@@ -152,7 +221,7 @@ def outcomes(tmp_path_factory) -> dict[str, tuple[subprocess.CompletedProcess, l
 def test_bad_input_is_one_message(name, outcomes):
     proc, names, tmp_path = outcomes[name]
     assert proc.returncode == CASES[name].code, proc.stderr
-    assert "Traceback" not in proc.stderr + proc.stdout
+    assert "Traceback" not in proc.stderr + proc.stdout and "unexpected" not in proc.stderr
     for expected in names:
         assert expected in proc.stderr, f"{expected!r} not in:\n{proc.stderr}"
     assert not (tmp_path / "prefect" / "prefect.db").exists(), "Prefect started"
@@ -163,3 +232,16 @@ def test_debug_shows_the_traceback(tmp_path):
     proc = specops(["--debug", *args], tmp_path, env)
     assert proc.returncode == EXIT_PROFILE
     assert "Traceback" in proc.stderr and "not a text file" in proc.stderr
+
+
+def test_a_reader_that_stops_early_ends_the_output_quietly(tmp_path):
+    """`specops plan X | head`: the closed pipe is the reader's choice, not an error to print."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_")}
+    env.update(SPECOPS_CACHE=str(tmp_path / "cache"), DOCKER_HOST=f"unix://{tmp_path}/no-docker.sock")
+    proc = subprocess.Popen([sys.executable, "-m", "cli", "plan", "eagle3-trtllm"], cwd=REPO_ROOT, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    # The reader is gone before the plan is printed (the interpreter's imports take seconds): every write
+    # meets a closed pipe, as `| head` does to a plan longer than the pipe's buffer.
+    proc.stdout.close()
+    stderr = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == 141 and stderr == "", stderr

@@ -67,6 +67,21 @@ def test_not_writable_directory(tmp_path):
     assert "is not writable" in preflight._not_writable(Path("/sys/kernel") if os.geteuid() == 0 else locked)
 
 
+def test_a_root_short_of_the_minimum_free_space_is_one_problem_naming_it(tmp_path, monkeypatch):
+    from tests.tmpfs import small_disk
+
+    with small_disk(tmp_path / "small", 4096) as small:
+        for short, roomy in (("SPECOPS_ARTIFACTS", "SPECOPS_CACHE"), ("SPECOPS_CACHE", "SPECOPS_ARTIFACTS")):
+            monkeypatch.setenv(short, str(small / "root"))
+            monkeypatch.setenv(roomy, str(tmp_path / "roomy"))
+            monkeypatch.setenv("SPECOPS_MIN_FREE_MB", "100")
+            assert preflight.directory_problems() == [
+                f"{short}={small / 'root'}: 4 MB free, below the 100 MB a run needs (SPECOPS_MIN_FREE_MB); free "
+                f"space there, or point {short} at a disk with room"]
+            monkeypatch.setenv("SPECOPS_MIN_FREE_MB", "3")
+            assert preflight.directory_problems() == []
+
+
 def test_host_check_accepts_loopback_and_refuses_a_foreign_address():
     preflight.check_host(load_profile("ngram-local"))
     with pytest.raises(ProfileError, match="serving.host: '192.0.2.1' is not an address of this machine"):

@@ -213,14 +213,28 @@ def test_two_processes_open_a_new_file_and_append_at_once(url, tmp_path):
         assert len(store.history(limit=100)) == 60
 
 
-def test_a_schema_1_record_loads_and_a_newer_schema_is_refused_naming_both():
+def test_a_schema_1_record_loads_and_newer_records_never_stop_history_or_compare(store):
+    from specops.results.compat import ReadNotes
     from specops.results.model import SCHEMA_VERSION
-    from specops.results.store import _load
+    from specops.results.store import _row
 
-    old = run_result().model_dump(mode="json")
+    old = run_result(run_id="old-run", started_at=T0).model_dump(mode="json")
     old.pop("window")  # a field schema 1 did not have
-    assert _load({**old, "schema_version": 1}).window is None
-    newer = {**old, "schema_version": SCHEMA_VERSION + 1, "a_later_field": 1}
-    with pytest.raises(ResultsError, match=rf"record schema {SCHEMA_VERSION + 1}\) does not load as this specops' "
-                                           rf"RunResult \(schema {SCHEMA_VERSION}\)"):
-        _load(newer)
+    newer = run_result(run_id="newer-run", started_at=T0 + 1).model_dump(mode="json")
+    newer.update(schema_version=SCHEMA_VERSION + 1, a_later_field=1)
+    changed = run_result(run_id="changed-run", started_at=T0 + 2).model_dump(mode="json")
+    changed.update(schema_version=SCHEMA_VERSION + 1, status="paused")
+    rows = [_row(run_result(run_id=d["run_id"], started_at=d["started_at"])) | {"uid": d["uid"], "result": d,
+            "schema_version": d.get("schema_version", 1)} for d in (old | {"schema_version": 1}, newer, changed)]
+    with store.engine.begin() as conn:
+        conn.execute(runs.insert(), rows)
+    notes = ReadNotes()
+    listed = store.history(notes=notes)
+    assert [r.run_id for r in listed] == ["newer-run", "old-run"]
+    assert listed[1].window is None and listed[0].schema_version == SCHEMA_VERSION + 1
+    assert len(notes.partial) == 1 and "newer-run" in notes.partial[0] and "a_later_field" in notes.partial[0]
+    assert len(notes.skipped) == 1 and "changed-run" in notes.skipped[0] and "status" in notes.skipped[0]
+    assert store.get("newer-run").run_id == "newer-run"  # compare shows what it understands
+    with pytest.raises(ResultsError, match=rf"run changed-run .*record schema {SCHEMA_VERSION + 1}\) cannot be "
+                                           rf"shown by this specops: written by a newer specops"):
+        store.get("changed-run")

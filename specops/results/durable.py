@@ -1,0 +1,101 @@
+"""A result is durable before it is shared: manifest.json in the run directory first, the database second.
+
+The run directory is where a RunResult lives first (written atomically, so it is whole or absent);
+the results database is a copy for queries across runs and hosts. When the append fails (the
+server went away mid-run, a full disk), the run keeps its verdict and leaves a pointer under
+<artifacts>/.unrecorded/; `specops results import` or the next run's record step appends it.
+"""
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from specops.atomic_file import write_text
+from specops.results.manifest import MANIFEST, ManifestError, read_result
+from specops.results.model import SCHEMA_VERSION, RunResult
+from specops.results.store import ResultsStore
+from specops.rundir import artifacts_root
+
+log = logging.getLogger(__name__)
+
+
+def _pending_dir() -> Path:
+    return artifacts_root() / ".unrecorded"
+
+
+def mark_unrecorded(result: RunResult, why: str) -> Path:
+    """Remember a result the database did not take: its uid names a pointer to its run directory."""
+    return write_text(_pending_dir() / f"{result.uid}.json",
+                      json.dumps({"run_dir": result.run_dir, "run_id": result.run_id, "why": why}) + "\n")
+
+
+def unrecorded() -> list[Path]:
+    """Run directories whose result is on disk but not in the database (oldest pointer first)."""
+    pointers = sorted(_pending_dir().glob("*.json"), key=lambda p: p.stat().st_mtime) if _pending_dir().is_dir() else []
+    out = []
+    for pointer in pointers:
+        try:
+            out.append(Path(json.loads(pointer.read_text())["run_dir"]))
+        except (OSError, ValueError, KeyError):
+            log.warning("ignoring %s: not a pointer to a run directory", pointer)
+    return out
+
+
+def is_unrecorded(uid: str) -> bool:
+    return (_pending_dir() / f"{uid}.json").exists()
+
+
+def clear_unrecorded(uid: str) -> None:
+    (_pending_dir() / f"{uid}.json").unlink(missing_ok=True)
+
+
+@dataclass(frozen=True)
+class Imported:
+    run_dir: Path
+    result: RunResult
+
+
+def manifests(paths: Iterable[Path]) -> list[Path]:
+    """The manifests in these run directories (a sweep's or a root's: every one below them)."""
+    found: list[Path] = []
+    for path in paths:
+        path = Path(path)
+        if not path.is_dir():
+            raise ManifestError(f"{path}: not a directory; give run directories (artifacts/<profile>/<run-id>)")
+        inside = sorted(path.rglob(MANIFEST))
+        if not inside:
+            raise ManifestError(f"{path}: no {MANIFEST} in it or below it; a run that ended writes one "
+                               "(a run killed before its report has no result to import)")
+        found.extend(inside)
+    return found
+
+
+def import_results(store: ResultsStore, run_dirs: Iterable[Path]) -> list[Imported]:
+    """Append the results kept in these run directories; appending a uid again replaces its row."""
+    done = []
+    for manifest in manifests(run_dirs):
+        result = read_result(manifest)
+        if result.schema_version > SCHEMA_VERSION:  # its row would lose the fields this version drops
+            raise ManifestError(f"{manifest} was written by a newer specops (record schema {result.schema_version}, "
+                                f"this one writes {SCHEMA_VERSION}): import it with that version")
+        store.append(result)
+        clear_unrecorded(result.uid)
+        done.append(Imported(manifest.parent, result))
+    return done
+
+
+def import_unrecorded(store: ResultsStore) -> list[Imported]:
+    """Results earlier runs could not record; a pointer whose run directory is gone is dropped."""
+    done = []
+    for run_dir in unrecorded():
+        try:
+            done.extend(import_results(store, [run_dir]))
+        except ManifestError as exc:  # the run directory was removed or its manifest damaged since
+            log.warning("%s; not recorded, its pointer is dropped", exc)
+            for pointer in _pending_dir().glob("*.json"):
+                if json.loads(pointer.read_text()).get("run_dir") == str(run_dir):
+                    pointer.unlink(missing_ok=True)
+    return done
