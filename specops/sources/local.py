@@ -6,15 +6,16 @@ from pathlib import Path
 from specops.sources.base import ModelArtifact, hash_dir
 
 # What a served target needs beside its weights: the server and the benchmark tokenize with it. Any one
-# of these is a tokenizer transformers loads (fast, sentencepiece, BPE vocabulary).
-TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model", "vocab.json")
+# of these is a tokenizer transformers loads (fast, sentencepiece, BPE vocabulary, tiktoken): the tokenizer
+# files of specops/sources/hub_files.py::CHECKPOINT.
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model", "vocab.json", "*.tiktoken")
 
 
 def missing_target_files(path: Path) -> list[str]:
     """What a checkpoint directory lacks to be served as a target (a draft head needs no tokenizer)."""
     path = Path(path)
     missing = [] if (path / "config.json").is_file() else ["config.json"]
-    if not any((path / name).is_file() for name in TOKENIZER_FILES):
+    if not any(found.is_file() for pattern in TOKENIZER_FILES for found in path.glob(pattern)):
         missing.append(f"a tokenizer (one of {', '.join(TOKENIZER_FILES)})")
     return missing
 
