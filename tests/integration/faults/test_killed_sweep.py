@@ -38,12 +38,13 @@ def test_a_killed_sweep_is_finished_by_the_janitor(embedded_model, tmp_path):
                                 start_new_session=True)
     try:
         deadline = time.monotonic() + 600
-        while not _benchmarking(sweep_dir):  # a server is up and measured
+        # A server is up (its shared memory exists) and has been measured. Between two servers of the sweep
+        # there is neither a server record nor a region: the janitor knows a run by its servers' records.
+        while not (_benchmarking(sweep_dir) and list(Path("/dev/shm").glob(f"specops{proc.pid}_*"))):
             assert proc.poll() is None, log.read_text()[-3000:]
             assert time.monotonic() < deadline, log.read_text()[-3000:]
-            time.sleep(0.1)
+            time.sleep(0.05)
         tree = psutil.Process(proc.pid).children(recursive=True)
-        assert list(Path("/dev/shm").glob(f"specops{proc.pid}_*")), "the server's shared memory"
         proc.kill()
         proc.wait()
         killed = time.monotonic()
@@ -62,8 +63,9 @@ def test_a_killed_sweep_is_finished_by_the_janitor(embedded_model, tmp_path):
     assert "." in states and len(states) >= 2, states
     assert all(s["state"] == "failed" and s["step"] and "ended without finishing" in s["error"]
                for s in states.values()), states
+    # Gone: removed by the janitor, which names each, unless a server of another run started meanwhile and
+    # swept them first (every server start does; CI's other worker does): tests/unit/test_janitor.py covers it.
     assert list(Path("/dev/shm").glob(f"specops{proc.pid}_*")) == []
-    assert "Triton shared memory" in janitor.stdout
 
 
 def _benchmarking(sweep_dir: Path) -> bool:

@@ -192,7 +192,7 @@ def test_history_and_compare(runs):
     assert "second" in compare.stdout and "retuned" in compare.stdout
     assert any(line.startswith("*") and "overrides" in line for line in compare.stdout.splitlines())
     missing = specops(env, "compare", "second", "nope", timeout=120)
-    assert missing.returncode == 1 and "nope" in missing.stderr
+    assert missing.returncode == 2 and "nope" in missing.stderr  # a run id that names no run: bad input
 
 
 # The runs' Prefect API is private and stopped with each run; its database stays under PREFECT_HOME.
