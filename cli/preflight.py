@@ -17,7 +17,14 @@ from specops.http_client import Client, HttpError, StatusError, is_loopback
 from specops.profile.errors import ProfileError
 from specops.profile.loader import LoadedProfile
 from specops.results.store import results_problems
-from specops.rundir import RunDirError, artifacts_root, cache_root, free_space_problem, validate_run_id
+from specops.rundir import (
+    RunDirError,
+    artifacts_root,
+    cache_root,
+    existing_ancestor,
+    free_space_problem,
+    validate_run_id,
+)
 from specops.settings import env_name, settings
 from specops.sources.local import missing_target_files
 from specops.sources.schemes import parse_source
@@ -87,9 +94,7 @@ def directory_problems() -> list[str]:
 
 
 def _not_writable(path: Path) -> str | None:
-    existing = path
-    while not existing.exists():  # mkdir(parents=True) will create the rest
-        existing = existing.parent
+    existing = existing_ancestor(path)
     if not existing.is_dir():
         return f"{existing} is not a directory" if existing == path else f"{existing} is a file, not a directory"
     try:  # a real write: os.access says yes to root on a read-only file system

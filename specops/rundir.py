@@ -35,17 +35,23 @@ def cache_root() -> Path:
     return (s.xdg_cache_home or Path.home() / ".cache") / "specops"
 
 
+def existing_ancestor(path: Path) -> Path:
+    """`path`, or its nearest parent that exists: where a directory not made yet (mkdir(parents=True) makes
+    it) will live, so the disk and the permissions that count for it."""
+    existing = Path(path)
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    return existing
+
+
 def free_space_problem() -> str | None:
     """Less free space under the artifacts or the cache root than a run needs; None if enough.
     (A full disk mid-run still ends the run FAILED at its step, naming the file: this makes it rare.)"""
     need_mb = settings().specops_min_free_mb
     # The cache too: a run renders its repositories and takes its locks there, even when every model is cached.
     for var, root in (("SPECOPS_ARTIFACTS", artifacts_root()), ("SPECOPS_CACHE", cache_root())):
-        existing = root
-        while not existing.exists() and existing != existing.parent:
-            existing = existing.parent
         try:
-            free_mb = shutil.disk_usage(existing).free / 2**20
+            free_mb = shutil.disk_usage(existing_ancestor(root)).free / 2**20
         except OSError:
             continue  # not a directory we can look at: the writability check says why
         if free_mb < need_mb:  # one disk short is one message, even when both roots are on it

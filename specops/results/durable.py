@@ -32,16 +32,22 @@ def mark_unrecorded(result: RunResult, why: str) -> Path:
                       json.dumps({"run_dir": result.run_dir, "run_id": result.run_id, "why": why}) + "\n")
 
 
-def unrecorded() -> list[Path]:
-    """Run directories whose result is on disk but not in the database (oldest pointer first)."""
-    pointers = sorted(_pending_dir().glob("*.json"), key=lambda p: p.stat().st_mtime) if _pending_dir().is_dir() else []
+def _pointers() -> list[tuple[Path, Path]]:
+    """(pointer, run directory) of each result on disk but not in the database, oldest pointer first."""
+    if not _pending_dir().is_dir():
+        return []
     out = []
-    for pointer in pointers:
+    for pointer in sorted(_pending_dir().glob("*.json"), key=lambda p: p.stat().st_mtime):
         try:
-            out.append(Path(json.loads(pointer.read_text())["run_dir"]))
+            out.append((pointer, Path(json.loads(pointer.read_text())["run_dir"])))
         except (OSError, ValueError, KeyError):
             log.warning("ignoring %s: not a pointer to a run directory", pointer)
     return out
+
+
+def unrecorded() -> list[Path]:
+    """Run directories whose result is on disk but not in the database (oldest pointer first)."""
+    return [run_dir for _, run_dir in _pointers()]
 
 
 def is_unrecorded(uid: str) -> bool:
@@ -90,12 +96,10 @@ def import_results(store: ResultsStore, run_dirs: Iterable[Path]) -> list[Import
 def import_unrecorded(store: ResultsStore) -> list[Imported]:
     """Results earlier runs could not record; a pointer whose run directory is gone is dropped."""
     done = []
-    for run_dir in unrecorded():
+    for pointer, run_dir in _pointers():
         try:
             done.extend(import_results(store, [run_dir]))
         except ManifestError as exc:  # the run directory was removed or its manifest damaged since
             log.warning("%s; not recorded, its pointer is dropped", exc)
-            for pointer in _pending_dir().glob("*.json"):
-                if json.loads(pointer.read_text()).get("run_dir") == str(run_dir):
-                    pointer.unlink(missing_ok=True)
+            pointer.unlink(missing_ok=True)
     return done
