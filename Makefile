@@ -3,7 +3,6 @@ SHELL := /bin/bash
 PYTHON ?= python3.11
 VENV := .venv
 BIN := $(CURDIR)/$(VENV)/bin
-export SPECOPS_CACHE ?= $(CURDIR)/.cache/specops
 export PREFECT_HOME ?= $(CURDIR)/.prefect
 export PREFECT_SERVER_ANALYTICS_ENABLED := false
 PROFILE ?= ngram-local
@@ -27,11 +26,26 @@ PREFECT_DB_URL ?=
 # tools/deploy_source.py refuses to deploy (a stored "" would replace the worker host's own
 # setting). `make up`'s worker is this host: its runs keep what `specops run` here would.
 up: WORKER_ARTIFACTS ?= $(abspath $(or $(SPECOPS_ARTIFACTS),artifacts))
-up: WORKER_CACHE ?= $(abspath $(SPECOPS_CACHE))
+# The cache: one per host, the one `specops run` here uses ($SPECOPS_CACHE, else specops's default,
+# ~/.cache/specops), asked of specops (specops/rundir.py cache_root) rather than restated here.
+up: WORKER_CACHE ?= $(abspath $(or $(SPECOPS_CACHE),$(shell $(BIN)/specops settings --get SPECOPS_CACHE 2>/dev/null)))
 up: RESULTS_URL ?= $(or $(SPECOPS_RESULTS_URL),sqlite:///$(WORKER_ARTIFACTS)/results.db)
+# `make up` serves WORKER_ARTIFACTS over HTTP (specops serve-artifacts): the UI's plots and links; optional
+# for `make deploy` (ARTIFACTS_URL=http://host:port of a server of the workers' artifacts; unset: file:// links)
+ARTIFACTS_PORT ?= 4201
+up: ARTIFACTS_URL ?= http://$(PREFECT_PUBLIC_HOST):$(ARTIFACTS_PORT)
+# Where alerts go (a regression, a run no worker serves): `make up` saves the Webhook block that the alert
+# deployments notify through (`specops alert setup`), `make deploy` when ALERT_URL is given. Default for `up`: the
+# artifacts server's inbox. A Slack or Discord webhook URL is a credential: give it in the environment
+# (ALERT_URL=... make up), never as a make argument, which `ps` shows; it is printed masked.
+# (SPECOPS_ALERT_URL in the environment counts as ALERT_URL: read once, before the export below replaces it)
+ENV_ALERT_URL := $(SPECOPS_ALERT_URL)
+up: ALERT_URL ?= $(or $(ENV_ALERT_URL),http://$(PREFECT_API_HOST):$(ARTIFACTS_PORT)/alerts)
+deploy: ALERT_URL ?= $(ENV_ALERT_URL)
+up deploy: export SPECOPS_ALERT_URL = $(ALERT_URL)
 DEPLOY_REPOSITORY ?=
 STOP_TIMEOUT ?= 10
-DEBIAN_PACKAGES := libb64-0d docker.io busybox-static postgresql libtcmalloc-minimal4
+DEBIAN_PACKAGES := libb64-0d docker.io busybox-static postgresql libtcmalloc-minimal4 chromium chromium-driver
 # AIPerf (the second benchmark tool) pins packages that clash with specops': its own venv.
 AIPERF_VENV := .venv-aiperf
 AIPERF_VERSION := $(shell sed -n 's/^VERSION = "\(.*\)".*/\1/p' specops/bench/aiperf_tool.py)
@@ -49,10 +63,13 @@ export PREFECT_DB_URL
 up deploy: export SPECOPS_WORKER_ARTIFACTS = $(WORKER_ARTIFACTS)
 up deploy: export SPECOPS_WORKER_CACHE = $(WORKER_CACHE)
 up deploy: export SPECOPS_WORKER_RESULTS_URL = $(RESULTS_URL)
+up deploy: export SPECOPS_WORKER_ARTIFACTS_URL = $(ARTIFACTS_URL)
 deploy: export SPECOPS_DEPLOY_REPOSITORY = $(DEPLOY_REPOSITORY)
 # `up`'s worker runs on this host: it clones this checkout unless told otherwise (an `origin` may
 # need credentials or a network the worker lacks)
 up: export SPECOPS_DEPLOY_REPOSITORY = $(or $(DEPLOY_REPOSITORY),$(CURDIR))
+# `up` starts its worker right after deploying: its pool goes unnamed in the deploy output's no-worker line
+up: DEPLOY_WORKER_FOLLOWS = --worker-follows $(POOL)
 
 .PHONY: debian-packages install demo demo-vllm bench-engines test test-fast bench bench-intervals bench-calibrate bench-tools bench-drafts bench-sweep bench-compare up down deploy schema clean
 
@@ -61,7 +78,8 @@ up: export SPECOPS_DEPLOY_REPOSITORY = $(or $(DEPLOY_REPOSITORY),$(CURDIR))
 debian-packages:
 	@# perf_analyzer (from tritonclient 2.51.0) links libb64.so.0d; the Docker launcher's tests
 	@# start their own dockerd (docker.io) and import a busybox-static image; the results store's
-	@# tests start a PostgreSQL 15 server of their own (postgresql).
+	@# tests start a PostgreSQL 15 server of their own (postgresql); the UI tests drive headless
+	@# Chromium through its chromedriver (chromium chromium-driver).
 	@dpkg -s $(DEBIAN_PACKAGES) >/dev/null 2>&1 || { \
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 	  $$SUDO apt-get update -qq && $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(DEBIAN_PACKAGES); }
@@ -172,22 +190,31 @@ define deploy_recipe
 	@$(BIN)/specops deployments -o prefect.yaml
 	@for pool in specops-cpu specops-gpu; do \
 	  $(BIN)/specops deployments --pool-template $$pool > $(PREFECT_HOME)/$$pool.json || exit 1; \
-	  if $(BIN)/prefect work-pool inspect $$pool >/dev/null 2>&1; \
-	  then $(BIN)/prefect work-pool update $$pool --base-job-template $(PREFECT_HOME)/$$pool.json >/dev/null; \
-	  else $(BIN)/prefect work-pool create $$pool --type process --base-job-template $(PREFECT_HOME)/$$pool.json >/dev/null; fi \
+	  if ! $(BIN)/prefect work-pool inspect $$pool >/dev/null 2>&1; \
+	  then $(BIN)/prefect work-pool create $$pool --type process --base-job-template $(PREFECT_HOME)/$$pool.json >/dev/null; fi \
+	  && $(BIN)/prefect work-pool update $$pool --base-job-template $(PREFECT_HOME)/$$pool.json \
+	    --description "$$($(BIN)/specops deployments --pool-description $$pool)" >/dev/null \
 	  || exit 1; done
-	@PATH=$(BIN):$$PATH $(BIN)/prefect --no-prompt deploy --all
+	@# the block the alert deployments notify through (webhook/specops-regression), before they exist
+	@if [ -n "$$SPECOPS_ALERT_URL" ]; then $(BIN)/specops alert setup; \
+	  else echo "alerts: ALERT_URL unset, the alert block is left as it is (\`specops alert test\` tries it)"; fi
+	@# tools/deploy_output.py: Prefect's "start a worker" hint once at the end, not after every deployment
+	@set -o pipefail; PATH=$(BIN):$$PATH $(BIN)/prefect --no-prompt deploy --all \
+	  | $(BIN)/python tools/deploy_output.py $(DEPLOY_WORKER_FOLLOWS)
 endef
 
 ## up: a Prefect server on $(PREFECT_HOST):$(PREFECT_PORT) (SQLite, or PostgreSQL with PREFECT_DB_URL),
 ## the deployments (`make deploy`, for this host's worker: WORKER_ARTIFACTS default artifacts/ or
-## $SPECOPS_ARTIFACTS, WORKER_CACHE $SPECOPS_CACHE, RESULTS_URL $SPECOPS_RESULTS_URL or results.db under
+## $SPECOPS_ARTIFACTS, WORKER_CACHE the cache `specops run` here uses, RESULTS_URL $SPECOPS_RESULTS_URL or results.db under
 ## the artifacts) and a process worker on $(POOL), each in a session of its own (pid files in
 ## $(PREFECT_HOME)); the project's Prefect profile points at the server until `make down`
 up: install
 	$(deploy_check)
 	@mkdir -p $(PREFECT_HOME)
-	@$(BIN)/python tools/stop_services.py $(PREFECT_HOME)/worker.pid $(PREFECT_HOME)/server.pid  # a previous `up`
+	@$(BIN)/python tools/stop_services.py $(PREFECT_HOME)/worker.pid $(PREFECT_HOME)/server.pid $(PREFECT_HOME)/artifacts.pid  # a previous `up`
+	@setsid $(BIN)/specops serve-artifacts --root $(WORKER_ARTIFACTS) --host $(PREFECT_HOST) --port $(ARTIFACTS_PORT) > $(PREFECT_HOME)/artifacts.log 2>&1 < /dev/null & echo $$! > $(PREFECT_HOME)/artifacts.pid
+	@for i in $$(seq 1 30); do curl -sf -o /dev/null http://$(PREFECT_API_HOST):$(ARTIFACTS_PORT)/ && exit 0; sleep 1; done; \
+	  echo "artifacts server not answering after 30s; $(PREFECT_HOME)/artifacts.log ends with:"; tail -20 $(PREFECT_HOME)/artifacts.log; exit 1
 	@$(BIN)/prefect config set PREFECT_API_URL=http://$(PREFECT_API_HOST):$(PREFECT_PORT)/api >/dev/null
 	@if [ -n "$$PREFECT_DB_URL" ]; then echo "Prefect database: $$(echo "$$PREFECT_DB_URL" | sed -E 's#(://[^:/@]*):[^@]*@#\1:***@#')"; \
 	  export PREFECT_API_DATABASE_CONNECTION_URL="$$PREFECT_DB_URL"; fi; \
@@ -196,9 +223,13 @@ up: install
 	@for i in $$(seq 1 120); do curl -sf http://$(PREFECT_API_HOST):$(PREFECT_PORT)/api/health >/dev/null && exit 0; sleep 1; done; \
 	  echo "Prefect server not healthy after 120s; $(PREFECT_HOME)/server.log ends with:"; tail -20 $(PREFECT_HOME)/server.log; exit 1
 	$(deploy_recipe)
-	@PATH=$(BIN):$$PATH setsid $(BIN)/prefect worker start --pool $(POOL) --type process > $(PREFECT_HOME)/worker.log 2>&1 < /dev/null & echo $$! > $(PREFECT_HOME)/worker.pid
+	@# SIGINT at its default: a background job of a shell without job control starts with SIGINT ignored, and
+	@# Prefect's worker stops on SIGTERM by sending itself SIGINT (prefect/utilities/processutils
+	@# setup_signal_handlers_worker): ignored, it never stopped and `make down` had to SIGKILL it
+	@PATH=$(BIN):$$PATH setsid env --default-signal=INT $(BIN)/prefect worker start --pool $(POOL) --type process > $(PREFECT_HOME)/worker.log 2>&1 < /dev/null & echo $$! > $(PREFECT_HOME)/worker.pid
 	@echo "Prefect UI: http://$(PREFECT_PUBLIC_HOST):$(PREFECT_PORT)  (PREFECT_HOME=$(PREFECT_HOME))"
 	@echo "workers on other hosts: PREFECT_API_URL=http://$(PREFECT_PUBLIC_HOST):$(PREFECT_PORT)/api"
+	@echo "artifacts (the UI's plots and links; alerts at POST /alerts): $(ARTIFACTS_URL)"
 	@echo "run:  PREFECT_HOME=$(PREFECT_HOME) $(BIN)/prefect deployment run specdec/$(PROFILE)"
 
 ## deploy: prefect.yaml regenerated from the profiles, the pools specops-cpu/-gpu created or updated
@@ -215,7 +246,7 @@ deploy: install
 ## `specops run` and `make demo` start a private Prefect server again
 down:
 	@if [ ! -x $(BIN)/python ]; then echo "no $(VENV): nothing was started"; exit 0; fi; \
-	$(BIN)/python tools/stop_services.py --timeout $(STOP_TIMEOUT) $(PREFECT_HOME)/worker.pid $(PREFECT_HOME)/server.pid; \
+	$(BIN)/python tools/stop_services.py --timeout $(STOP_TIMEOUT) $(PREFECT_HOME)/worker.pid $(PREFECT_HOME)/server.pid $(PREFECT_HOME)/artifacts.pid; \
 	rc=$$?; $(BIN)/prefect config unset PREFECT_API_URL --yes >/dev/null 2>&1; \
 	$(BIN)/specops janitor || rc=1; exit $$rc
 

@@ -24,7 +24,15 @@ def pool_template(pool: str) -> dict:
 def cmd_deployments(args) -> int:
     from specops.deployments import CPU_POOL, GPU_POOL, render
 
-    if args.pool_template:
+    if args.pool_description:
+        if args.pool_description not in (CPU_POOL, GPU_POOL):
+            print(f"specops: --pool-description {args.pool_description!r}: the pools are {CPU_POOL}, {GPU_POOL}",
+                  file=sys.stderr)
+            return 2
+        from specops.pools import pool_description
+
+        text = pool_description(args.pool_description) + "\n"
+    elif args.pool_template:
         if args.pool_template not in (CPU_POOL, GPU_POOL):
             print(f"specops: --pool-template {args.pool_template!r}: the pools are {CPU_POOL}, {GPU_POOL}",
                   file=sys.stderr)

@@ -1,5 +1,5 @@
-"""specops command line: run, plan, profiles, history, compare, sweep, compare-profiles, calibrate, results,
-schema, deployments, janitor, settings."""
+"""specops command line: run, plan, profiles, history, compare, sweep, compare-profiles, upgrade-check, calibrate,
+results, schema, deployments, janitor, settings, serve-artifacts, alert."""
 from __future__ import annotations
 
 import argparse
@@ -26,6 +26,8 @@ def _profile_args(p: argparse.ArgumentParser) -> None:
 
 
 def _parser() -> argparse.ArgumentParser:
+    from specops.rundir import ROOT_VARIABLES
+
     parser = argparse.ArgumentParser(prog="specops", description=__doc__)
     parser.add_argument("--debug", action="store_true",
                         help="show tracebacks (on the console too, for a run's failed steps)")
@@ -59,6 +61,16 @@ def _parser() -> argparse.ArgumentParser:
     versus.add_argument("profiles", nargs="+", metavar="PROFILE")
     versus.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                         help="an override for every profile (repeatable)")
+    upgrade = sub.add_parser("upgrade-check", help="one profile on two engine versions, one after the other "
+                             "(Prefect flow `upgrade`): the version facts that differ, speedup, acceptance per "
+                             "draft position and cost side by side")
+    _profile_args(upgrade)
+    for side, example in (("before", "backend.image=nvcr.io/nvidia/tritonserver:25.01-vllm-python-py3"),
+                          ("after", "backend.image=nvcr.io/nvidia/tritonserver:25.04-vllm-python-py3")):
+        upgrade.add_argument(f"--{side}", action="append", default=[], metavar="BACKEND.KEY=VALUE",
+                             help=f"a backend override of the {side} side, e.g. {example}, or 'backend={{kind: "
+                             "local}' (repeatable; none: the profile as shipped)")
+    upgrade.add_argument("--run-id", help="name of the check's directory under artifacts/upgrade/<profile>/")
     calibrate = sub.add_parser("calibrate", help="the profile's base against itself, RUNS times (Prefect flow "
                                "`calibrate`): how many intervals contain 1.00x, and the false speedups' spread")
     _profile_args(calibrate)
@@ -81,10 +93,25 @@ def _parser() -> argparse.ArgumentParser:
     deployments.add_argument("-o", "--output", type=Path)
     deployments.add_argument("--pool-template", metavar="POOL", help="print POOL's base job template instead "
                              "(for `prefect work-pool create/update --base-job-template`)")
+    deployments.add_argument("--pool-description", metavar="POOL", help="print POOL's description instead (the "
+                             "worker command and the blocks its runs need; for `prefect work-pool update "
+                             "--description`)")
     janitor = sub.add_parser("janitor", help="stop what killed runs left behind (servers, benchmark tools, ...)")
     janitor.add_argument("--all", action="store_true",
                          help="also what live runs started (everything recorded; the Prefect API is not asked)")
-    sub.add_parser("settings", help="the environment variables specops reads: default and meaning (Markdown)")
+    settings = sub.add_parser("settings", help="the environment variables specops reads: default and meaning "
+                              "(Markdown)")
+    settings.add_argument("--get", metavar="VARIABLE", choices=ROOT_VARIABLES,
+                          help="print the path in effect for VARIABLE instead, its default resolved (the Makefile "
+                          "reads the cache `make up`'s worker shares with this host's runs so)")
+    serve = sub.add_parser("serve-artifacts", help="serve the artifacts root read-only over HTTP (the Prefect UI's "
+                           "plots and links) and take alerts at POST /alerts; `make up` starts it")
+    serve.add_argument("--root", type=Path, required=True, help="the directory to serve (SPECOPS_ARTIFACTS)")
+    serve.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    serve.add_argument("--port", type=int, default=4201, help="port to bind (default 4201)")
+    from cli.alert import add_parser as add_alert_parser
+
+    add_alert_parser(sub)
     for command in sub.choices.values():  # also after the command: `specops run X --debug`
         command.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
     return parser
@@ -219,6 +246,17 @@ def cmd_compare_profiles(args) -> int:
     return 0
 
 
+def cmd_upgrade_check(args) -> int:
+    from specops.upgrade.sides import load_sides
+
+    load_sides(args.profile, args.before, args.after, args.overrides)  # fail fast, before Prefect starts
+    from flows.upgrade import upgrade
+
+    print("\n" + _flow_command(args, lambda: upgrade(args.profile, args.before, args.after, args.overrides,
+                                                     args.run_id)))
+    return 0
+
+
 def cmd_calibrate(args) -> int:
     from specops.profile.calibration import load_calibration
 
@@ -329,11 +367,45 @@ def cmd_deployments(args) -> int:
     return run(args)
 
 
+def cmd_alert(args) -> int:
+    from cli.alert import cmd_alert as run
+
+    return run(args)
+
+
 def cmd_settings(args) -> int:
+    from specops.rundir import roots
     from specops.settings import table
 
-    print("\n".join(table()))
+    print(roots()[args.get] if args.get else "\n".join(table()))
     return 0
+
+
+def cmd_serve_artifacts(args) -> int:
+    from specops.artifacts_server import make_server
+
+    def stop(signum, frame):  # serve_forever runs in this thread: leave it by raising, not shutdown()
+        raise SystemExit(0)
+
+    try:
+        server = make_server(args.root, args.host, args.port)
+    except OSError as err:  # the port taken, an address not this host's
+        print(f"specops: serve-artifacts cannot listen on {args.host}:{args.port}: {err}", file=sys.stderr)
+        return EXIT_FAILED
+    signal.signal(signal.SIGTERM, stop)
+    host, port = server.server_address[:2]
+    print(f"serving {args.root.resolve()} read-only at http://{host}:{port}/ (alerts: POST /alerts)", flush=True)
+    try:
+        server.serve_forever(poll_interval=0.2)
+    except (KeyboardInterrupt, SystemExit):  # Ctrl-C, or SIGTERM through stop()
+        pass
+    finally:
+        server.server_close()
+    # Out at once: finalizing what this module imported (torch, through the backends) took 0.2-0.6 s, and
+    # `make down` expects a stop within a second; every alert was written and closed when it came in.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 def cmd_janitor(args) -> int:
@@ -356,9 +428,11 @@ def cmd_janitor(args) -> int:
 
 COMMANDS = {"run": cmd_run, "plan": cmd_plan, "profiles": cmd_profiles, "history": cmd_history,
             "compare": cmd_compare, "sweep": cmd_sweep, "compare-profiles": cmd_compare_profiles,
+            "upgrade-check": cmd_upgrade_check,
             "calibrate": cmd_calibrate, "results": cmd_results_import,
             "schema": cmd_schema, "janitor": cmd_janitor, "deployments": cmd_deployments,
-            "settings": cmd_settings}
+            "settings": cmd_settings, "serve-artifacts": cmd_serve_artifacts,
+            "alert": cmd_alert}
 
 
 def main(argv: list[str] | None = None) -> int:

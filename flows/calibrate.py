@@ -7,26 +7,32 @@ regression rule takes that spread as the speedup's noise floor.
 """
 from __future__ import annotations
 
-from prefect import flow, get_run_logger
+from prefect import flow, get_run_logger, tags
 
 from flows.specdec import RunFailed, run_specdec
+from prefect_adapters.parameters import CalibrationRuns, Overrides, ProfileName, RunId
+from prefect_adapters.refusal import refused_profiles
+from specops.report.artifact_names import CALIBRATE_TAG
 from specops.results.calibration import AA_OVERRIDE, Calibration
 from specops.results.model import RunResult
 from tasks.calibrate import publish_calibration, validate_calibration
 
 
 @flow(name="calibrate", log_prints=True)
-def calibrate(profile: str = "ngram-local", runs: int = 20, overrides: list[str] | None = None,
-              run_id: str | None = None) -> str:
+def calibrate(profile: ProfileName = "ngram-local", runs: CalibrationRuns = 20, overrides: Overrides = (),
+              run_id: RunId = "") -> str:
     """Run the profile's A/A measurement `runs` times and return the calibration table."""
     overrides = list(overrides or [])
+    if (refused := refused_profiles([profile], overrides)) is not None:
+        return refused
     loaded = validate_calibration(profile, overrides, runs)
     results: list[RunResult] = []
-    for i in range(runs):
-        get_run_logger().info("A/A run %d of %d", i + 1, runs)
-        try:
-            results.append(run_specdec(profile, [*overrides, AA_OVERRIDE]))
-        except RunFailed as failed:  # recorded and reported; its line says FAILED
-            get_run_logger().error("%s", failed)
-            results.append(failed.result)
+    with tags(CALIBRATE_TAG):  # each A/A run is tagged, and publishes under calibrate-<profile>-* keys
+        for i in range(runs):
+            get_run_logger().info("A/A run %d of %d", i + 1, runs)
+            try:
+                results.append(run_specdec(profile, [*overrides, AA_OVERRIDE]))
+            except RunFailed as failed:  # recorded and reported; its line says FAILED
+                get_run_logger().error("%s", failed)
+                results.append(failed.result)
     return publish_calibration(Calibration(loaded.profile.name, results), run_id)

@@ -7,23 +7,29 @@ models would say nothing about the methods.
 """
 from __future__ import annotations
 
-from prefect import flow, get_run_logger
+from prefect import flow, get_run_logger, tags
 
 from flows.specdec import RunFailed, run_specdec
+from prefect_adapters.parameters import Overrides, ProfileNames, RunId
+from prefect_adapters.refusal import refused_profiles
+from specops.report.artifact_names import COMPARE_TAG
 from specops.results.model import RunResult
 from tasks.compare import publish_comparison, validate_comparison
 
 
 @flow(name="compare", log_prints=True)
-def compare(profiles: list[str], overrides: list[str] | None = None, run_id: str | None = None) -> str:
+def compare(profiles: ProfileNames, overrides: Overrides = (), run_id: RunId = "") -> str:
     """Run each profile (the same overrides for all) and return the one table of them."""
     overrides = list(overrides or [])
+    if (refused := refused_profiles(profiles, overrides)) is not None:
+        return refused
     validate_comparison(profiles, overrides)
     results: list[RunResult] = []
-    for profile in profiles:
-        try:
-            results.append(run_specdec(profile, overrides))
-        except RunFailed as failed:  # recorded and reported; its row says FAILED
-            get_run_logger().error("%s", failed)
-            results.append(failed.result)
+    with tags(COMPARE_TAG):  # each member's run is tagged, and publishes under compare-<profile>-* keys
+        for profile in profiles:
+            try:
+                results.append(run_specdec(profile, overrides))
+            except RunFailed as failed:  # recorded and reported; its row says FAILED
+                get_run_logger().error("%s", failed)
+                results.append(failed.result)
     return publish_comparison(results, run_id)

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
+from prefect.exceptions import TerminationSignal
+
 from specops.backends.base import Backend, Server
 from specops.bench.tool import BenchJob, BenchTool
 from specops.pipeline.benchmark import Measured, bench_job, choose_design, variant_record
@@ -50,6 +52,13 @@ class Served:
         return outputs
 
 
+# A run ended by SIGTERM (`make down` stopping the worker's flow runs, a cancellation) measures nothing more:
+# its servers get SIGKILL after this rather than their graceful stop (tritonserver's waits out its whole exit
+# timeout while a request is in flight: 5.7 s here), so the flow run, and the worker waiting for it, end
+# within `make down`'s bound (STOP_TIMEOUT, 10 s) instead of being killed at it.
+ABORTED_STOP_S = 0.5
+
+
 @contextmanager
 def served(backend: Backend, variant: Variant, repo: Path, run: RunDir, facts: RunFacts | None = None,
            smoke: bool = True) -> Iterator[Served]:
@@ -64,7 +73,9 @@ def served(backend: Backend, variant: Variant, repo: Path, run: RunDir, facts: R
         if smoke:
             up.pace = send_smoke_request(backend, server, variant, run)
         yield up
-    except BaseException:  # a server that will not stop must not hide why we stop it
+    except BaseException as error:  # a server that will not stop must not hide why we stop it
+        if isinstance(error, TerminationSignal):  # the run is being ended: no graceful unload (see ABORTED_STOP_S)
+            stop = partial(stop_server, server, ABORTED_STOP_S, run, variant)
         teardown_quietly(stop, f"stopping the {variant.name} server")
         raise
     stop()

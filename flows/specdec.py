@@ -17,7 +17,9 @@ from prefect.states import Failed, State
 from flows.finish import finish, set_final_status
 from flows.prepare import noted_result, prepare_models
 from flows.serving import measure_group, served
+from prefect_adapters.parameters import Overrides, ProfileName, RunId
 from prefect_adapters.reaping import reap_servers
+from prefect_adapters.refusal import refused_profiles
 from prefect_adapters.slot_limits import hold_slots
 from specops.backends.base import Backend
 from specops.bench.tool import BenchTool
@@ -123,10 +125,12 @@ def measure(loaded: LoadedProfile, backend: Backend, tool: BenchTool, run: RunDi
 
 
 @flow(name="specdec", on_cancellation=[reap_servers], on_crashed=[reap_servers], log_prints=True)
-def specdec(profile: str = "ngram-local", overrides: list[str] | None = None,
-            run_id: str | None = None) -> RunResult | State:
+def specdec(profile: ProfileName = "ngram-local", overrides: Overrides = (),
+            run_id: RunId = "") -> RunResult | State:
     """Deploy and benchmark one speculative-decoding profile against its base model. Ends Completed
     with the RunResult, or Failed: RunFailed raised (a step failed), RunInvalid (outputs differ)."""
+    if (refused := refused_profiles([profile], overrides)) is not None:
+        return refused
     loaded = validate_profile(profile, list(overrides or []))
     run = create_run_dir(loaded, run_id)
     backend, tool = backend_for(loaded.profile), tool_for(loaded.profile)  # built once, handed to every step
@@ -166,6 +170,6 @@ def run_specdec(profile: str, overrides: list[str] | None = None, run_id: str | 
     """specdec() for callers that want the measurement either way: an INVALID run's RunResult is
     returned (its Prefect state is Failed all the same); a failed run raises RunFailed."""
     try:
-        return specdec(profile, overrides, run_id)
+        return specdec(profile, list(overrides or []), run_id)
     except RunInvalid as invalid:
         return invalid.result

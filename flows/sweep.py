@@ -20,7 +20,9 @@ from prefect import flow
 from flows.finish import finish, set_final_status
 from flows.prepare import prepare_models
 from flows.serving import Served, measure_group, served
+from prefect_adapters.parameters import Concurrencies, DraftLengths, Overrides, ProfileName, RunId, ServeSchedule
 from prefect_adapters.reaping import reap_servers
+from prefect_adapters.refusal import refused_profiles
 from prefect_adapters.slot_limits import Held, hold_slots
 from specops.backends.base import Backend
 from specops.bench.tool import BenchTool
@@ -33,7 +35,7 @@ from specops.rundir import RunDir, cache_root, end_open_statuses
 from specops.slots import run_slots
 from specops.sweep.analysis import Cell, best_k, crossover
 from specops.sweep.cells import BaseCell, CellStore
-from specops.sweep.grid import SweepGrid, base_overrides, cell_key, cell_overrides
+from specops.sweep.grid import SweepGrid, base_overrides, cell_key, cell_overrides, series_dir
 from specops.sweep.outcome import SweepOutcome
 from specops.sweep.schedule import recommend
 from specops.sweep.table import format_sweep
@@ -108,7 +110,7 @@ def measure_k(sweep: Sweep, k: int, concurrencies: list[int], bases: dict[int, B
     """One server at draft length k (or, given `schedule`'s overrides, serving that per-load schedule up to k),
     benchmarked at each concurrency asked; each cell a RunResult."""
     p = sweep.at(k, concurrencies[0], schedule).profile
-    name = "schedule" if schedule else f"k{k}"
+    name = series_dir(k, bool(schedule))
     variant, server_run = Variant(SPECULATIVE, p.method), sweep.run.child(name)
     results = {}
     # A schedule lives in the backend section, so its server renders from the schedule's own profile.
@@ -172,13 +174,15 @@ def measure_schedule(state: Sweep, grid: SweepGrid, recommendation, bases: dict[
 
 
 @flow(name="sweep", on_cancellation=[reap_servers], on_crashed=[reap_servers], log_prints=True)
-def sweep(profile: str = "ngram-local", draft_lengths: list[int] | None = None,
-          concurrencies: list[int] | None = None, overrides: list[str] | None = None,
-          run_id: str | None = None, serve_schedule: bool = True) -> SweepOutcome:
+def sweep(profile: ProfileName = "ngram-local", draft_lengths: DraftLengths = (1, 2, 4),
+          concurrencies: Concurrencies = (1, 2, 4), overrides: Overrides = (), run_id: RunId = "",
+          serve_schedule: ServeSchedule = True) -> SweepOutcome:
     """Measure the profile at every draft length x concurrency (cells measured before come from the cache), then
     serve the recommended per-load schedule where the backend takes one (serve_schedule: false skips that)."""
     overrides = list(overrides or [])
-    grid = SweepGrid(draft_lengths=draft_lengths or [1, 2, 4], concurrencies=concurrencies or [1, 2, 4])
+    grid = SweepGrid(draft_lengths=list(draft_lengths), concurrencies=list(concurrencies))
+    if (refused := refused_profiles([profile], overrides)) is not None:
+        return refused
     loaded = validate_sweep(profile, overrides, grid)
     run = create_run_dir(loaded, run_id)
     backend, tool = backend_for(loaded.profile), tool_for(loaded.profile)

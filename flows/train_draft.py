@@ -7,7 +7,9 @@ from __future__ import annotations
 from prefect import flow
 
 from flows.prepare import prepare_trained_draft
+from prefect_adapters.parameters import Overrides, ProfileName, RunId
 from prefect_adapters.reaping import reap_servers
+from prefect_adapters.refusal import refused_profiles
 from specops.pipeline.backend import backend_for, tool_for
 from specops.rundir import cache_root
 from tasks.models import download_model
@@ -15,9 +17,11 @@ from tasks.profile import check_prerequisites, create_run_dir, validate_profile
 
 
 @flow(name="train-draft", on_cancellation=[reap_servers], on_crashed=[reap_servers], log_prints=True)
-def train_draft(profile: str = "eagle3-local", overrides: list[str] | None = None,
-                run_id: str | None = None) -> dict:
+def train_draft(profile: ProfileName = "eagle3-local", overrides: Overrides = (),
+                run_id: RunId = "") -> dict:
     """Train (or find cached) the draft module a profile's `draft.train` section describes."""
+    if (refused := refused_profiles([profile], overrides)) is not None:
+        return refused
     loaded = validate_profile(profile, list(overrides or []))
     if loaded.profile.draft is None or loaded.profile.draft.train is None:
         raise ValueError(f"profile {loaded.profile.name}: no draft.train section; nothing to train")

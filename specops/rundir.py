@@ -18,7 +18,7 @@ from typing import Any
 import yaml
 
 from specops.atomic_file import RunFileError, write_text
-from specops.settings import settings
+from specops.settings import env_name, settings
 
 log = logging.getLogger(__name__)
 
@@ -28,11 +28,22 @@ def artifacts_root() -> Path:
 
 
 def cache_root() -> Path:
-    """Cross-run cache for models and rendered repositories ($SPECOPS_CACHE or ~/.cache/specops)."""
+    """Cross-run cache for models and rendered repositories ($SPECOPS_CACHE, else $XDG_CACHE_HOME/specops,
+    else ~/.cache/specops): the one default for the host's CLI runs and `make up`'s worker (the Makefile asks
+    `specops settings --get SPECOPS_CACHE`)."""
     s = settings()
     if s.specops_cache is not None:
         return s.specops_cache.resolve()
     return (s.xdg_cache_home or Path.home() / ".cache") / "specops"
+
+
+_ROOTS = {"specops_artifacts": artifacts_root, "specops_cache": cache_root}
+ROOT_VARIABLES = tuple(env_name(field) for field in _ROOTS)
+
+
+def roots() -> dict[str, Path]:
+    """The roots a run writes under, by their variable: the values in effect, defaults resolved."""
+    return {env_name(field): root() for field, root in _ROOTS.items()}
 
 
 def existing_ancestor(path: Path) -> Path:
@@ -49,7 +60,7 @@ def free_space_problem() -> str | None:
     (A full disk mid-run still ends the run FAILED at its step, naming the file: this makes it rare.)"""
     need_mb = settings().specops_min_free_mb
     # The cache too: a run renders its repositories and takes its locks there, even when every model is cached.
-    for var, root in (("SPECOPS_ARTIFACTS", artifacts_root()), ("SPECOPS_CACHE", cache_root())):
+    for var, root in roots().items():
         try:
             free_mb = shutil.disk_usage(existing_ancestor(root)).free / 2**20
         except OSError:

@@ -10,8 +10,9 @@ setting and does not come here.
 from __future__ import annotations
 
 from pathlib import Path
+from urllib.parse import urlsplit
 
-from pydantic import AliasGenerator, Field, SecretStr
+from pydantic import AliasGenerator, Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 UNSET = "unset"  # how the table shows a variable with no default value
@@ -24,6 +25,9 @@ class Settings(BaseSettings):
 
     specops_artifacts: Path = Field(Path("artifacts"), description="root of the run directories and of the "
                                     "default results.db (a relative path is taken from the working directory)")
+    specops_artifacts_url: str | None = Field(None, description="http(s) URL at which SPECOPS_ARTIFACTS is "
+                                              "served (`specops serve-artifacts`, which `make up` starts): "
+                                              "artifacts embed plots and link files by it; unset: file:// links")
     specops_cache: Path | None = Field(None, description="cross-run cache of models, rendered repositories, "
                                        "locks and the hub cache; unset: $XDG_CACHE_HOME/specops")
     xdg_cache_home: Path | None = Field(None, description="base of the default cache (its specops/ directory) "
@@ -53,6 +57,19 @@ class Settings(BaseSettings):
                                            "set, and of the seed's synthesis server (sent as Bearer)")
     specops_endpoint_api_key: SecretStr | None = Field(None, description="key of draft.train.data.endpoint, "
                                                        "sent only in the Authorization header")
+    # A Slack or Discord webhook URL is a credential: read from the environment, never a command line.
+    specops_alert_url: SecretStr | None = Field(None, description="URL the alert block (webhook/specops-regression) "
+                                                "posts to, read by `specops alert setup` (`make up` passes "
+                                                "ALERT_URL; default: the artifacts server's /alerts inbox)")
+
+    @field_validator("specops_artifacts_url")
+    @classmethod
+    def _artifacts_url(cls, value: str | None) -> str | None:
+        parts = urlsplit(value or "")
+        if value is not None and (parts.scheme not in ("http", "https") or not parts.hostname):
+            raise ValueError(f"SPECOPS_ARTIFACTS_URL={value!r}: give the http(s) URL the artifacts root is served "
+                             "at, e.g. http://127.0.0.1:4201 (or unset it: file:// links)")
+        return value.rstrip("/") if value is not None else None
 
 
 def settings() -> Settings:

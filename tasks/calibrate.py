@@ -8,9 +8,10 @@ from prefect.cache_policies import NO_CACHE
 from specops.atomic_file import write_text
 from specops.profile.calibration import load_calibration
 from specops.profile.loader import LoadedProfile
+from specops.report.artifact_names import artifact_key
+from specops.report.links import link_markdown
 from specops.results.calibration import Calibration, format_calibration
 from specops.rundir import artifacts_root, new_run_id, validate_run_id
-from tasks.report import artifact_key
 
 
 @task(cache_policy=NO_CACHE)
@@ -26,7 +27,10 @@ def publish_calibration(calibration: Calibration, run_id: str | None) -> str:
     out.mkdir(parents=True)
     text = format_calibration(calibration)
     write_text(out / "calibration.md", f"# A/A calibration\n\n```\n{text}\n```\n")
-    create_markdown_artifact(key=artifact_key(calibration.profile, "calibration"), markdown=f"```\n{text}\n```",
+    markdown = f"{link_markdown(out, 'calibration directory')}\n\n```\n{text}\n```"
+    create_markdown_artifact(key=artifact_key(calibration.profile, "calibration"), markdown=markdown,
                              description=f"{calibration.profile}: base against base ({out})")
-    get_run_logger().info("calibration (%s):\n%s", out, text)
+    # Where the text is, not the text: the artifact shows it, and `specops calibrate` prints it (the flow's
+    # result), so the CLI's console, which shows this log too, showed it twice.
+    get_run_logger().info("calibration: the report in %s and in this run's artifacts", out / "calibration.md")
     return text

@@ -8,11 +8,12 @@ from prefect.cache_policies import NO_CACHE
 from specops.atomic_file import write_text
 from specops.profile.comparison import check_comparable
 from specops.profile.loader import load_profile
+from specops.report.artifact_names import artifact_key
+from specops.report.links import figure_markdown, link_markdown
 from specops.results.model import RunResult
 from specops.rundir import artifacts_root, new_run_id, validate_run_id
 from specops.sweep.plots import write_compare_plot
 from specops.sweep.table import format_compare
-from tasks.report import artifact_key
 
 
 @task(cache_policy=NO_CACHE)
@@ -28,8 +29,12 @@ def publish_comparison(results: list[RunResult], run_id: str | None) -> str:
     out.mkdir(parents=True)
     table = format_compare(results)
     write_text(out / "compare.md", f"# Comparison\n\n```\n{table}\n```\n")
-    write_compare_plot(results, out / "compare.png")
-    create_markdown_artifact(key=artifact_key("compare"), markdown=f"```\n{table}\n```",
+    plot = write_compare_plot(results, out / "compare.png")
+    markdown = "\n".join([f"# Comparison - {out.name}", "", figure_markdown(plot, "speedup per profile"), "",
+                          link_markdown(out, "comparison directory"), "", f"```\n{table}\n```"])
+    create_markdown_artifact(key=artifact_key("compare"), markdown=markdown,
                              description=f"{', '.join(r.profile for r in results)} ({out})")
-    get_run_logger().info("comparison (%s):\n%s", out, table)
+    # Where the table is, not the table: the artifact shows it, and `specops compare-profiles` prints it (the
+    # flow's result), so the CLI's console, which shows this log too, showed it twice.
+    get_run_logger().info("comparison: the table in %s and in this run's artifacts", out / "compare.md")
     return table

@@ -21,12 +21,12 @@ from specops.liveness import Watchdog
 from specops.pipeline.check import watched_generate
 from specops.profile.schema import Profile
 from specops.progress import within
+from specops.report.artifact_names import artifact_key
 from specops.rundir import RunDir
 from specops.settings import secret, settings
 from specops.sources.base import ModelArtifact
 from specops.sources.integrity import exclusive, produce_once
 from specops.variant import Variant
-from tasks.report import artifact_key
 
 EVAL_PROMPTS = 2
 

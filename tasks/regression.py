@@ -13,10 +13,11 @@ from specops.regression.policy import RegressionPolicy
 from specops.regression.suite import EVENT, resource_id
 from specops.regression.trend import trend_dir, write_trend
 from specops.regression.verdict import HISTORY_LIMIT, MetricVerdict, evaluate, profile_runs, verdict_table
+from specops.report.artifact_names import artifact_key
+from specops.report.links import figure_markdown, link_markdown, public_url
 from specops.results.compat import ReadNotes
 from specops.results.model import RunResult
 from specops.results.store import ResultsStore
-from tasks.report import artifact_key, run_dir_link
 
 
 @task(cache_policy=NO_CACHE, persist_result=False)
@@ -57,9 +58,13 @@ def publish_trend(profile: str, history: list[RunResult], policy: RegressionPoli
                   verdicts: list[MetricVerdict]) -> tuple[Path, Path]:
     """trend.html (interactive) and trend.png under artifacts/trends/<profile>/, linked from the flow run."""
     html, png = write_trend(history, policy, trend_dir(profile))
-    create_markdown_artifact(key=artifact_key(profile, "verdicts"), markdown=f"```\n{verdict_table(verdicts)}\n```",
+    markdown = "\n".join([f"# {profile}: the newest run against its baseline", "",
+                          figure_markdown(png, f"{profile} trend"), "",
+                          link_markdown(html, "interactive trend (trend.html)"), "",
+                          f"```\n{verdict_table(verdicts)}\n```"])
+    create_markdown_artifact(key=artifact_key(profile, "verdicts"), markdown=markdown,
                              description=f"{profile}: each metric of the newest run against its baseline")
-    create_link_artifact(key=artifact_key(profile, "trend"), link=run_dir_link(html),
+    create_link_artifact(key=artifact_key(profile, "trend"), link=public_url(html),
                          link_text=f"{socket.gethostname()}:{html}", description=f"{profile}: metrics over time")
     get_run_logger().info("trend of %s: %s, %s", profile, html, png)
     return html, png

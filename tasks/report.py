@@ -1,28 +1,32 @@
 """The run's record: folded into a RunResult, written as report files, published, appended to the database."""
 from __future__ import annotations
 
-import re
 import socket
 from pathlib import Path
 
 from prefect import get_run_logger, task
 from prefect.artifacts import create_link_artifact, create_markdown_artifact, create_table_artifact
 from prefect.cache_policies import NO_CACHE
+from prefect.runtime import flow_run
 
 from prefect_adapters.run_logs import forward_specops_logs
 from specops.backends.base import Backend
 from specops.bench.tool import BenchTool
 from specops.pipeline.summarize import RunFacts, run_result
 from specops.profile.loader import LoadedProfile
+from specops.report.artifact_names import UPGRADE_TAG, member_of, run_names
+from specops.report.links import public_url
+from specops.report.rounding import rounded_records
 from specops.report.tables import comparison_frame
-from specops.report.writer import ReportFiles, summary
+from specops.report.writer import ReportFiles, report_artifact, summary
 from specops.report.writer import write_report as write
 from specops.results import durable
 from specops.results.manifest import MANIFEST
 from specops.results.manifest import save_result as save
-from specops.results.model import RunResult
+from specops.results.model import UPGRADE_SIDE_NOTE, RunResult
 from specops.results.store import ResultsError, ResultsStore
 from specops.rundir import RunDir
+from specops.upgrade.sides import changes_engine
 
 # The process that runs a flow (`specops run`, a worker's flow-run process) imports the flow's
 # module, which imports this one: from here on specops' own log lines reach the run's logs.
@@ -32,8 +36,11 @@ forward_specops_logs()
 @task(cache_policy=NO_CACHE, persist_result=False)
 def summarize_run(loaded: LoadedProfile, run: RunDir, backend: Backend, tool: BenchTool, facts: RunFacts,
                   error: BaseException | None = None) -> RunResult:
-    """Everything the run measured (or where it failed) as one RunResult."""
-    return run_result(loaded, run, backend, tool, facts, error)
+    """Everything the run measured (or where it failed) as one RunResult; an upgrade check's side on another engine
+    than the profile's says so, so that the profile's regression baselines leave it out (a side of the profile as
+    shipped is a run of it like any other)."""
+    side = member_of(flow_run.tags or []) == UPGRADE_TAG and changes_engine(loaded.overrides)
+    return run_result(loaded, run, backend, tool, facts, error, notes=[UPGRADE_SIDE_NOTE] if side else None)
 
 
 @task(cache_policy=NO_CACHE, persist_result=False)
@@ -44,30 +51,19 @@ def write_report(result: RunResult, run: RunDir) -> ReportFiles:
     return files
 
 
-def artifact_key(*parts: str) -> str:
-    """Prefect artifact keys allow lowercase letters, digits and dashes only."""
-    return re.sub(r"-+", "-", re.sub(r"[^a-z0-9-]", "-", "-".join(parts).lower())).strip("-")
-
-
 @task(cache_policy=NO_CACHE, persist_result=False)
 def publish_artifacts(result: RunResult, files: ReportFiles) -> None:
-    """The comparison table and report markdown as Prefect artifacts on the flow run."""
-    frame = comparison_frame(result)
-    table = frame.astype(object).where(frame.notna(), None).to_dict(orient="records")
-    create_table_artifact(key=artifact_key(result.profile, "comparison"), table=table,
-                          description=f"{result.profile}: {result.verdict.value}")
-    create_markdown_artifact(key=artifact_key(result.profile, "report"), markdown=files.markdown,
-                             description=f"{result.profile} report ({result.run_dir})")
+    """The comparison table (rounded), the report with its plot inline and the run directory's link as Prefect
+    artifacts on the flow run, under the keys of what the run is (a run of its own, a sweep cell, a member)."""
+    names = run_names(result, member_of(flow_run.tags or []))
+    create_table_artifact(key=names.key("comparison"), table=rounded_records(comparison_frame(result)),
+                          description=f"{names.title}: {result.verdict.value}")
+    create_markdown_artifact(key=names.key("report"), markdown=report_artifact(result, files, names.title),
+                             description=f"{names.title} report ({result.run_dir})")
     host = socket.gethostname()
-    create_link_artifact(key=artifact_key(result.profile, "run-dir"), link=run_dir_link(Path(result.run_dir)),
+    create_link_artifact(key=names.key("run-dir"), link=public_url(result.run_dir),
                          link_text=f"{host}:{result.run_dir}",
-                         description=f"{result.profile}: the run directory on {host} (report, logs, exports)")
-
-
-def run_dir_link(run_dir: Path) -> str:
-    """A file:// URL of the run directory: it names the directory on the host that ran the flow
-    (the link text says which host); no server publishes artifacts/ over HTTP."""
-    return run_dir.resolve().as_uri()
+                         description=f"{names.title}: the run directory on {host} (report, logs, exports)")
 
 
 @task(cache_policy=NO_CACHE, persist_result=False)

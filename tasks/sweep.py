@@ -1,21 +1,23 @@
 """A sweep's steps: validate the grid, find the cells already measured, keep new ones, publish the outcome."""
 from __future__ import annotations
 
+import socket
 from pathlib import Path
 
 from prefect import get_run_logger, task
-from prefect.artifacts import create_markdown_artifact
+from prefect.artifacts import create_link_artifact, create_markdown_artifact
 from prefect.cache_policies import NO_CACHE
 
 from specops.atomic_file import write_text
 from specops.profile.loader import LoadedProfile
+from specops.report.artifact_names import artifact_key
+from specops.report.links import figure_markdown, link_markdown, public_url
 from specops.results.model import RunResult
 from specops.rundir import RunDir
 from specops.sweep.cells import BaseCell, CellStore
 from specops.sweep.grid import SweepGrid, validate_grid
 from specops.sweep.outcome import SweepOutcome
 from specops.sweep.plots import write_sweep_plots
-from tasks.report import artifact_key
 
 
 @task(cache_policy=NO_CACHE)
@@ -52,11 +54,22 @@ def keep_base_cell(store: CellStore, key: str, cell: BaseCell) -> None:
 
 @task(cache_policy=NO_CACHE, persist_result=False)
 def publish_sweep(outcome: SweepOutcome, run: RunDir) -> list[Path]:
-    """sweep.md, sweep.json and the plots into the sweep's run directory; the table as an artifact."""
+    """sweep.md, sweep.json and the plots into the sweep's run directory; the table with the plots inline and a
+    link to the directory (every cell's report is under it) as artifacts."""
     write_text(run.path / "sweep.md", f"# Sweep of {outcome.profile}\n\n```\n{outcome.table}\n```\n")
     write_text(run.path / "sweep.json", outcome.model_dump_json(indent=2) + "\n")
     plots = write_sweep_plots(outcome.cells, run.path)
-    create_markdown_artifact(key=artifact_key(outcome.profile, "sweep"), markdown=f"```\n{outcome.table}\n```",
+    markdown = "\n".join([f"# Sweep of {outcome.profile} - {run.run_id}", "",
+                          *[figure_markdown(p, p.stem) + "\n" for p in plots],
+                          link_markdown(run.path, "sweep directory (every cell's report under it)"), "",
+                          f"```\n{outcome.table}\n```"])
+    create_markdown_artifact(key=artifact_key(outcome.profile, "sweep"), markdown=markdown,
                              description=f"{outcome.profile}: draft length x concurrency ({run.path})")
-    get_run_logger().info("sweep of %s:\n%s", outcome.profile, outcome.table)
+    create_link_artifact(key=artifact_key(outcome.profile, "sweep-dir"), link=public_url(run.path),
+                         link_text=f"{socket.gethostname()}:{run.path}",
+                         description=f"{outcome.profile}: the sweep's directory (table, plots, every cell's report)")
+    # Where the table is, not the table: the artifacts show it, and `specops sweep` prints it (the result), so
+    # the CLI's console, which shows this log too, showed it twice.
+    get_run_logger().info("sweep of %s: the table in %s and in this run's artifacts", outcome.profile,
+                          run.path / "sweep.md")
     return [run.path / "sweep.md", run.path / "sweep.json", *plots]

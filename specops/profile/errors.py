@@ -16,6 +16,9 @@ class ProfileError(ValueError):
         lines = [f"{origin}: {field}: {message}" if field else f"{origin}: {message}" for field, message in problems]
         super().__init__("invalid profile\n  " + "\n  ".join(lines))
 
+    def __reduce__(self):  # pickled (a Prefect state's data) and rebuilt from its fields, not from the message
+        return type(self), (self.origin, self.problems)
+
 
 def _models_in(annotation) -> list[type[BaseModel]]:
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):

@@ -54,7 +54,7 @@ from pydantic import BaseModel, ConfigDict
 from specops.regression.metrics import SPEEDUP, host_speed, metric, metric_values, order_key
 from specops.regression.policy import RegressionPolicy
 from specops.results.calibration import MAD_SCALE, aa_spread, is_calibration
-from specops.results.model import SWEEP_CELL_NOTE, RunResult, Status
+from specops.results.model import NOT_AS_SERVED_NOTES, RunResult, Status
 
 HISTORY_LIMIT = 500  # runs of one profile read to judge or draw it: far more than a baseline window holds
 LOSSLESS = "lossless"
@@ -149,8 +149,9 @@ def judged(result: RunResult) -> bool:
 
 
 def profile_runs(history: list[RunResult]) -> list[RunResult]:
-    """The runs of the profile as it is served: a sweep's cells (other draft lengths and loads) left out."""
-    return [r for r in history if not any(n.startswith(SWEEP_CELL_NOTE) for n in r.notes)]
+    """The runs of the profile as it is served: a sweep's cells (other draft lengths and loads) and an upgrade
+    check's sides (other engines) left out."""
+    return [r for r in history if not any(n.startswith(NOT_AS_SERVED_NOTES) for n in r.notes)]
 
 
 def chronological(history: list[RunResult]) -> list[RunResult]:

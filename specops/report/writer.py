@@ -5,6 +5,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from specops.atomic_file import replacing, write_text
+from specops.report.links import figure_markdown, link_markdown
 from specops.report.plot import write_plot
 from specops.report.tables import comparison_frame, report_markdown
 from specops.results.manifest import MANIFEST, save_result
@@ -35,6 +36,18 @@ def write_report(result: RunResult, run_path: Path) -> ReportFiles:
     manifest = save_result(result, run_path)  # finish() wrote it first; a direct caller gets it too
     plot = write_plot(run_path / PLOT_PNG, result)
     return ReportFiles(md_path, csv_path, plot, manifest, md)
+
+
+def report_artifact(result: RunResult, files: ReportFiles, title: str) -> str:
+    """report.md as the run's markdown artifact shows it: headed by what the run is, its plot inline and its
+    files linked (over HTTP where the artifacts are served)."""
+    body = files.markdown.split("\n", 1)[1] if files.markdown.startswith("# ") else files.markdown
+    run_dir = Path(result.run_dir)
+    links = " · ".join(link_markdown(p, p.name) for p in (files.report_md, files.comparison_csv, files.manifest_json))
+    logs = [f"- {link_markdown(log, Path(log).name)}" for log in (result.failure.logs if result.failure else [])]
+    return "\n".join([f"# {title} - {result.run_id}", "", figure_markdown(files.plot_png, "comparison.png"), "",
+                      f"{link_markdown(run_dir, 'run directory')} · {links}", "",
+                      *(["Logs of the failed step:", *logs, ""] if logs else []), body.lstrip("\n")])
 
 
 def summary(result: RunResult) -> str:

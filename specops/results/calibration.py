@@ -27,6 +27,9 @@ AA_OVERRIDE = 'method={"kind": "none"}'
 AA_METHOD = "none"
 MAD_SCALE = 1.4826  # MAD x this estimates the standard deviation of normally distributed noise
 MIN_RUNS = 2  # one A/A run says nothing about coverage
+# Each A/A run is a whole run of the profile: past this a calibration takes hours on a CPU profile, and
+# its coverage is already read to about 2 points (binomial, 95% of 100).
+MAX_RUNS = 100
 
 
 def is_calibration(result: RunResult) -> bool:

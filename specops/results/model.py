@@ -22,6 +22,10 @@ SCHEMA_VERSION = 3
 # RunResult.notes of a sweep's cells begin with this: they are points of a grid, not runs of the
 # profile as it is served, so regression baselines and trends leave them out.
 SWEEP_CELL_NOTE = "sweep cell"
+# ... and of an upgrade check's sides (flows/upgrade.py): the profile on an engine it is not (yet) served on.
+UPGRADE_SIDE_NOTE = "upgrade-check side"
+# The notes of runs that are not the profile as it is served.
+NOT_AS_SERVED_NOTES = (SWEEP_CELL_NOTE, UPGRADE_SIDE_NOTE)
 
 # The speedup interval's level: what results record and every label prints.
 LEVEL = 0.95

@@ -17,6 +17,7 @@ from specops.profile.loader import LoadedProfile, load_profile
 SWEEP_CELL_VERSION = 1
 K_KEY = "method.num_speculative_tokens"
 C_KEY = "benchmark.concurrency"
+SCHEDULE_SERIES = "schedule"
 
 
 def _distinct_sorted(values: list[int], field: str) -> list[int]:
@@ -52,6 +53,12 @@ class SweepGrid(BaseModel):
         """(K, concurrency) in the order a sweep measures them: every concurrency per draft length, so the
         speculative server starts once per K."""
         return [(k, c) for k in self.draft_lengths for c in self.concurrencies]
+
+
+def series_dir(k: int, schedule: bool = False) -> str:
+    """The directory, under a sweep's run, of one speculative server's cells (<series>/c<C>): k<K>, or
+    SCHEDULE_SERIES for the recommended per-load schedule. Artifact names read it back."""
+    return SCHEDULE_SERIES if schedule else f"k{k}"
 
 
 def cell_overrides(k: int, c: int) -> list[str]:

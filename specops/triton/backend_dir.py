@@ -2,11 +2,14 @@
 
 The nvidia-pytriton wheel ships the Python backend without a stub where tritonserver looks
 (`<backend-dir>/python/triton_python_backend_stub`); the stubs live per Python version in
-`python_backend_stubs/3.X/`. We assemble `<dest>/python/` with symlinks into the wheel and never
-write into site-packages.
+`python_backend_stubs/3.X/`. We assemble `<root>/<key>/python/` with symlinks into the wheel and never
+write into site-packages. The key names the wheel and the interpreter the links point at: venvs that share
+one cache (a CLI run beside `make up`'s worker, two checkouts) each get a directory of their own, so no run
+re-points the links under another venv's running server.
 """
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 import sys
@@ -54,12 +57,21 @@ def triton_dist() -> TritonDist:
     return TritonDist(root)
 
 
-def assemble_backend_dir(dest: Path, dist: TritonDist | None = None) -> Path:
-    """Create (or refresh) `<dest>/python/` with the Python backend; return `dest`.
+def backend_dir_for(root: Path, dist: TritonDist, python_version: str | None = None) -> Path:
+    """`<root>/py3.X-<hash of the wheel's path>`: the backend directory of this venv's wheel and interpreter."""
+    version = python_version or f"{sys.version_info.major}.{sys.version_info.minor}"
+    digest = hashlib.sha256(f"{dist.root}\n{version}".encode()).hexdigest()[:12]
+    return Path(root) / f"py{version}-{digest}"
 
-    Idempotent: correct links are left alone, wrong ones replaced.
+
+def assemble_backend_dir(root: Path, dist: TritonDist | None = None) -> Path:
+    """Create (or refresh) `<root>/<key>/python/` with the Python backend (key: backend_dir_for); return
+    `<root>/<key>`, the directory to give tritonserver.
+
+    Idempotent: correct links are left alone, wrong ones (a directory damaged by hand) replaced.
     """
     dist = dist or triton_dist()
+    dest = backend_dir_for(root, dist)
     sources = {
         BACKEND_LIB: dist.python_backend / BACKEND_LIB,
         BACKEND_UTILS: dist.python_backend / BACKEND_UTILS,
@@ -68,18 +80,18 @@ def assemble_backend_dir(dest: Path, dist: TritonDist | None = None) -> Path:
     for name, src in sources.items():
         if not src.is_file():
             raise FileNotFoundError(f"{name} not found at {src}")
-    python_dir = Path(dest) / "python"
+    python_dir = dest / "python"
     python_dir.mkdir(parents=True, exist_ok=True)
     for name, src in sources.items():
         _link(python_dir / name, src)
-    return Path(dest)
+    return dest
 
 
 def _link(link: Path, target: Path) -> None:
     if link.is_symlink() and Path(os.readlink(link)) == target:
         return
     if link.exists() or link.is_symlink():
-        log.info("replacing %s (was not a link to %s)", link, target)
+        log.warning("replacing %s (was not a link to %s)", link, target)
         link.unlink()
     tmp = link.with_name(f".{link.name}.{os.getpid()}.tmp")
     tmp.unlink(missing_ok=True)

@@ -19,7 +19,7 @@ from specops import processes as proc
 from specops.liveness import process_state
 from specops.secrets import scrubbed_env
 from specops.triton import client
-from specops.triton.backend_dir import TritonDist, assemble_backend_dir, triton_dist
+from specops.triton.backend_dir import TritonDist, assemble_backend_dir, backend_dir_for, triton_dist
 from specops.triton.endpoint import Endpoint
 
 log = logging.getLogger(__name__)
@@ -31,6 +31,7 @@ log = logging.getLogger(__name__)
 _DEATH_SIGNAL = signal.SIGKILL
 _SHM_DIR = Path("/dev/shm")
 _NOISE = re.compile(r"^\s*[|+]|CudaDriverHelper has not been initialized")  # status tables, CPU-only noise
+_EXIT_TIMEOUT = "Exit timeout expired"  # tritonserver's words when it stops with a model still loaded
 _PORT_CLASH = re.compile(r"already in use|Address already in use|failed to start .*(HTTP|GRPC|Metrics)", re.I)
 
 
@@ -78,6 +79,7 @@ class TritonServer:
         self.python_bin = Path(python_bin) if python_bin else Path(os.path.dirname(sys.executable))
         self.base_env = dict(base_env) if base_env is not None else None
         self.backend_dir_ready = backend_dir_ready  # assembled by the caller (vllm_backend_dir): used as it is
+        self._backend_root = self.backend_dir  # otherwise the root: start() assembles this venv's directory in it
         self._dist: TritonDist | None = None
         self._proc: subprocess.Popen | None = None
         self._ports: tuple[int, int, int] | None = None
@@ -105,7 +107,7 @@ class TritonServer:
             raise RuntimeError("tritonserver already started")
         self._dist = triton_dist()
         if not self.backend_dir_ready:
-            assemble_backend_dir(self.backend_dir, self._dist)
+            self.backend_dir = assemble_backend_dir(self._backend_root, self._dist)
         sweep_stale_shm_regions()
         self.log_file.parent.mkdir(parents=True, exist_ok=True)
         self._launch()
@@ -156,7 +158,12 @@ class TritonServer:
         survivors = proc.kill_process_tree(popen, timeout_s)
         self._remove_shm_regions()
         busy = proc.wait_ports_free(self.host, list(self._ports or ()), timeout_s=5.0)
-        log.info("tritonserver pid %d stopped in %.1fs (exit %s)", popen.pid, time.monotonic() - t0, popen.returncode)
+        took, note = time.monotonic() - t0, self._stop_note(popen.returncode)
+        if note is None:
+            log.warning("tritonserver pid %d exited %s when stopped, not as a stop ends (log %s):\n%s", popen.pid,
+                        popen.returncode, self.log_file, self.log_tail(10))
+        else:
+            log.info("tritonserver pid %d stopped in %.1fs%s", popen.pid, took, note)
         if survivors or busy:
             raise TritonStopError(
                 f"after stopping tritonserver pid {popen.pid}: processes alive "
@@ -207,7 +214,7 @@ class TritonServer:
                      exit_timeout_s=exit_timeout_s, extra_args=extra_args)
         server._dist, server._shm_prefix = triton_dist(), "<unique-prefix>"
         server.model_repository = Path(model_repository)  # shown as given, not resolved
-        server.backend_dir = Path(backend_dir or "<triton-backends>")
+        server.backend_dir = backend_dir_for(backend_dir, server._dist) if backend_dir else Path("<triton-backends>")
         return server._command(("<http-port>", "<grpc-port>", "<metrics-port>"))
 
     def command(self) -> list[str]:
@@ -285,9 +292,30 @@ class TritonServer:
             region.unlink(missing_ok=True)
 
     def _port_clash(self) -> bool:
-        with open(self.log_file, "rb") as fh:
-            fh.seek(self._log_offset)
-            return bool(_PORT_CLASH.search(fh.read().decode("utf-8", "replace")))
+        return bool(_PORT_CLASH.search(self._launch_log()))
+
+    def _launch_log(self) -> str:
+        try:
+            with open(self.log_file, "rb") as fh:
+                fh.seek(self._log_offset)
+                return fh.read().decode("utf-8", "replace")
+        except FileNotFoundError:
+            return ""
+
+    def _stop_note(self, returncode: int | None) -> str | None:
+        """How a stop we asked for explains this exit ("" for a clean one), None when it does not.
+
+        tritonserver exits 1 after SIGTERM when a model is still loaded at --exit-timeout-secs (main.cc: "failed
+        to stop server: Internal - Exit timeout expired. Exiting immediately."): here most stops of the Python
+        backend end so, the stub not yet told to finalize when the timeout passes (py-spy: its worker idle,
+        finalize() not called), so this is a stop, not a failure."""
+        if returncode == 0:
+            return ""
+        if returncode == -signal.SIGKILL:
+            return " (SIGKILL: it outlived SIGTERM)"
+        if returncode == 1 and _EXIT_TIMEOUT in self._launch_log():
+            return f" (a model still loaded at its {self.exit_timeout_s}s exit timeout: tritonserver exits 1 then)"
+        return None
 
 
 def python_libdir() -> str | None:

@@ -139,3 +139,43 @@ def run_regression_flow(suite: list[dict], policy: dict, env: dict[str, str], ti
                           cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=timeout)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+class WebhookServer:
+    """An HTTP server on 127.0.0.1 that keeps every JSON body POSTed to it (with its path and arrival time),
+    answering 204: the endpoint of an alert block under test. Serves from creation until close()."""
+
+    def __init__(self) -> None:
+        import threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        received: list[dict] = []
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):  # noqa: N802 (http.server's name)
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                received.append({"path": self.path, "at": time.monotonic(), **json.loads(body or b"{}")})
+                self.send_response(204)
+                self.end_headers()
+
+            def log_message(self, *args):
+                pass
+
+        self.received = received
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.base = f"http://127.0.0.1:{self._server.server_port}"
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+
+    def wait_for(self, match, timeout_s: float) -> dict | None:
+        """The first body `match` accepts, waiting up to timeout_s; None if none came."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            found = [body for body in self.received if match(body)]
+            if found:
+                return found[0]
+            time.sleep(0.5)
+        return None
+
+    def close(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()

@@ -9,11 +9,17 @@ Prefect's database on a real PostgreSQL (PREFECT_DB_URL, a URL with a password):
 address, the profile still reaches it through 127.0.0.1, the deployments are rows of that PostgreSQL
 database (no SQLite file appears), and the password shows in no output, log or command line.
 
+With no manual step, the alert block the automations notify through exists after `make up`, pointing at
+ALERT_URL (a webhook of this test's, its URL a secret as a Slack one is, shown masked and never whole), the
+pools' descriptions give the worker command, and a regression event's alert reaches the webhook through
+`make up`'s worker.
+
 The Makefile's own PREFECT_HOME and port are replaced by a temporary home and a free port, so this
 collides with no `make up` of the project."""
 from __future__ import annotations
 
 import json
+import re
 import secrets
 import socket
 import subprocess
@@ -28,7 +34,7 @@ import pytest
 
 from tests.integration.faults.support import MARK, label, running, wait_gone
 from tests.integration.postgres import create_database
-from tests.integration.support import REPO_ROOT, listening, service_env
+from tests.integration.support import REPO_ROOT, WebhookServer, listening, service_env
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -74,6 +80,131 @@ def deployments_in(database_url: str) -> set[str]:
     return {f"{flow}/{deployment}" for flow, deployment in rows}
 
 
+def alert_block_and_gpu_pool(api: str) -> tuple[str, str]:
+    """The URL of the alert block (webhook/specops-regression) and the GPU pool's description, as the server
+    holds them."""
+    import asyncio
+
+    from prefect.blocks.webhook import Webhook
+    from prefect.client.orchestration import get_client
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    from specops.deployments import ALERT_BLOCK, GPU_POOL
+
+    async def pool_description() -> str:
+        async with get_client() as client:
+            return (await client.read_work_pool(GPU_POOL)).description
+
+    with temporary_settings({PREFECT_API_URL: api}):
+        url = Webhook.load(ALERT_BLOCK.split("/")[1]).url.get_secret_value()
+        return url, asyncio.run(pool_description())
+
+
+def emit_regression_event(api: str, metric: str) -> None:
+    """A specops.regression.detected event, as the regression flow emits it: the automation `make up`
+    deployed runs regression-alert/notify for it on `make up`'s worker."""
+    import asyncio
+
+    from prefect.events import Event
+    from prefect.events.clients import get_events_client
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    from specops.regression.suite import EVENT, resource_id
+
+    async def emit() -> None:
+        async with get_events_client() as client:
+            await client.emit(Event(event=EVENT, resource={"prefect.resource.id": resource_id("ngram-local")},
+                                    payload={"profile": "ngram-local", "metric": metric, "value": 1.0,
+                                             "baseline": 2.0, "threshold": 0.9, "runs": ["a", "b"]}))
+
+    with temporary_settings({PREFECT_API_URL: api}):
+        asyncio.run(emit())
+
+
+# What the UI check runs through `make up`'s deployments and worker (issue 29's first Done-when): a specdec
+# run, a regression run and a sweep, each at the smallest size that still draws its figures.
+UI_RUNS = {
+    "specdec/ngram-local": {"run_id": "ui-specdec", "overrides": TINY},
+    "regression/nightly": {"suite": [{"profile": "ngram-local", "overrides": TINY}]},
+    "sweep/ngram-local": {"profile": "ngram-local", "draft_lengths": [1], "concurrencies": [1], "overrides": TINY,
+                          "run_id": "ui-sweep", "serve_schedule": False},
+}
+# The figure each run's artifacts must show (a substring of the image's URL).
+UI_FIGURES = {"specdec/ngram-local": "comparison.png", "regression/nightly": "trend.png",
+              "sweep/ngram-local": "ui-sweep/"}
+
+
+def run_deployments(api: str, runs: dict[str, dict], timeout_s: float) -> dict[str, tuple[str, str]]:
+    """Start each deployment with its parameters (as the UI's Run button does), wait until all are final:
+    {deployment: (flow run id, final state name)}."""
+    import asyncio
+
+    from prefect.client.orchestration import get_client
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    async def start_and_wait() -> dict[str, tuple[str, str]]:
+        async with get_client() as client:
+            ids = {}
+            for name, parameters in runs.items():
+                deployment = await client.read_deployment_by_name(name)
+                ids[name] = (await client.create_flow_run_from_deployment(deployment.id, parameters=parameters)).id
+            deadline = time.monotonic() + timeout_s
+            while True:
+                states = {name: (await client.read_flow_run(i)).state for name, i in ids.items()}
+                if all(s is not None and s.is_final() for s in states.values()):
+                    return {name: (str(ids[name]), states[name].name) for name in ids}
+                assert time.monotonic() < deadline, {n: s and s.name for n, s in states.items()}
+                await asyncio.sleep(2)
+
+    with temporary_settings({PREFECT_API_URL: api}):
+        return asyncio.run(start_and_wait())
+
+
+def artifact_keys(api: str, flow_run_id: str) -> set[str]:
+    import asyncio
+
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    async def read() -> set[str]:
+        async with get_client() as client:
+            found = await client.read_artifacts(artifact_filter=ArtifactFilter(
+                flow_run_id=ArtifactFilterFlowRunId(any_=[flow_run_id])))
+            return {a.key for a in found if a.key}
+
+    with temporary_settings({PREFECT_API_URL: api}):
+        return asyncio.run(read())
+
+
+def check_artifact_pages_in_the_ui(ui: str, api: str, finished: dict[str, tuple[str, str]], shots: Path) -> None:
+    """Each run's artifact pages in headless Chromium: every image loads, each run shows its figure, and every
+    link answers 200 over http (none is a file:// a browser refuses)."""
+    from tests.browser import (
+        artifact_page,
+        flow_run_artifact_pages,
+        headless_chromium,
+        save_screenshot,
+        unreachable_links,
+    )
+
+    with headless_chromium() as driver:
+        for name, (run_id, _) in finished.items():
+            pages = flow_run_artifact_pages(driver, ui, run_id)
+            assert pages, f"{name}: no artifact on its run's page"
+            figures, links = [], []
+            for page_url in pages:
+                page = artifact_page(driver, ui, page_url.rstrip("/").rsplit("/", 1)[-1])
+                broken = [image.src for image in page.images if not image.loaded]
+                if broken:
+                    save_screenshot(driver, shots / f"{name.replace('/', '-')}.png")
+                assert broken == [], f"{name}: {page.url} shows broken images {broken}"
+                figures += [image.src for image in page.images]
+                links += page.links
+            assert any(UI_FIGURES[name] in src for src in figures), (name, figures)
+            assert links and unreachable_links(sorted(set(links))) == {}, (name, links)
+
+
 def run(cmd: list[str], env: dict, timeout_s: float) -> subprocess.CompletedProcess:
     done = subprocess.run(cmd, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=timeout_s)
     assert done.returncode == 0, f"{' '.join(cmd)} exited {done.returncode}:\n{done.stdout[-3000:]}{done.stderr[-3000:]}"
@@ -91,7 +222,13 @@ def test_make_down_stops_everything_make_up_started_and_runs_work_again(embedded
     # worker's flow run then runs HEAD.
     env = service_env(tmp_path, PREFECT_HOME=str(home), PREFECT_DB_URL=prefect_db, SPECOPS_DEPLOY_DIRTY="1",
                       **{MARK: mark})
-    make = [*MAKE, f"PREFECT_PORT={port}", f"PREFECT_HOME={home}", "PREFECT_HOST=0.0.0.0"]
+    artifacts_port = free_port()
+    # Alerts go to this test's webhook, whose URL carries a token as a Slack one does: in the environment, as
+    # the Makefile asks, and never shown whole.
+    hook, alert_token = WebhookServer(), f"T0/B0/{secrets.token_hex(8)}"
+    env["ALERT_URL"] = f"{hook.base}/services/{alert_token}"
+    make = [*MAKE, f"PREFECT_PORT={port}", f"PREFECT_HOME={home}", "PREFECT_HOST=0.0.0.0",
+            f"ARTIFACTS_PORT={artifacts_port}"]
     try:
         up = run([*make, "up"], env, timeout_s=900)
         sockets = listening(port)
@@ -106,29 +243,61 @@ def test_make_down_stops_everything_make_up_started_and_runs_work_again(embedded
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/ui-settings", timeout=30) as reply:
             assert json.load(reply)["api_url"] == f"http://{public}:{port}/api"
         assert f"workers on other hosts: PREFECT_API_URL=http://{public}:{port}/api" in up.stdout, up.stdout
+        # the artifacts server, at the address the deployments hand the runs (SPECOPS_ARTIFACTS_URL)
+        assert f"alerts at POST /alerts): http://{public}:{artifacts_port}" in up.stdout, up.stdout
+        with urllib.request.urlopen(f"http://127.0.0.1:{artifacts_port}/", timeout=30) as reply:
+            assert reply.status == 200 and reply.headers["Cache-Control"] == "no-cache"
         assert not (home / "prefect.db").exists()  # Prefect's SQLite default was not used
         assert "postgresql+asyncpg://specops:***@127.0.0.1" in up.stdout
         shown = {"make up": up.stdout + up.stderr}
         shown.update({f"command line of {label(p)}": " ".join(p.cmdline()) for p in marked(mark)})
         assert [where for where, text in shown.items() if password in text] == []
+        # The alert block, with no manual step: saved by `make up`, shown masked; the pools say how to serve them.
+        api = f"http://127.0.0.1:{port}/api"
+        assert f"alert block webhook/specops-regression -> {hook.base}/services/***" in up.stdout, up.stdout
+        assert [where for where, text in shown.items() if alert_token in text] == []
+        alert_url, gpu_pool = alert_block_and_gpu_pool(api)
+        assert alert_url == env["ALERT_URL"]
+        assert "prefect worker start --pool specops-gpu --type process" in gpu_pool and "hf-token" in gpu_pool
+        emit_regression_event(api, "make-up-alert")  # its alert runs on the worker beside the runs below
+
+        # The UI (issue 29): a specdec run, a regression run and a sweep through the deployments, their artifact
+        # pages in headless Chromium with their plots loaded and their links open over http.
+        t_ui = time.monotonic()
+        finished = run_deployments(api, UI_RUNS, timeout_s=900)
+        assert {name: state for name, (_, state) in finished.items()} == dict.fromkeys(UI_RUNS, "Completed"), (
+            finished, (home / "worker.log").read_text()[-5000:])
+        sweep_keys = artifact_keys(api, finished["sweep/ngram-local"][0])
+        assert {"ngram-local-sweep-k1-c1-report", "ngram-local-sweep-dir"} <= sweep_keys, sweep_keys  # a sweep's cells publish under their own keys
+        assert "ngram-local-report" not in sweep_keys
+        check_artifact_pages_in_the_ui(f"http://127.0.0.1:{port}", api, finished, tmp_path / "screenshots")
+        print(f"UI check: 3 runs through deployments and their artifact pages in {time.monotonic() - t_ui:.0f}s")
         run([str(BIN / "prefect"), "deployment", "run", "specdec/ngram-local", "-p", "run_id=via-worker",
              "-p", 'overrides=["benchmark.num_requests=200", "benchmark.output_tokens=64"]'], env, 120)
         # The worker's flow run is serving once its model's stub runs: tritonserver starts it a moment
         # later (CI once saw tritonserver alone), and `make down` must be shown to stop it too.
         started = wait_for({"tritonserver", "triton_python_backend_stub"}, mark, timeout_s=600)
         assert len(started) >= 5, [label(p) for p in started]  # server, worker, flow run, tritonserver, stub
+        alert = hook.wait_for(lambda body: body.get("metric") == "make-up-alert", timeout_s=180)
+        assert alert is not None and alert["path"] == f"/services/{alert_token}", (hook.received,
+                                                                                 (home / "worker.log").read_text())
 
         t0 = time.monotonic()
         down = run([*make, "down"], env, timeout_s=120)
         took = time.monotonic() - t0
+        # SIGTERM was enough (tools/stop_services.py says which): the worker starts with SIGINT at its default (Prefect's
+        # worker stops by sending itself SIGINT, which a background job of make's shell ignored: Makefile `up`), and is
+        # signalled after its flow run, which ends on its one SIGTERM, report written and servers stopped.
+        assert re.search(r"^worker: stopped \d+ process\(es\) in [\d.]+s \(SIGTERM\)$", down.stdout, re.M), down.stdout
+        assert (tmp_path / "artifacts" / "ngram-local" / "via-worker" / "report.md").is_file()
         left, _ = wait_gone(started, 5)
         assert left == [] and marked(mark) == [], [(p.pid, label(p)) for p in left]
         print(f"make down: {len(started)} processes gone in {took:.1f}s\n{down.stdout}")
-        assert took < 60 and listening(port) == []
+        assert took < 60 and listening(port) == [] and listening(artifacts_port) == []
         assert not (home / "server.pid").exists() and not (home / "worker.pid").exists()
         shown = {"make down": down.stdout + down.stderr, "server.log": (home / "server.log").read_text(),
                  "worker.log": (home / "worker.log").read_text()}  # complete now: both processes are gone
-        assert [where for where, text in shown.items() if password in text] == []
+        assert [where for where, text in shown.items() if password in text or alert_token in text] == []
         assert "PREFECT_API_URL" not in run([str(BIN / "prefect"), "config", "view"], env, 60).stdout
 
         args = [sys.executable, "-m", "cli", "run", "ngram-local", "--run-id", "after-down"]
@@ -142,3 +311,4 @@ def test_make_down_stops_everything_make_up_started_and_runs_work_again(embedded
         subprocess.run([*make, "down"], cwd=REPO_ROOT, env=env, capture_output=True, timeout=120)
         for proc in marked(mark):
             proc.kill()
+        hook.close()

@@ -40,7 +40,7 @@ def test_every_gpu_deployment_has_its_pool_limit_and_job_variables():
     for d in gpu:
         assert d["concurrency_limit"] == {"limit": 1, "collision_strategy": "ENQUEUE"}, d["name"]
         assert set(d["work_pool"]["job_variables"]["env"]) == {"SPECOPS_CACHE", "SPECOPS_ARTIFACTS",
-                                                               "SPECOPS_RESULTS_URL"}
+                                                               "SPECOPS_RESULTS_URL", "SPECOPS_ARTIFACTS_URL"}
     cpu = [d for d in yaml.safe_load(render())["deployments"] if d["work_pool"]["name"] == CPU_POOL]
     assert cpu and all("concurrency_limit" not in d for d in cpu)
 
@@ -141,3 +141,67 @@ def test_the_automation_runs_the_alert_deployment_for_each_regression_event():
     assert trigger.parameters == {"payload": "{{ event.payload }}"}
     # the parameters the trigger and the deployment give are the flow's own
     assert set(trigger.parameters) | set(alert["parameters"]) == set(regression_alert.parameters.properties)
+
+
+def test_one_sweep_deployment_per_pool_whose_description_lists_the_pools_profiles():
+    from specops.deployments import SWEEP_PROFILES
+    from specops.sweep.grid import swept_methods
+
+    deployments = _deployments("flows/sweep.py:sweep")
+    assert sorted(deployments) == sorted(SWEEP_PROFILES.values())
+    for pool, name in SWEEP_PROFILES.items():
+        d = deployments[name]
+        assert d["parameters"] == {"profile": name} and d["work_pool"]["name"] == pool
+        assert pool_of(load_profile(name).profile) == pool and d["tags"] == ["specops", "sweep"]
+        assert ("concurrency_limit" in d) == (pool == GPU_POOL)
+        listed = d["description"].rsplit(": ", 1)[1].split(", ")
+        assert listed == [n for n in list_profile_names() if pool_of(p := load_profile(n).profile) == pool
+                          and p.method.kind in swept_methods()]
+
+
+def test_compare_deployments_put_one_targets_profiles_of_one_backend_side_by_side():
+    from specops.deployments import comparable_sets
+    from specops.profile.comparison import check_comparable
+
+    profiles = [load_profile(n).profile for n in list_profile_names()]
+    sets = comparable_sets(profiles)
+    # every shipped profile that shares its target and backend with another is in one set
+    by_group: dict = {}
+    for p in profiles:
+        by_group.setdefault((p.target.source, p.backend.kind), []).append(p.name)
+    assert {m.name for ms in sets.values() for m in ms} == {n for ns in by_group.values() if len(ns) > 1 for n in ns}
+    for members in sets.values():
+        check_comparable([load_profile(m.name) for m in members])  # what the flow checks first
+    deployments = _deployments("flows/compare.py:compare")
+    assert sorted(deployments) == ["smollm2-135m-local", "vicuna-7b-v1.3-trtllm-engine"]
+    assert deployments["smollm2-135m-local"]["parameters"]["profiles"] == [
+        "draft-target-local", "eagle-local", "eagle3-local", "medusa-local", "ngram-local"]  # any CPU worker runs them
+    for name, d in deployments.items():
+        members = sets[name]
+        assert d["parameters"]["profiles"] == [m.name for m in members]
+        assert {pool_of(m) for m in members} == {d["work_pool"]["name"]}
+        assert ("concurrency_limit" in d) == (d["work_pool"]["name"] == GPU_POOL)
+        # the description lists every set of its pool, for the form's `profiles`
+        assert all(", ".join(m.name for m in ms) in d["description"] for ms in sets.values()
+                   if pool_of(ms[0]) == d["work_pool"]["name"])
+
+
+def test_each_deployments_parameters_pass_its_flows_form():
+    """What the server checks at `prefect deploy` and on each run (enforce_parameter_schema)."""
+    from prefect.utilities.schema_tools import validate
+
+    from flows.calibrate import calibrate
+    from flows.compare import compare
+    from flows.specdec import specdec
+    from flows.sweep import sweep
+    from flows.train_draft import train_draft
+    from flows.upgrade import upgrade
+
+    flows = {f"flows/{f.fn.__module__.rsplit('.', 1)[-1]}.py:{f.fn.__name__}": f
+             for f in (specdec, train_draft, sweep, compare, calibrate, upgrade)}
+    checked: set[str] = set()
+    for d in yaml.safe_load(render())["deployments"]:
+        if d["entrypoint"] in flows:
+            validate(d["parameters"], flows[d["entrypoint"]].parameters.model_dump_for_openapi(), raise_on_error=True)
+            checked.add(d["entrypoint"])
+    assert checked == set(flows)  # every flow's deployments were checked

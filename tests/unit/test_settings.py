@@ -26,11 +26,12 @@ def _plain(value) -> str:
 
 
 NUMBERS = [name for name, f in Settings.model_fields.items() if f.annotation is int]
+HTTP_URLS = {"specops_artifacts_url": "http://given.by/the/environment"}  # validated as http(s) URLs
 
 
 @pytest.mark.parametrize("name", FIELDS)
 def test_each_field_reads_its_variable(monkeypatch, name):
-    given = "37" if name in NUMBERS else "/given/by/the/environment"
+    given = "37" if name in NUMBERS else HTTP_URLS.get(name, "/given/by/the/environment")
     monkeypatch.setenv(env_name(name), given)
     assert _plain(getattr(settings(), name)) == given
 
@@ -73,7 +74,9 @@ def test_read_anew_on_every_call(monkeypatch):
 
 
 def test_tokens_keys_and_the_results_url_are_secrets():
-    assert set(SECRETS) == {"hf_token", "vllm_api_key", "specops_endpoint_api_key", "specops_results_url"}
+    # the alert URL too: a Slack or Discord webhook's URL is its credential
+    assert set(SECRETS) == {"hf_token", "vllm_api_key", "specops_endpoint_api_key", "specops_results_url",
+                            "specops_alert_url"}
 
 
 @pytest.mark.parametrize("name", SECRETS)

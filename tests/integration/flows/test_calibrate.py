@@ -30,6 +30,8 @@ def test_calibrate_runs_the_base_against_itself_and_reports_coverage(tmp_path):
     table = (tmp_path / "artifacts" / "calibrate" / "ngram-local" / "aa" / "calibration.md").read_text()
     text = table.split("```")[1].strip()
     assert text.startswith("A/A calibration of ngram-local: its base against itself, 2 runs") and text in done.stdout
+    # Once: the CLI prints it (the flow's result); the run's log, on the same console, says where it is.
+    assert (done.stdout + done.stderr).count(text) == 1, done.stdout[-4000:] + done.stderr[-4000:]
     covering = re.search(r"(\d) of 2 95% intervals contain 1.00x", table)
     assert covering, table
     with ResultsStore.open(f"sqlite:///{tmp_path / 'artifacts' / 'results.db'}") as store:

@@ -53,6 +53,8 @@ from tests.integration.support import (
 from tests.results_factory import insert_future_rows
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
+# Deployments whose forms test_sweep_compare_and_calibrate_forms_as_the_server_stores_them reads back.
+FORMS = ("sweep/ngram-local", "compare/smollm2-135m-local", "calibrate/ngram-local")
 
 BIN = Path(sys.executable).parent
 TOKEN = "hf_test_token_not_a_real_one"
@@ -110,7 +112,8 @@ def deployed(tmp_path_factory, postgres_server):
                "--collision-strategy", GPU_CONCURRENCY["collision_strategy"]]
         # one `prefect deploy` per set of options (each pays the CLI's start and the build steps once)
         for names, options in ((["specdec/ngram-local"], gpu),
-                               (["specdec/eagle3-trtllm", "regression/nightly", "regression-alert/notify"], [])):
+                               (["specdec/eagle3-trtllm", "regression/nightly", "regression-alert/notify",
+                                 *FORMS], [])):
             deployed = run([str(BIN / "prefect"), "--no-prompt", "deploy", *(f"--name={n}" for n in names),
                             *options], env, source)
             assert all(name in deployed.stdout for name in names), deployed.stdout
@@ -182,6 +185,50 @@ def test_gpu_deployment_waits_for_its_gpu_and_gets_the_token_from_the_worker(dep
     assert config.env["HF_TOKEN"] == TOKEN and config.env["SPECOPS_ARTIFACTS"] == env["SPECOPS_WORKER_ARTIFACTS"]
     stored = read(api, lambda c: c.read_deployment_by_name("specdec/eagle3-trtllm"))
     assert TOKEN not in stored.model_dump_json() and TOKEN not in (config.command or "")
+
+
+def test_sweep_compare_and_calibrate_forms_as_the_server_stores_them(deployed):
+    """The UI's form is the stored parameter_openapi_schema: the profile a choice of the shipped profiles, every
+    field described, the grid's bounds; the server refuses a run outside it (enforce_parameter_schema) and
+    takes one inside it. No worker: the runs made here are deleted before one could pick them up."""
+    from prefect.exceptions import PrefectHTTPStatusError
+
+    from specops.profile.loader import list_profile_names
+
+    api, t0 = deployed["api"], time.monotonic()
+    stored = {name: read(api, lambda c, name=name: c.read_deployment_by_name(name)) for name in FORMS}
+    sweep, compare, calibrate = (stored[name] for name in FORMS)
+    for d in stored.values():
+        assert d.work_pool_name == CPU_POOL and d.enforce_parameter_schema and "specops" in d.tags
+        props = d.parameter_openapi_schema["properties"]
+        assert all(len(p.get("description", "")) > 20 for p in props.values()), d.name
+        assert "key=value" in props["overrides"]["description"]
+        assert props["overrides"]["examples"] == [["benchmark.num_requests=8"]]
+    shipped = list_profile_names()
+    assert sweep.parameter_openapi_schema["properties"]["profile"]["enum"] == shipped
+    assert calibrate.parameter_openapi_schema["properties"]["profile"]["enum"] == shipped
+    assert compare.parameter_openapi_schema["properties"]["profiles"]["items"]["enum"] == shipped
+    assert sweep.parameters == {"profile": "ngram-local"} and sweep.tags == ["specops", "sweep"]
+    assert "ngram-local" in compare.parameters["profiles"] and len(compare.parameters["profiles"]) >= 2
+    k = sweep.parameter_openapi_schema["properties"]["draft_lengths"]
+    assert (k["items"]["minimum"], k["items"]["maximum"], k["uniqueItems"]) == (1, 64, True)
+
+    async def start(client, deployment, parameters):
+        try:
+            run = await client.create_flow_run_from_deployment(deployment.id, parameters=parameters)
+        except PrefectHTTPStatusError as refused:
+            return refused.response.status_code, refused.response.text
+        await client.delete_flow_run(run.id)
+        return 201, run.parameters
+
+    path = str(deployed["source"] / "profiles" / "ngram-local.yaml")
+    for deployment, parameters in ((sweep, {"profile": path}), (sweep, {"draft_lengths": [0]}),
+                                   (compare, {"profiles": ["ngram-local"]}), (calibrate, {"runs": 1000})):
+        status, text = read(api, lambda c, d=deployment, p=parameters: start(c, d, p))
+        assert status == 409 and "Validation failed" in text, (deployment.name, parameters, status, text)
+    status, parameters = read(api, lambda c: start(c, sweep, {"profile": "eagle-local", "concurrencies": [1, 8]}))
+    assert status == 201 and parameters == {"profile": "eagle-local", "concurrencies": [1, 8]}
+    print(f"forms read back and checked in {time.monotonic() - t0:.1f}s")
 
 
 def test_a_worker_without_checkout_runs_the_deployed_commit_one_run_at_a_time(deployed, embedded_model):
@@ -414,3 +461,31 @@ def test_regression_suspicious_then_regression_fails_and_the_automation_calls_th
     finally:
         kill_process_tree(worker, timeout_s=60)
         server.shutdown()
+
+
+def test_a_profile_that_does_not_load_fails_the_run_in_one_line_without_specops_tracebacks(deployed):
+    """A flow run of specdec with a profile that is no profile (a deployment's form offers the shipped ones, a
+    Python caller or an old deployment may pass anything), run as a worker runs it (`python -m prefect.engine`):
+    Failed with the message naming the profile and the known ones, one ERROR line of its own, and no traceback
+    through specops code (Prefect's engine still adds its line for a failed run: see prefect_adapters/refusal.py)."""
+    from prefect.client.schemas.filters import LogFilter, LogFilterFlowRunId
+
+    from flows.specdec import specdec
+
+    api, env = deployed["api"], deployed["env"]
+    flow_run = read(api, lambda c: c.create_flow_run(specdec, parameters={"profile": "nope"}))
+    t0 = time.monotonic()
+    engine = subprocess.run([sys.executable, "-m", "prefect.engine"], cwd=REPO_ROOT, capture_output=True, text=True,
+                            env=dict(env, PREFECT__FLOW_RUN_ID=str(flow_run.id),
+                                     PREFECT__FLOW_ENTRYPOINT="flows/specdec.py:specdec"), timeout=300)
+    print(f"engine: {time.monotonic() - t0:.1f}s, exit {engine.returncode}")
+    state = read(api, lambda c: c.read_flow_run(flow_run.id)).state
+    assert state.is_failed() and "nope: no such profile file or name; known profiles: " in state.message
+    assert "ngram-local" in state.message
+    time.sleep(2)  # the engine's last log batch
+    logs = read(api, lambda c: c.read_logs(log_filter=LogFilter(flow_run_id=LogFilterFlowRunId(any_=[flow_run.id]))))
+    errors = [log.message for log in logs if log.level >= 40]
+    ours = [m for m in errors if "Engine execution exited" not in m]
+    assert len(ours) == 1 and ours[0].startswith("invalid profile\n  nope: no such profile"), errors
+    assert not [m for m in errors if "Traceback" in m and any(f"{REPO_ROOT}/{d}/" in m for d in
+                                                                ("flows", "tasks", "specops", "prefect_adapters"))]

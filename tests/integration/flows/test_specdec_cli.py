@@ -29,6 +29,7 @@ from tests.integration.support import REPO_ROOT, SHARED_CACHE, service_env
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
+URL = "http://artifacts.test:4201"
 SHRINK = ["benchmark.num_requests=3", "benchmark.warmup_requests=0", "benchmark.output_tokens=24",
           "comparison.lossless_prompts=3", "comparison.lossless_max_tokens=32"]
 RUNS = {
@@ -60,7 +61,9 @@ def runs(embedded_model, tmp_path_factory, postgres_url):
     # ctimes its manifest records), so the first run finds nothing else cached whatever ran before.
     shutil.copytree(SHARED_CACHE / "embedded", tmp / "cache" / "embedded", copy_function=os.link)
     env = service_env(tmp, SPECOPS_CACHE=str(tmp / "cache"))
-    done = {"first": specops_run(env | {"SPECOPS_RESULTS_URL": postgres_url}, "first")}
+    # first: its artifacts embed and link its files over SPECOPS_ARTIFACTS_URL (nothing serves it here: what the
+    # artifacts say is read); the others keep file:// links
+    done = {"first": specops_run(env | {"SPECOPS_RESULTS_URL": postgres_url, "SPECOPS_ARTIFACTS_URL": URL}, "first")}
     for run_id in ("second", "retuned", "broken"):
         done[run_id] = specops_run(env, run_id)
     return tmp / "artifacts", env, postgres_url, done
@@ -235,7 +238,14 @@ def test_the_prefect_ui_shows_progress_the_run_directory_and_specops_log_lines(r
     assert progress == {"benchmark of speculative": 100.0, "benchmark of base": 100.0}, first["artifacts"]
     run_dir = (artifacts / "ngram-local" / "first").resolve()
     [link] = [a for a in first["artifacts"] if a["key"] == "ngram-local-run-dir"]
-    assert link["data"].endswith(f":{run_dir}]({run_dir.as_uri()})"), link
+    assert link["data"].endswith(f":{run_dir}]({URL}/ngram-local/first/)"), link
+    [report] = [a for a in first["artifacts"] if a["key"] == "ngram-local-report"]
+    assert f"![comparison.png]({URL}/ngram-local/first/comparison.png)" in report["data"], report["data"][:600]
+    [table] = [json.loads(a["data"]) for a in first["artifacts"] if a["key"] == "ngram-local-comparison"]
+    assert all(len(repr(v).partition(".")[2]) <= 4 for row in table for v in row.values() if isinstance(v, float))
+    second = json.loads(done.stdout.splitlines()[-1])["second"]
+    [link] = [a for a in second["artifacts"] if a["key"] == "ngram-local-run-dir"]
+    assert link["data"].endswith(f"({(artifacts / 'ngram-local' / 'second').resolve().as_uri()})"), link
     messages = [message for name, message in first["logs"] if name == "specops.triton.server"]
     assert any(m.startswith("tritonserver ready in") for m in messages), first["logs"][:20]
 

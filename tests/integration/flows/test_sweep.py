@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import json
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -21,6 +23,7 @@ from tests.integration.support import REPO_ROOT, SHARED_CACHE, processes_mention
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 KS, CS = [1, 2, 4], [1, 2]
+URL = "http://artifacts.test:4201"
 SHRINK = ["benchmark.num_requests=2", "benchmark.output_tokens=16", "benchmark.warmup_requests=0",
           "comparison.lossless_prompts=1", "comparison.lossless_max_tokens=8"]
 
@@ -45,7 +48,7 @@ def test_a_killed_sweep_run_again_measures_only_the_missing_cells(embedded_model
         return [kc for kc, key in keys.items()
                 if (store.result(key) if kc[0] is not None else store.base(key)) is not None]
 
-    env = service_env(tmp_path)
+    env = service_env(tmp_path, SPECOPS_ARTIFACTS_URL=URL)  # nothing serves it: what the artifacts say is read
     artifacts = tmp_path / "artifacts" / "ngram-local"
     t0 = time.monotonic()
     output = tmp_path / "first.log"
@@ -101,6 +104,26 @@ def test_a_killed_sweep_run_again_measures_only_the_missing_cells(embedded_model
     states = _statuses(artifacts / "second")
     assert len(states) > 1 and {state["state"] for state in states.values()} == {"ok"}, states
     print(json.dumps(outcome.server_starts), outcome.measured)
+    _assert_artifacts(Path(env["PREFECT_HOME"]) / "prefect.db", set(keys) - {kc for kc in keys if kc[0] is None})
+
+
+def _assert_artifacts(database: Path, cells: set[tuple[int, int]]) -> None:
+    """What both runs left in their Prefect API's database (the CLI's private server, stopped now): each cell
+    under keys of its own naming K and concurrency, never the profile's own; the sweep's plots inline and its
+    directory linked, over the artifacts URL."""
+    with closing(sqlite3.connect(database)) as db:
+        stored = {key: (kind, json.loads(data) if data else None, description) for key, kind, data, description in
+                  db.execute("SELECT key, type, data, description FROM artifact WHERE key IS NOT NULL")}
+    assert not {"ngram-local-report", "ngram-local-comparison", "ngram-local-run-dir"} & set(stored), sorted(stored)
+    for k, c in cells:
+        kind, markdown, description = stored[f"ngram-local-sweep-k{k}-c{c}-report"]
+        assert kind == "markdown" and description.startswith(f"ngram-local - K={k}, c={c} (sweep cell) report")
+        assert f"![comparison.png]({URL}/ngram-local/" in markdown and f"/k{k}/c{c}/comparison.png)" in markdown
+        assert stored[f"ngram-local-sweep-k{k}-c{c}-comparison"][0] == "table"
+    _, sweep_md, _ = stored["ngram-local-sweep"]
+    assert f"![sweep-speedup]({URL}/ngram-local/second/sweep-speedup.png)" in sweep_md, sweep_md
+    kind, link, _ = stored["ngram-local-sweep-dir"]
+    assert kind == "markdown" and link.endswith(f"({URL}/ngram-local/second/)"), link  # a link artifact's markdown
 
 
 def _statuses(root: Path) -> dict[str, dict]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -15,7 +16,10 @@ deploy_source = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(deploy_source)
 
 ENV = {"SPECOPS_WORKER_ARTIFACTS": "/srv/specops/artifacts", "SPECOPS_WORKER_CACHE": "/srv/specops/cache",
-       "SPECOPS_WORKER_RESULTS_URL": "postgresql://specops@db/specops"}
+       "SPECOPS_WORKER_RESULTS_URL": "postgresql://specops@db/specops",
+       "SPECOPS_WORKER_ARTIFACTS_URL": "http://artifacts.example:4201"}
+# Without them no deployment: all but the artifacts server's URL (unset, the runs link files as file://).
+REQUIRED = sorted(set(ENV) - {"SPECOPS_WORKER_ARTIFACTS_URL"})
 
 
 def git(repo: Path, *args: str) -> str:
@@ -53,7 +57,7 @@ def test_the_settings_checked_are_the_deployments_job_variables():
     assert set(deploy_source.SETTINGS) == set(WORKER_ENV) and set(ENV) == set(WORKER_ENV.values())
 
 
-@pytest.mark.parametrize("deploy_var", sorted(ENV))
+@pytest.mark.parametrize("deploy_var", REQUIRED)
 @pytest.mark.parametrize("value", [None, "", "  "])
 def test_an_unset_or_empty_worker_setting_is_refused_naming_it_its_use_and_the_make_argument(repo, deploy_var, value):
     """"" would be stored and replace the worker host's own setting: a GPU host's results would go to SQLite."""
@@ -78,7 +82,7 @@ def test_every_missing_setting_is_named_at_once_with_the_make_arguments_for_all(
     with pytest.raises(deploy_source.DeployError) as refused:
         deploy_source.commit(repo, {})
     message = str(refused.value)
-    assert all(var in message for var in ENV)
+    assert all(var in message for var in REQUIRED) and "ARTIFACTS_URL" not in message
     assert ("`make deploy WORKER_CACHE=/srv/specops/cache WORKER_ARTIFACTS=/srv/specops/artifacts "
             "RESULTS_URL=postgresql://specops@db/specops`") in message
 
@@ -92,6 +96,20 @@ def test_every_missing_setting_is_named_at_once_with_the_make_arguments_for_all(
 def test_a_setting_that_would_resolve_in_the_runs_temporary_clone_is_refused(repo, deploy_var, value, why):
     with pytest.raises(deploy_source.DeployError, match=f"{deploy_var} .*{why}"):
         deploy_source.commit(repo, {**ENV, deploy_var: value})
+
+
+@pytest.mark.parametrize("value", [None, "", "  "])
+def test_without_an_artifacts_server_the_deployments_link_files_as_before(repo, value):
+    env = {k: v for k, v in ENV.items() if k != "SPECOPS_WORKER_ARTIFACTS_URL"}
+    if value is not None:
+        env["SPECOPS_WORKER_ARTIFACTS_URL"] = value
+    assert deploy_source.commit(repo, env) == (git(repo, "rev-parse", "HEAD"), None)
+
+
+@pytest.mark.parametrize("value", ["artifacts:4201", "ftp://host/a", "http://"])
+def test_an_artifacts_url_that_no_browser_opens_is_refused(repo, value):
+    with pytest.raises(deploy_source.DeployError, match=r"SPECOPS_WORKER_ARTIFACTS_URL .*is no http\(s\) URL"):
+        deploy_source.commit(repo, {**ENV, "SPECOPS_WORKER_ARTIFACTS_URL": value})
 
 
 def test_a_results_url_with_a_password_is_refused_without_showing_it(repo):
@@ -170,6 +188,8 @@ def make_env(tmp_path) -> tuple[list[str], dict[str, str], Path]:
     fake.mkdir()
     record = tmp_path / "exported"
     scripts = {name: "exit 0\n" for name in ("python", "prefect", "specops", "curl")}
+    # The cache `make up` gives its worker is the one specops uses here: the Makefile asks the real one.
+    scripts["specops"] = f'[ "$1" = settings ] && exec {Path(sys.executable).parent / "specops"} "$@"\nexit 0\n'
     scripts["python3"] = (f'[ "$2" = commit ] && env | grep "^SPECOPS_WORKER_" | sort > "{record}"\n'
                           f'exec {shutil.which("python3")} "$@"\n')
     for name, body in scripts.items():
@@ -178,6 +198,7 @@ def make_env(tmp_path) -> tuple[list[str], dict[str, str], Path]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SPECOPS_", "WORKER_", "MAKE", "MFLAGS"))
            and k not in ("RESULTS_URL", "PREFECT_DB_URL", "PREFECT_API_URL")}
     env["PATH"] = f"{fake}:{env['PATH']}"
+    env["XDG_CACHE_HOME"] = str(tmp_path / "xdg")  # specops's default cache: $XDG_CACHE_HOME/specops
     args = [f"BIN={fake}", f"PREFECT_HOME={tmp_path / 'prefect-home'}", "PREFECT_PORT=1"]
     return args, env, record
 
@@ -195,17 +216,21 @@ def test_make_up_tells_its_local_worker_what_specops_run_here_would_use(make_env
     args, env, record = make_env
     _make("up", args, env)
     assert _exported(record) == {"SPECOPS_WORKER_ARTIFACTS": f"{ROOT}/artifacts",
-                                 "SPECOPS_WORKER_CACHE": f"{ROOT}/.cache/specops",  # the Makefile's SPECOPS_CACHE
-                                 "SPECOPS_WORKER_RESULTS_URL": f"sqlite:///{ROOT}/artifacts/results.db"}
+                                 # specops's default (`specops settings --get SPECOPS_CACHE`), as `specops run` here
+                                 "SPECOPS_WORKER_CACHE": f"{env['XDG_CACHE_HOME']}/specops",
+                                 "SPECOPS_WORKER_RESULTS_URL": f"sqlite:///{ROOT}/artifacts/results.db",
+                                 "SPECOPS_WORKER_ARTIFACTS_URL": "http://127.0.0.1:4201"}  # the server up starts
 
     env = dict(env, SPECOPS_ARTIFACTS="runs", SPECOPS_CACHE="/srv/c", SPECOPS_RESULTS_URL="postgresql://s@db/r")
     _make("up", args, env)
     assert _exported(record) == {"SPECOPS_WORKER_ARTIFACTS": f"{ROOT}/runs", "SPECOPS_WORKER_CACHE": "/srv/c",
-                                 "SPECOPS_WORKER_RESULTS_URL": "postgresql://s@db/r"}
+                                 "SPECOPS_WORKER_RESULTS_URL": "postgresql://s@db/r",
+                                 "SPECOPS_WORKER_ARTIFACTS_URL": "http://127.0.0.1:4201"}
 
-    _make("up", args, env, "WORKER_ARTIFACTS=/srv/a", "RESULTS_URL=postgresql://t@db/t")
+    _make("up", args, env, "WORKER_ARTIFACTS=/srv/a", "RESULTS_URL=postgresql://t@db/t", "ARTIFACTS_PORT=4999")
     assert _exported(record) == {"SPECOPS_WORKER_ARTIFACTS": "/srv/a", "SPECOPS_WORKER_CACHE": "/srv/c",
-                                 "SPECOPS_WORKER_RESULTS_URL": "postgresql://t@db/t"}
+                                 "SPECOPS_WORKER_RESULTS_URL": "postgresql://t@db/t",
+                                 "SPECOPS_WORKER_ARTIFACTS_URL": "http://127.0.0.1:4999"}
 
 
 def test_make_deploy_has_no_defaults_and_is_refused_until_told(make_env):
@@ -215,7 +240,7 @@ def test_make_deploy_has_no_defaults_and_is_refused_until_told(make_env):
     done = _make("deploy", args, env)
     assert done.returncode != 0
     assert _exported(record) == {"SPECOPS_WORKER_ARTIFACTS": "", "SPECOPS_WORKER_CACHE": "",
-                                 "SPECOPS_WORKER_RESULTS_URL": ""}
+                                 "SPECOPS_WORKER_RESULTS_URL": "", "SPECOPS_WORKER_ARTIFACTS_URL": ""}
     for var in ("SPECOPS_WORKER_ARTIFACTS", "SPECOPS_WORKER_CACHE", "SPECOPS_WORKER_RESULTS_URL"):
         assert f"  {var} (the runs' " in done.stderr, done.stderr
     assert ("`make deploy WORKER_CACHE=/srv/specops/cache WORKER_ARTIFACTS=/srv/specops/artifacts "
@@ -223,5 +248,5 @@ def test_make_deploy_has_no_defaults_and_is_refused_until_told(make_env):
 
     told = _make("deploy", args, env, "WORKER_ARTIFACTS=/srv/a", "WORKER_CACHE=/srv/c", "RESULTS_URL=postgresql://t@db/t")
     assert _exported(record) == {"SPECOPS_WORKER_ARTIFACTS": "/srv/a", "SPECOPS_WORKER_CACHE": "/srv/c",
-                                 "SPECOPS_WORKER_RESULTS_URL": "postgresql://t@db/t"}
+                                 "SPECOPS_WORKER_RESULTS_URL": "postgresql://t@db/t", "SPECOPS_WORKER_ARTIFACTS_URL": ""}
     assert "SPECOPS_WORKER_" not in told.stderr  # past the settings (then refused or not for the working tree)

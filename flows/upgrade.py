@@ -1,0 +1,49 @@
+"""The `upgrade` flow: one profile on two engine versions, run one after the other, side by side.
+
+"What changed when we bumped the image?": each side runs as `specdec` would run the profile (its
+speculative variant against the base, on that side's engine), with the side's backend overrides on top
+of the shared ones, e.g. backend.image=nvcr.io/nvidia/tritonserver:25.01-vllm-python-py3 before and
+...:25.04-vllm-python-py3 after on a GPU host, or the embedded runtime (`backend={kind: local}`) before
+vLLM's CPU engine on this one. The table names the version facts that differ and what speedup,
+acceptance per draft position, tokens/s and cost did.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Annotated
+
+from prefect import flow, get_run_logger, tags
+
+from flows.specdec import RunFailed, run_specdec
+from prefect_adapters.parameters import Overrides, ProfileName, RunId, described
+from prefect_adapters.refusal import refused_profiles
+from specops.report.artifact_names import UPGRADE_TAG
+from specops.results.model import RunResult
+from tasks.upgrade import publish_upgrade, validate_upgrade
+
+# Only backend fields: the method, target and benchmark stay the profile's, so a change is the engine's.
+BackendOverrides = Annotated[Sequence[str], described(
+    "This side's engine, as backend overrides of the profile, one `key=value` each: e.g. backend.image="
+    "nvcr.io/nvidia/tritonserver:25.04-vllm-python-py3 on a GPU pool, or `backend={kind: local}` (the embedded "
+    "CPU runtime). Backend fields only; empty: the profile as shipped. The two sides must differ.",
+    examples=[["backend.image=nvcr.io/nvidia/tritonserver:25.04-vllm-python-py3"]])]
+
+
+@flow(name="upgrade", log_prints=True)
+def upgrade(profile: ProfileName, before: BackendOverrides, after: BackendOverrides, overrides: Overrides = (),
+            run_id: RunId = None) -> str:
+    """Run the profile on the before engine, then on the after engine; return the side-by-side table."""
+    overrides = list(overrides or [])
+    for side in (before, after):
+        if (refused := refused_profiles([profile], [*overrides, *side])) is not None:
+            return refused
+    sides = validate_upgrade(profile, list(before), list(after), overrides)
+    results: list[RunResult | None] = []
+    for side in sides:
+        with tags(UPGRADE_TAG):  # its specdec run publishes as a member of this check, not as the profile's own
+            try:
+                results.append(run_specdec(profile, list(side.overrides)))
+            except RunFailed as failed:  # recorded and reported; its column says FAILED and where
+                get_run_logger().error("%s side: %s", side.label, failed)
+                results.append(failed.result)
+    return publish_upgrade(profile, sides, results, run_id)

@@ -1,0 +1,83 @@
+"""The flows' parameters as a deployment's form shows them: each an Annotated type that carries its
+description, its choices and its bounds, one source for every flow that takes it.
+
+Prefect builds a deployment's parameter schema from the flow's signature (prefect/utilities/callables
+parameter_schema -> prefect/_internal/pydantic/v2_schema.py process_v2_params, Prefect 3.9). It wraps each
+parameter in a Field(description=<its docstring Args entry, else None>) that replaces an Annotated
+description, but merges json_schema_extra, which pydantic writes into the schema last: so each
+description is written there too (`described`).
+
+A profile is a choice of the shipped profiles: an `enum` in the schema only. The server checks a
+deployment run's parameters against the schema (enforce_parameter_schema, true by default:
+prefect/server/api/deployments.py create_flow_run_from_deployment answers 409), and a worker runs a
+clone of the deployed commit, which holds the shipped profiles and no other file. A flow called in
+Python validates the type alone, a str: `specops run path/to/x.yaml` still runs a profile file.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Annotated, Any
+
+from annotated_types import Le
+from pydantic import BaseModel, Field, WithJsonSchema
+from pydantic.fields import FieldInfo
+
+from specops.methods import METHODS
+from specops.profile.loader import list_profile_names
+from specops.profile.schema import Benchmark
+from specops.results.calibration import MAX_RUNS, MIN_RUNS
+from specops.sweep.grid import C_KEY, K_KEY, swept_methods
+
+OVERRIDE_EXAMPLE = "benchmark.num_requests=8"
+
+
+def described(text: str, json_schema_extra: dict[str, Any] | None = None, **constraints: Any) -> FieldInfo:
+    """Field(description=text, ...) whose description survives Prefect's parameter schema (see above)."""
+    return Field(description=text, json_schema_extra={"description": text, **(json_schema_extra or {})},
+                 **constraints)
+
+
+def upper_bound(model: type[BaseModel], field: str) -> int:
+    """The field's `le` bound in the profile schema: the form offers what a profile accepts."""
+    return min(m.le for m in model.model_fields[field].metadata if isinstance(m, Le))
+
+
+SHIPPED = list_profile_names()
+MAX_K = max(upper_bound(METHODS.get(name), K_KEY.rsplit(".", 1)[1]) for name in swept_methods())
+MAX_CONCURRENCY = upper_bound(Benchmark, C_KEY.rsplit(".", 1)[1])
+_choice = {"enum": SHIPPED}
+
+ProfileName = Annotated[str, described(
+    "The profile to run: one of `profiles/<name>.yaml`. A deployment runs the shipped profiles (its worker "
+    "runs a clone of the deployed commit); `specops run` also takes a path to a profile file.", _choice)]
+
+ProfileNames = Annotated[list[Annotated[str, Field(json_schema_extra=_choice)]], described(
+    "Two or more different profiles of one target model, run one after another (each against the base "
+    "measured in its own run) and put in one table.", {"uniqueItems": True}, min_length=2)]
+
+Overrides = Annotated[Sequence[str], described(
+    f"Profile fields to change for this run, one `key=value` each: a dotted key of the profile and a YAML "
+    f"value, e.g. {OVERRIDE_EXAMPLE} or benchmark.concurrency=4. Empty: the profile as shipped.",
+    examples=[[OVERRIDE_EXAMPLE]])]
+
+# A string in the form (a `str | None` would show a str/None switch), None or "" in Python: every flow
+# names its directory `run_id or new_run_id()`.
+RunId = Annotated[str | None, WithJsonSchema({"type": "string"}), described(
+    "The name of the directory this run writes its files to (1-128 letters, digits, '.', '_' or '-'); "
+    "empty: a timestamp. A name already used is refused.")]
+
+DraftLengths = Annotated[Sequence[Annotated[int, Field(ge=1, le=MAX_K)]], described(
+    f"Draft lengths K to measure ({K_KEY}), each once, 1 to {MAX_K}: one speculative server per K.",
+    {"uniqueItems": True}, min_length=1)]
+
+Concurrencies = Annotated[Sequence[Annotated[int, Field(ge=1, le=MAX_CONCURRENCY)]], described(
+    f"Concurrent requests to measure each K at ({C_KEY}), each once, 1 to {MAX_CONCURRENCY}; the table says "
+    "where speculation stops paying.", {"uniqueItems": True}, min_length=1)]
+
+ServeSchedule = Annotated[bool, described(
+    "Serve the recommended per-load draft-length schedule and measure it at every concurrency, where the "
+    "backend's pinned version takes one; false skips that step.")]
+
+CalibrationRuns = Annotated[int, described(
+    f"How many A/A runs (the base against itself), {MIN_RUNS} to {MAX_RUNS}: about 19 of 20 intervals should "
+    "contain 1.00x; 20 give a coverage worth reading.", ge=MIN_RUNS, le=MAX_RUNS)]

@@ -1,0 +1,34 @@
+"""A flow's end for a profile it cannot run (a name that is not a profile, an override that does not apply):
+one ERROR line in the flow run's log naming the profile and what it may be, and the Failed state whose message
+says so, with no traceback from specops code.
+
+Raised instead, from a task, Prefect 3.9 logs it as three tracebacks: the task's (task_engine.py
+handle_retry: "Task run failed with exception", exc_info=True), the flow's (flow_engine.py run_context:
+"Encountered exception during execution", logger.exception), and, for a deployment's run, the engine's
+(flow_engine.py run_flow: "Engine execution exited with unexpected exception", exc_info=True). A Failed state
+returned by the flow ends the run the same way with the first two gone; the third is Prefect's for every
+Failed flow run of a deployment (run_flow re-raises the final state's exception to its caller), so it stays,
+its traceback Prefect's frames alone. The flow's own tasks keep their tracebacks: those are faults, not input.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from prefect import get_run_logger
+from prefect.states import Failed, State
+
+from specops.profile.errors import ProfileError
+from specops.profile.loader import load_profile
+
+
+def refused_profiles(profiles: Sequence[str], overrides: Sequence[str]) -> State | None:
+    """None when every profile loads with the overrides; else the Failed state a flow returns at once."""
+    try:
+        for profile in profiles:
+            load_profile(profile, list(overrides))
+    except ProfileError as error:
+        get_run_logger().error("%s", error)
+        # A Python caller of the flow gets the ProfileError raised (Prefect raises a Failed state's data);
+        # without its traceback, the deployment run's engine line shows no specops frame either.
+        return Failed(message=str(error), data=error.with_traceback(None))
+    return None

@@ -1,0 +1,61 @@
+"""tools/deploy_output.py: `prefect deploy`'s worker hint, printed after every deployment of a pool with no
+worker online, dropped; everything else kept, the pools without a worker named once at the end."""
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[3]
+# As Prefect 3.9.1 printed two deployments (prefect/cli/deploy/_core.py), through a pipe (80 columns).
+DEPLOYED = """\
+Deploying flows with selected deployment configurations...
+Running deployment build steps...
+ > Running run_shell_script step...
+╭──────────────────────────────────────────────────────────────────────────────╮
+│ Deployment 'specdec/ngram-local' successfully created with id                │
+│ 'dd1e6986-bf57-40e9-acb7-c71431cdaefc'.                                      │
+╰──────────────────────────────────────────────────────────────────────────────╯
+
+View Deployment in UI: http://127.0.0.1:45315/deployments/deployment/dd1e6986
+
+{hint_cpu}
+To schedule a run for this deployment, use the following command:
+
+        $ prefect deployment run 'specdec/ngram-local'
+
+Error: deploying specdec/eagle3-trtllm failed
+{hint_gpu}
+To schedule a run for this deployment, use the following command:
+
+        $ prefect deployment run 'specdec/eagle3-trtllm'
+
+"""
+# Prefect's line ends in a space where rich wraps it.
+HINT = """
+To execute flow runs from these deployments, start a worker in a separate\x20
+terminal that pulls work from the '{pool}' work pool:
+
+        $ prefect worker start --pool '{pool}'
+"""
+
+
+def filtered(text: str, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(ROOT / "tools" / "deploy_output.py"), *args], input=text,
+                          capture_output=True, text=True, timeout=60, check=True)
+
+
+def test_the_worker_hints_go_everything_else_stays():
+    text = DEPLOYED.format(hint_cpu=HINT.format(pool="specops-cpu"), hint_gpu=HINT.format(pool="specops-gpu"))
+    out = filtered(text).stdout
+    assert "start a worker" not in out and "$ prefect worker start" not in out
+    assert out == DEPLOYED.format(hint_cpu="\n", hint_gpu="\n") + (  # the blank line before each hint stays
+        "no worker was online for 'specops-cpu', 'specops-gpu' when deployed: runs there wait for one "
+        "(`prefect worker start --pool <pool> --type process` on a host the pool's runs need)\n")
+    assert "Error: deploying specdec/eagle3-trtllm failed" in out
+
+
+def test_the_pool_make_up_starts_a_worker_on_is_not_named():
+    text = DEPLOYED.format(hint_cpu=HINT.format(pool="specops-cpu"), hint_gpu="")
+    out = filtered(text, "--worker-follows", "specops-cpu").stdout
+    assert out == DEPLOYED.format(hint_cpu="\n", hint_gpu="")
