@@ -8,6 +8,7 @@ regression rule takes that spread as the speedup's noise floor.
 from __future__ import annotations
 
 from prefect import flow, get_run_logger, tags
+from prefect.states import State
 
 from flows.specdec import RunFailed, run_specdec
 from prefect_adapters.parameters import CalibrationRuns, Overrides, ProfileName, RunId
@@ -20,7 +21,7 @@ from tasks.calibrate import publish_calibration, validate_calibration
 
 @flow(name="calibrate", log_prints=True)
 def calibrate(profile: ProfileName = "ngram-local", runs: CalibrationRuns = 20, overrides: Overrides = (),
-              run_id: RunId = "") -> str:
+              run_id: RunId = "") -> str | State:
     """Run the profile's A/A measurement `runs` times and return the calibration table."""
     overrides = list(overrides or [])
     if (refused := refused_profiles([profile], overrides)) is not None:

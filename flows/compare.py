@@ -8,6 +8,7 @@ models would say nothing about the methods.
 from __future__ import annotations
 
 from prefect import flow, get_run_logger, tags
+from prefect.states import State
 
 from flows.specdec import RunFailed, run_specdec
 from prefect_adapters.parameters import Overrides, ProfileNames, RunId
@@ -18,7 +19,7 @@ from tasks.compare import publish_comparison, validate_comparison
 
 
 @flow(name="compare", log_prints=True)
-def compare(profiles: ProfileNames, overrides: Overrides = (), run_id: RunId = "") -> str:
+def compare(profiles: ProfileNames, overrides: Overrides = (), run_id: RunId = "") -> str | State:
     """Run each profile (the same overrides for all) and return the one table of them."""
     overrides = list(overrides or [])
     if (refused := refused_profiles(profiles, overrides)) is not None:

@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
 
 from prefect import flow
+from prefect.states import State
 
 from flows.finish import finish, set_final_status
 from flows.prepare import prepare_models
@@ -176,7 +177,7 @@ def measure_schedule(state: Sweep, grid: SweepGrid, recommendation, bases: dict[
 @flow(name="sweep", on_cancellation=[reap_servers], on_crashed=[reap_servers], log_prints=True)
 def sweep(profile: ProfileName = "ngram-local", draft_lengths: DraftLengths = (1, 2, 4),
           concurrencies: Concurrencies = (1, 2, 4), overrides: Overrides = (), run_id: RunId = "",
-          serve_schedule: ServeSchedule = True) -> SweepOutcome:
+          serve_schedule: ServeSchedule = True) -> SweepOutcome | State:
     """Measure the profile at every draft length x concurrency (cells measured before come from the cache), then
     serve the recommended per-load schedule where the backend takes one (serve_schedule: false skips that)."""
     overrides = list(overrides or [])

@@ -5,6 +5,7 @@ The same sequence (flows/prepare.py) is the draft step of `specdec` when a profi
 from __future__ import annotations
 
 from prefect import flow
+from prefect.states import State
 
 from flows.prepare import prepare_trained_draft
 from prefect_adapters.parameters import Overrides, ProfileName, RunId
@@ -18,7 +19,7 @@ from tasks.profile import check_prerequisites, create_run_dir, validate_profile
 
 @flow(name="train-draft", on_cancellation=[reap_servers], on_crashed=[reap_servers], log_prints=True)
 def train_draft(profile: ProfileName = "eagle3-local", overrides: Overrides = (),
-                run_id: RunId = "") -> dict:
+                run_id: RunId = "") -> dict | State:
     """Train (or find cached) the draft module a profile's `draft.train` section describes."""
     if (refused := refused_profiles([profile], overrides)) is not None:
         return refused

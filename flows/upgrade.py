@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from typing import Annotated
 
 from prefect import flow, get_run_logger, tags
+from prefect.states import State
 
 from flows.specdec import RunFailed, run_specdec
 from prefect_adapters.parameters import Overrides, ProfileName, RunId, described
@@ -31,7 +32,7 @@ BackendOverrides = Annotated[Sequence[str], described(
 
 @flow(name="upgrade", log_prints=True)
 def upgrade(profile: ProfileName, before: BackendOverrides, after: BackendOverrides, overrides: Overrides = (),
-            run_id: RunId = None) -> str:
+            run_id: RunId = None) -> str | State:
     """Run the profile on the before engine, then on the after engine; return the side-by-side table."""
     overrides = list(overrides or [])
     for side in (before, after):

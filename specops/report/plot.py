@@ -8,7 +8,7 @@ import matplotlib
 matplotlib.use("Agg")  # no display on servers and workers
 import matplotlib.pyplot as plt  # noqa: E402
 
-from specops.atomic_file import write_figure
+from specops.report.figure import save_figure  # noqa: E402
 from specops.results.model import RunResult  # noqa: E402
 
 PANELS = [
@@ -31,9 +31,4 @@ def write_plot(path: Path, result: RunResult) -> Path:
         ax.tick_params(labelsize=8)
     speedup = f", {result.speedup.text()}" if result.speedup else ""
     fig.suptitle(f"{result.profile} ({result.verdict.value}{speedup})", fontsize=10)
-    fig.tight_layout()
-    try:
-        write_figure(fig, path, dpi=110)
-    finally:
-        plt.close(fig)
-    return path
+    return save_figure(fig, path)

@@ -8,7 +8,7 @@ import matplotlib
 matplotlib.use("Agg")  # no display on servers and workers
 import matplotlib.pyplot as plt  # noqa: E402
 
-from specops.atomic_file import write_figure
+from specops.report.figure import label_acceptance_axes, save_figure  # noqa: E402
 from specops.results.model import LEVEL, RunResult  # noqa: E402
 from specops.sweep.analysis import Cell  # noqa: E402
 
@@ -19,16 +19,6 @@ def _per_k(cells: list[Cell]) -> dict[int, list[Cell]]:
         if cell.usable:
             out.setdefault(cell.k, []).append(cell)
     return out
-
-
-def _save(fig, path: Path) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.tight_layout()
-    try:
-        write_figure(fig, path, dpi=110)
-    finally:
-        plt.close(fig)
-    return path
 
 
 def _speedup_plot(cells: list[Cell], path: Path) -> Path:
@@ -47,7 +37,7 @@ def _speedup_plot(cells: list[Cell], path: Path) -> Path:
     ax.set_ylabel("speedup over the base")
     ax.set_title(f"Speedup vs concurrency per draft length ({LEVEL:.0%} interval)", fontsize=10)
     ax.legend(fontsize=8)
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def _acceptance_plot(cells: list[Cell], path: Path) -> Path:
@@ -59,15 +49,8 @@ def _acceptance_plot(cells: list[Cell], path: Path) -> Path:
         # One line per K: the lowest concurrency's rates (acceptance depends on the draft, not the load).
         rates = rated[0].position_rates
         ax.plot(range(1, len(rates) + 1), rates, marker="o", label=f"K={k} (concurrency {rated[0].concurrency})")
-    ax.set_xlabel("draft position")
-    ax.set_ylabel("acceptance rate")
-    ax.set_ylim(0, 1.05)
-    ax.set_title("Acceptance rate per draft position", fontsize=10)
-    if ax.lines:
-        ax.legend(fontsize=8)
-    else:
-        ax.text(0.5, 0.5, "no per-position acceptance measured", ha="center", va="center", transform=ax.transAxes)
-    return _save(fig, path)
+    label_acceptance_axes(ax, "Acceptance rate per draft position")
+    return save_figure(fig, path)
 
 
 def write_sweep_plots(cells: list[Cell], out_dir: Path) -> list[Path]:
@@ -93,4 +76,4 @@ def write_compare_plot(results: list[RunResult], path: Path) -> Path:
     ax.set_ylabel("speedup over the base")
     ax.set_title(f"Speedup per profile ({LEVEL:.0%} interval; red: not VALID)", fontsize=10)
     ax.tick_params(axis="x", labelrotation=20, labelsize=8)
-    return _save(fig, Path(path))
+    return save_figure(fig, path)

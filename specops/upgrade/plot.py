@@ -8,7 +8,7 @@ import matplotlib
 matplotlib.use("Agg")  # no display on servers and workers
 import matplotlib.pyplot as plt  # noqa: E402
 
-from specops.atomic_file import write_figure  # noqa: E402
+from specops.report.figure import label_acceptance_axes, save_figure  # noqa: E402
 from specops.results.model import LEVEL, RunResult  # noqa: E402
 from specops.upgrade.sides import Side  # noqa: E402
 from specops.upgrade.table import position_estimates, speedup_estimate  # noqa: E402
@@ -40,20 +40,5 @@ def write_upgrade_plot(sides: list[Side], results: list[RunResult | None], path:
         right.fill_between(xs, [p.low for p in positions], [p.high for p in positions], color=color, alpha=0.2)
     longest = max((len(position_estimates(r)) for r in results), default=0)
     right.set_xticks(range(1, longest + 1))
-    right.set_xlabel("draft position")
-    right.set_ylabel("acceptance rate")
-    right.set_ylim(0, 1.05)
-    right.set_title("Acceptance per draft position (Wilson, per step)", fontsize=10)
-    if right.lines:
-        right.legend(fontsize=8)
-    else:
-        right.text(0.5, 0.5, "no per-position acceptance measured", ha="center", va="center",
-                   transform=right.transAxes)
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.tight_layout()
-    try:
-        write_figure(fig, path, dpi=110)
-    finally:
-        plt.close(fig)
-    return path
+    label_acceptance_axes(right, "Acceptance per draft position (Wilson, per step)")
+    return save_figure(fig, path)
