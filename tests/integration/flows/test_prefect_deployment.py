@@ -160,9 +160,12 @@ def test_gpu_deployment_waits_for_its_gpu_and_gets_the_token_from_the_worker(dep
     # is always None, kept for old clients)
     assert deployment.work_pool_name == "specops-gpu" and deployment.global_concurrency_limit.limit == 1
     assert deployment.concurrency_options.collision_strategy == ConcurrencyLimitStrategy.ENQUEUE
+    # The artifacts URL is optional: this deployer has no artifacts server, so `prefect deploy` stored "", which
+    # the worker's settings read as unset (its runs link files by file://).
     assert deployment.job_variables["env"] == {"SPECOPS_CACHE": str(SHARED_CACHE),
                                                "SPECOPS_ARTIFACTS": str(deployed["artifacts"]),
-                                               "SPECOPS_RESULTS_URL": deployed["results_url"]}
+                                               "SPECOPS_RESULTS_URL": deployed["results_url"],
+                                               "SPECOPS_ARTIFACTS_URL": ""}
 
     async def resolve(client):
         """What a worker of the GPU pool builds for a run of this deployment (no GPU needed)."""
