@@ -5,10 +5,9 @@ from __future__ import annotations
 import argparse
 import socket
 import sys
-from urllib.parse import urlsplit
 
 from specops.deployments import ALERT_BLOCK
-from specops.settings import env_name, secret, settings
+from specops.settings import env_name, is_http_url, secret, settings
 
 EXIT_FAILED, EXIT_PREREQUISITES = 1, 4
 TEST_SUBJECT = "specops test alert"
@@ -45,8 +44,7 @@ def _setup(args, api: str) -> int:
         return _fail(f"{variable} is unset: give the URL alerts go to in the environment, not on the command line "
                      f"(a Slack webhook URL is a credential), e.g. {variable}=http://127.0.0.1:4201/alerts "
                      "specops alert setup", EXIT_PREREQUISITES)
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
+    if not is_http_url(url):
         return _fail(f"{variable}: give an http(s) URL with a host (got one starting {url[:8]!r})", EXIT_PREREQUISITES)
     try:
         shown = save_webhook(url, args.block)

@@ -6,11 +6,12 @@ Prefect-free: flows/no_worker.py feeds it what the API says; the Makefile writes
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from urllib.parse import urlsplit, urlunsplit
 
-from specops.deployments import ALERT_BLOCK, CPU_POOL, GPU_POOL, HF_TOKEN_BLOCK, NO_WORKER_EVENT
+from specops.deployments import ALERT_BLOCK, CPU_POOL, GPU_POOL, HF_TOKEN_BLOCK, NO_WORKER_EVENT, pool_env
 
 POOL_RESOURCE_PREFIX = "specops.pool."
 # Prefect's foreman calls a worker offline after 3 missed heartbeats (PREFECT_SERVER_SERVICES_FOREMAN_
@@ -25,10 +26,14 @@ def worker_command(pool: str) -> str:
     return f"PATH=$PWD/.venv/bin:$PATH prefect worker start --pool {pool} --type process"
 
 
+# A block reference in a job template's value: {{ prefect.blocks.<type>.<name> }}
+_BLOCK_REFERENCE = re.compile(r"\{\{\s*prefect\.blocks\.([\w-]+)\.([\w-]+)\s*\}\}")
+
+
 def pool_blocks(pool: str) -> list[str]:
-    """The blocks a worker of `pool` resolves for its runs (its base job template's `{{ prefect.blocks... }}`,
-    specops/deployments.py pool_env), as `<type>/<name>`."""
-    return [f"secret/{HF_TOKEN_BLOCK}"] if pool == GPU_POOL else []
+    """The blocks a worker of `pool` resolves for its runs, read from the environment its base job template
+    adds (specops/deployments.py pool_env), as `<type>/<name>`."""
+    return [f"{kind}/{name}" for value in pool_env(pool).values() for kind, name in _BLOCK_REFERENCE.findall(value)]
 
 
 def blocks_hint(pool: str) -> str:

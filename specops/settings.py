@@ -65,11 +65,16 @@ class Settings(BaseSettings):
     @field_validator("specops_artifacts_url")
     @classmethod
     def _artifacts_url(cls, value: str | None) -> str | None:
-        parts = urlsplit(value or "")
-        if value is not None and (parts.scheme not in ("http", "https") or not parts.hostname):
+        if value is not None and not is_http_url(value):
             raise ValueError(f"SPECOPS_ARTIFACTS_URL={value!r}: give the http(s) URL the artifacts root is served "
                              "at, e.g. http://127.0.0.1:4201 (or unset it: file:// links)")
         return value.rstrip("/") if value is not None else None
+
+
+def is_http_url(value: str) -> bool:
+    """An http(s) URL with a host: what a browser or a webhook call can reach."""
+    parts = urlsplit(value)
+    return parts.scheme in ("http", "https") and bool(parts.hostname)
 
 
 def settings() -> Settings:
