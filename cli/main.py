@@ -110,8 +110,10 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     serve.add_argument("--port", type=int, default=4201, help="port to bind (default 4201)")
     from cli.alert import add_parser as add_alert_parser
+    from cli.check import add_parser as add_check_parser
 
     add_alert_parser(sub)
+    add_check_parser(sub)
     for command in sub.choices.values():  # also after the command: `specops run X --debug`
         command.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
     return parser
@@ -179,7 +181,7 @@ def cmd_run(args) -> int:
         print(f"specops: {err}", file=sys.stderr)
         return EXIT_PREREQUISITES
     total = time.monotonic() - start
-    measured = sum(result.phases.phase_s.values())
+    measured = result.phases.measured  # overlapping steps (servers starting side by side) counted once
     queued = result.waited_s  # for the slots, behind other runs: not orchestration
     print(f"\nreport: {Path(result.run_dir) / 'report.md'}\n{summary(result)}")
     if is_unrecorded(result.uid):
@@ -304,6 +306,7 @@ def _trends(runs) -> str:
     from specops.regression.policy import RegressionPolicy
     from specops.regression.trend import trend_dir, write_trend
     from specops.regression.verdict import evaluate, profile_runs, verdict_table
+    from specops.results.history import cpu_warning, with_warning
 
     policy, out = RegressionPolicy(), []
     for profile in sorted({run.profile for run in runs}):
@@ -311,8 +314,9 @@ def _trends(runs) -> str:
         if not history:
             continue
         html, png = write_trend(history, policy, trend_dir(profile))
-        out.append(f"{profile}: {len(history)} runs\n  trend: {html}\n         {png}\n"
-                   f"{verdict_table(evaluate(history, policy))}")
+        warning = cpu_warning([(run.run_id, run) for run in history])  # baselines keep to one CPU; the plot does not
+        out.append(with_warning(warning, f"{profile}: {len(history)} runs\n  trend: {html}\n         {png}\n"
+                                f"{verdict_table(evaluate(history, policy))}"))
     return "\n\n".join(out)
 
 
@@ -369,6 +373,12 @@ def cmd_deployments(args) -> int:
 
 def cmd_alert(args) -> int:
     from cli.alert import cmd_alert as run
+
+    return run(args)
+
+
+def cmd_check(args) -> int:
+    from cli.check import cmd_check as run
 
     return run(args)
 
@@ -432,7 +442,7 @@ COMMANDS = {"run": cmd_run, "plan": cmd_plan, "profiles": cmd_profiles, "history
             "calibrate": cmd_calibrate, "results": cmd_results_import,
             "schema": cmd_schema, "janitor": cmd_janitor, "deployments": cmd_deployments,
             "settings": cmd_settings, "serve-artifacts": cmd_serve_artifacts,
-            "alert": cmd_alert}
+            "alert": cmd_alert, "check": cmd_check}
 
 
 def main(argv: list[str] | None = None) -> int:

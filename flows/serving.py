@@ -8,8 +8,10 @@ keeps it the only way.
 """
 from __future__ import annotations
 
+import contextvars
 from collections.abc import Iterator
-from contextlib import contextmanager
+from concurrent.futures import ThreadPoolExecutor, wait
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -61,9 +63,10 @@ ABORTED_STOP_S = 0.5
 
 @contextmanager
 def served(backend: Backend, variant: Variant, repo: Path, run: RunDir, facts: RunFacts | None = None,
-           smoke: bool = True) -> Iterator[Served]:
-    """The variant's server, started from `repo` (its version kept in `facts`) and smoked, for the block."""
-    server = start_server(backend, variant, repo, run)
+           smoke: bool = True, started: Server | None = None) -> Iterator[Served]:
+    """The variant's server, started from `repo` (its version kept in `facts`) and smoked, for the block.
+    `started`: a server already started for it (served_together), which the block then owns."""
+    server = started if started is not None else start_server(backend, variant, repo, run)
     stop = partial(stop_server, server, backend.serving.stop_timeout_s, run, variant)
     try:
         up = Served(backend, variant, server, run)
@@ -79,6 +82,54 @@ def served(backend: Backend, variant: Variant, repo: Path, run: RunDir, facts: R
         teardown_quietly(stop, f"stopping the {variant.name} server")
         raise
     stop()
+
+
+@contextmanager
+def served_together(backend: Backend, variants: list[Variant], repos: dict[str, Path], run: RunDir,
+                    facts: RunFacts | None = None) -> Iterator[list[Served]]:
+    """The variants' servers started side by side (a start is mostly waiting: weights loading, the engine
+    warming up; two vLLM CPU servers start in about the time of one), then each `served` in order for the block.
+    A start that fails stops the ones that came up, quietly, and its error goes on."""
+    servers = _start_side_by_side(backend, variants, repos, run)
+    with ExitStack() as stack:  # leaving it stops the servers, the last started first
+        up = []
+        for i, (v, server) in enumerate(zip(variants, servers)):
+            try:
+                up.append(stack.enter_context(served(backend, v, repos[v.name], run, facts, started=server)))
+            except BaseException:  # its own server is stopped by `served`; the later ones are not owned yet
+                for later, later_server in zip(variants[i + 1:], servers[i + 1:]):
+                    teardown_quietly(partial(stop_server, later_server, backend.serving.stop_timeout_s, run, later),
+                                     f"stopping the {later.name} server")
+                raise
+        yield up
+
+
+def _start_side_by_side(backend: Backend, variants: list[Variant], repos: dict[str, Path],
+                        run: RunDir) -> list[Server]:
+    def stop(v: Variant, server: Server) -> None:
+        teardown_quietly(partial(stop_server, server, backend.serving.stop_timeout_s, run, v),
+                         f"stopping the {v.name} server")
+
+    pool = ThreadPoolExecutor(max_workers=len(variants), thread_name_prefix="start-server")
+    # each start runs in a copy of this thread's context: its Prefect task run belongs to this flow run
+    futures = [pool.submit(contextvars.copy_context().run, start_server, backend, v, repos[v.name], run)
+               for v in variants]
+    try:
+        wait(futures)
+    except BaseException:  # interrupted while they start: each server is stopped as soon as its start returns
+        for v, f in zip(variants, futures):
+            ctx = contextvars.copy_context()
+            f.add_done_callback(lambda f, v=v, ctx=ctx: f.exception() is None and ctx.run(stop, v, f.result()))
+        pool.shutdown(wait=False)
+        raise
+    pool.shutdown()
+    failed = [f.exception() for f in futures if f.exception() is not None]
+    if failed:
+        for v, f in zip(variants, futures):
+            if f.exception() is None:
+                stop(v, f.result())
+        raise failed[0]
+    return [f.result() for f in futures]
 
 
 @dataclass(frozen=True)

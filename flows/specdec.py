@@ -8,7 +8,6 @@ whose message gives the reasons; a Completed run is a valid (or, without a basel
 from __future__ import annotations
 
 import time
-from contextlib import ExitStack
 from pathlib import Path
 
 from prefect import flow, get_run_logger
@@ -16,7 +15,7 @@ from prefect.states import Failed, State
 
 from flows.finish import finish, set_final_status
 from flows.prepare import noted_result, prepare_models
-from flows.serving import measure_group, served
+from flows.serving import measure_group, served_together
 from prefect_adapters.parameters import Overrides, ProfileName, RunId
 from prefect_adapters.reaping import reap_servers
 from prefect_adapters.refusal import refused_profiles
@@ -88,11 +87,9 @@ def serve_and_benchmark(loaded: LoadedProfile, backend: Backend, tool: BenchTool
     # Interleaved: both servers up, rounds alternate A B A B. Otherwise one variant at a time.
     groups = [variants] if p.benchmark.interleave else [[v] for v in variants]
     for group in groups:
-        with ExitStack() as stack:  # leaving it stops the group's servers, the last started first
-            up = []
-            for v in group:
-                up.append(stack.enter_context(served(backend, v, repos[v.name], run, facts)))
-                outputs[v.name] = up[-1].check(p)
+        with served_together(backend, group, repos, run, facts) as up:
+            for s in up:
+                outputs[s.variant.name] = s.check(p)
             group_measure = measure_group(up, tool, tokenizer, p.benchmark, prompts, run)
             facts.variants.extend(group_measure.records)
             facts.design = (group_measure.design, group_measure.why_not_requests if p.benchmark.interleave else

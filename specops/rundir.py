@@ -10,6 +10,7 @@ import secrets
 import shutil
 import threading
 import time
+from collections.abc import Iterable
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -163,6 +164,16 @@ class RunProgress:
     phases: dict[str, dict[str, float]] = field(default_factory=dict)
     active: list[tuple[str, str]] = field(default_factory=list)  # (step, variant), innermost last
     failed_at: tuple[str, str] | None = None  # the innermost step an exception left
+    spans: dict[str, list[tuple[float, float]]] = field(default_factory=dict)  # phase -> (start, end), monotonic
+
+    def busy_s(self, phases: Iterable[str]) -> float:
+        """The wall time inside any block of `phases`, overlapping blocks counted once."""
+        spans = sorted(span for phase in phases for span in self.spans.get(phase, []))
+        total, reach = 0.0, float("-inf")
+        for start, end in spans:
+            total += max(0.0, end - max(start, reach))
+            reach = max(reach, end)
+        return total
 
     def to_dict(self) -> dict[str, Any]:
         return {"started_at": self.started_at, "phases": self.phases,
@@ -261,8 +272,10 @@ class RunDir:
                 self.progress.failed_at = None
                 self.set_status(RUNNING, phase, variant)
         finally:
-            self.progress.active.pop()
-            self.add_timing(phase, variant, time.monotonic() - start)
+            self.progress.active.remove((phase, variant))  # blocks of two threads may end in any order
+            end = time.monotonic()
+            self.progress.spans.setdefault(phase, []).append((start, end))
+            self.add_timing(phase, variant, end - start)
 
     def add_timing(self, phase: str, variant: str, seconds: float) -> None:
         with _TIMINGS_LOCK:

@@ -28,6 +28,19 @@ from specops.variant import Variant
 from specops.versions.trtllm import completions_fields
 
 YAML_NAME = "extra-llm-api-config.yml"  # the playbook's file name
+# Why the variants' servers cannot share one load-generator run (BenchTarget.no_alias). trtllm-serve takes any
+# model name a request gives and writes that same name back into every completions/chat answer: OpenAIServer.
+# openai_completion / openai_chat never compare request.model with the served model (tensorrt_llm/serve/
+# openai_server.py), and CompletionPostprocArgs.from_request / ChatPostprocArgs.from_request take
+# `model=request.model`, which completion_stream_post_processor, completion_response_post_processor and the chat
+# ones put in each chunk and body (tensorrt_llm/serve/postprocess_handlers.py). So one name sent to two servers
+# comes back unchanged from both. A second served name is no help: --served_model_name takes one name (NVIDIA/
+# TensorRT-LLM PR #11711); several (PR #12746, opened 2026-04-03) came after 1.3.0rc12 (main 2026-04-16). Read in
+# main-branch snapshots of those files (code index: openai_server.py @00057725, postprocess_handlers.py
+# @01bf1923); the v1.3.0rc12 tag itself could not be fetched (a 2.5 GB repository snapshot).
+NO_ALIAS = ("trtllm-serve writes the request's own model name into every answer "
+            "(tensorrt_llm/serve/postprocess_handlers.py, CompletionPostprocArgs.from_request), so answers to one "
+            "name cannot say which server gave them")
 
 
 def extra_options(cfg: TrtllmServeBackendConfig, support: LlmApiSupport, method: MethodConfig,
@@ -138,8 +151,8 @@ class TrtllmServeBackend(ContainerBackend):
         return server.totals
 
     def bench_target(self, server: ServeServer | None, variant: Variant) -> BenchTarget:
-        return BenchTarget(model=self.served_model(variant), endpoints=self.endpoints(server),
-                           streaming=True)
+        return BenchTarget(model=self.served_model(variant), endpoints=self.endpoints(server), streaming=True,
+                           no_alias=NO_ALIAS)
 
     # --- conformance ----------------------------------------------------------------------
     def own_request(self, variant: Variant) -> dict[str, Any]:

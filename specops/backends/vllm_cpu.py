@@ -11,6 +11,7 @@ import functools
 import json
 import os
 import subprocess
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -99,7 +100,7 @@ def bridge_table() -> str:
 def _write_if_changed(path: Path, text: str) -> None:
     if path.is_file() and path.read_text(encoding="utf-8") == text:
         return
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")  # servers start side by side
     tmp.write_text(text, encoding="utf-8")
     tmp.replace(path)
 
@@ -120,8 +121,29 @@ def _installed_version(python: Path) -> str | None:
     return done.stdout.strip() if done.returncode == 0 else None
 
 
+def cpu_flags(cpuinfo: Path = Path("/proc/cpuinfo")) -> set[str] | None:
+    """The first CPU's feature flags (None: not Linux on x86, or unreadable)."""
+    try:
+        text = cpuinfo.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    line = next((line for line in text.splitlines() if line.startswith("flags")), None)
+    return set(line.split(":", 1)[1].split()) if line else None
+
+
+def isa_problem(flags: set[str] | None) -> str | None:
+    """The build's kernels need one of the instruction sets in the facts (data/vllm_cpu.yaml `isa`)."""
+    isa = facts()["isa"]
+    if flags is None or any(flag in flags for flag in isa["any_of"]):
+        return None
+    return (f"this CPU has none of {', '.join(isa['any_of'])}, which {facts()['distribution']} {version()}'s "
+            f"kernels need ({isa['source']})")
+
+
 def preflight() -> list[str]:
     """What this machine lacks to run the vLLM CPU engine, each with its fix."""
+    if (problem := isa_problem(cpu_flags())) is not None:
+        return [problem]
     v = venv()
     if not v.python.is_file():
         return [f"no vLLM CPU venv at {v.root}: {install_hint()}"]

@@ -4,7 +4,8 @@ render: `serve.yaml`, the engine args (vllm_engine.engine_args, the renderer Tri
 model.json) as vLLM's `--config` file: top-level keys in their flag spelling (vllm/utils/argparse_utils.py
 load_config_file looks `--no-<key>` up before it turns underscores into dashes, so `enforce_eager: false`
 would be dropped), nested dicts (speculative_config) passed as JSON. serve: `vllm serve --config ... --host
---port --served-model-name <variant>` in the container; `python -m vllm.entrypoints.openai.api_server`
+--port --served-model-name <variant> <ALIAS>` in the container (the alias lets one benchmark run address both
+variants' servers by one name; each answer still names its variant); `python -m vllm.entrypoints.openai.api_server`
 with the same arguments on CPU (data/vllm_cpu.yaml server_module). ready: GET /health. smoke: POST
 /v1/completions. acceptance: the V1 engine's Prometheus counters on GET /metrics, per position, read
 before and after the benchmark window; per request, --per-request-spec-decode-metrics (vLLM >= 0.32.0).
@@ -38,7 +39,7 @@ from specops.settings import env_name, secret, settings
 from specops.sources.base import ModelArtifact
 from specops.teardown import teardown_quietly
 from specops.triton.endpoint import Endpoint
-from specops.variant import Variant
+from specops.variant import BASE, SPECULATIVE, Variant
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +52,14 @@ KEY_ENV = env_name("vllm_api_key")
 # fails on such a chunk - `choices: []` - so --enable-force-include-usage stays off).
 PER_REQUEST_FLAGS = ("--per-request-spec-decode-metrics", "summary")
 SMOKE_PROMPT = "def add(a, b):\n"
+# The second name every compared variant's server answers to (BenchTarget.alias), so that one load generator
+# run can name a single model (AIPerf's -m) for all of them. vLLM answers to every --served-model-name and puts
+# the first in each response's `model` (vllm-cpu 0.32.0: vllm/config/model.py ModelConfig.served_model_name
+# docstring; vllm/entrypoints/openai/models/serving.py OpenAIServingModels.model_name): the variant's own name
+# goes first, so every answer still says which variant gave it.
+ALIAS = "specops-interleaved"
+# The variants a run compares; others (the data step's synthesis server) are asked by their own name only.
+COMPARED = frozenset({SPECULATIVE, BASE})
 
 
 def config_text(args: dict[str, Any]) -> str:
@@ -86,10 +95,14 @@ class VllmServeBackend(VllmEngineBackend):
     def serve_args(self, variant: Variant, config_file: str, endpoint: Endpoint) -> list[str]:
         """What follows `vllm serve` (or the CPU engine's server module)."""
         args = ["--config", config_file, "--host", endpoint.host, "--port", str(endpoint.http_port),
-                "--served-model-name", variant.model_name]
+                "--served-model-name", variant.model_name, *self.aliases(variant)]
         if variant.method.speculative and self.config.per_request_metrics and self.support(variant).per_request_metrics:
             args += PER_REQUEST_FLAGS
         return args + list(self.config.extra_args)
+
+    def aliases(self, variant: Variant) -> tuple[str, ...]:
+        """The names the variant's server answers to besides its own (after it on --served-model-name)."""
+        return (ALIAS,) if variant.name in COMPARED else ()
 
     def command(self, variant: Variant, endpoint: Endpoint) -> list[str]:
         return ["vllm", "serve", *self.serve_args(variant, f"{self.repo_in_container}/{CONFIG_NAME}", endpoint)]
@@ -183,8 +196,9 @@ class VllmServeBackend(VllmEngineBackend):
         return found
 
     def bench_target(self, server, variant: Variant) -> BenchTarget:
-        return BenchTarget(model=variant.model_name, endpoints=self.endpoints(server),
-                           streaming=True)
+        aliases = self.aliases(variant)
+        return BenchTarget(model=variant.model_name, endpoints=self.endpoints(server), streaming=True,
+                           alias=aliases[0] if aliases else None)
 
     # --- plan -------------------------------------------------------------------------------
     def plan(self, variant: Variant, target: ModelArtifact | None, draft: ModelArtifact | None) -> list[PlanStep]:

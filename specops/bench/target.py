@@ -53,6 +53,12 @@ class BenchTarget:
     inputs: dict[str, Any] = field(default_factory=dict)
     # Whether a request can force exactly N output tokens (min-tokens / ignore-EOS exist).
     pins_output_length: bool = True
+    # A second name the server also answers to, shared by every variant of a run, while each answer still names
+    # `model`: one request body naming the alias can go to every variant's server, and each answer says which
+    # server gave it. None: the server answers to `model` only, or its answers would not tell servers apart.
+    alias: str | None = None
+    # Why the server takes no alias (a tool's refusal to mix variants in one run quotes it); None: not said.
+    no_alias: str | None = None
 
     @property
     def apis(self) -> tuple[Api, ...]:

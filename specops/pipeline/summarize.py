@@ -96,7 +96,8 @@ def benchmark_record(loaded: LoadedProfile, backend: Backend, tool: BenchTool, v
 def phases(run: RunDir, now: float) -> Phases:
     detail = {p: dict(v) for p, v in run.progress.phases.items()}
     return Phases(wall_s=now - run.progress.started_at,
-                  phase_s={p: sum(detail.get(p, {}).values()) for p in MEASURED_PHASES}, detail=detail)
+                  phase_s={p: sum(detail.get(p, {}).values()) for p in MEASURED_PHASES}, detail=detail,
+                  measured_s=run.progress.busy_s(MEASURED_PHASES))
 
 
 def failure_of(run: RunDir, error: BaseException) -> Failure:

@@ -9,6 +9,7 @@ import copy
 import difflib
 import hashlib
 import json
+import logging
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,11 @@ from specops.profile.schema import Profile
 from specops.settings import settings
 
 INCLUDE_KEY = "include"
+# Load-time warnings: a profile that is valid but not what it seems (e.g. a setting left to an engine whose default
+# differs from another engine's). Logged once per process, profile file and message (a sweep loads its profile per cell), and kept
+# on LoadedProfile.warnings. Under a flow run, prefect_adapters/run_logs.py forwards `specops.*` to its logs.
+log = logging.getLogger("specops.profile")
+_warned: set[str] = set()
 
 
 def profiles_dir() -> Path:
@@ -39,6 +45,7 @@ class LoadedProfile:
     path: Path
     overrides: tuple[str, ...]
     resolved: dict[str, Any]  # the merged document after includes and overrides, with defaults
+    warnings: tuple[str, ...] = ()  # "<field>: <why>" of settings that are valid but not what they seem
 
     @property
     def sha256(self) -> str:
@@ -162,7 +169,18 @@ def load_profile(name_or_path: str | Path, overrides: list[str] | tuple[str, ...
     except ValidationError as err:
         raise explain(err, origin, Profile) from None
     _check_files(profile, origin)
-    return LoadedProfile(profile, path, tuple(overrides), profile.model_dump(mode="json"))
+    warnings = load_warnings(profile)
+    for warning in warnings:
+        if f"{path}: {warning}" not in _warned:
+            _warned.add(f"{path}: {warning}")
+            log.warning("%s: warning: %s", origin, warning)
+    return LoadedProfile(profile, path, tuple(overrides), profile.model_dump(mode="json"), warnings)
+
+
+def load_warnings(profile: Profile) -> tuple[str, ...]:
+    """What the backend's support table flags for the profile's method (its `load_warnings`: (field, why) pairs)."""
+    support = profile.backend.resolve(profile.method)
+    return tuple(f"{field}: {why}" for field, why in getattr(support, "load_warnings", ()))
 
 
 def _check_prompts(profile: Profile) -> list[tuple[str, str]]:

@@ -5,7 +5,7 @@ from collections.abc import Callable
 
 import pandas as pd
 
-from specops.results.model import BenchmarkRecord, Design, RunResult, VariantRecord
+from specops.results.model import BenchmarkRecord, Design, RunResult, Speedup, VariantRecord
 
 # (header in report.md, value of a variant, format)
 Column = tuple[str, Callable[[VariantRecord], float | None], str]
@@ -75,8 +75,7 @@ def headline(result: RunResult) -> str:
     parts = [f"**{result.verdict.value}**"]
     s = result.speedup
     if s is not None:
-        parts.append(f"speedup vs base: **{s.text()}** (paired output tokens/s, {result.benchmark.tool}; "
-                     f"{s.level:.0%} interval over {s.resampled})")
+        parts.append(f"speedup vs base: **{s.text()}** (paired output tokens/s, {result.benchmark.tool})")
     bound = result.bound
     if s is not None and bound:
         parts.append(f"analytical bound {bound:.2f}x (measured acceptance and engine step costs; "
@@ -134,12 +133,21 @@ def design_text(b: BenchmarkRecord) -> str:
     return f"round blocks, {order}" + (f" (not requests interleaved: {b.design_note})" if b.design_note else "")
 
 
+def interval_detail(s: Speedup) -> str:
+    """The speedup interval's unit and method, or why there is none and how to get one (the headline says why in
+    one clause)."""
+    if s.has_interval:
+        return f"speedup: {s.level:.0%} interval over {s.resampled}"
+    return f"speedup: no {s.level:.0%} interval: {s.resampled.removeprefix('none:').strip()}"
+
+
 def notes(result: RunResult) -> list[str]:
     b, ph = result.benchmark, result.phases
     measured = ", ".join(f"{k} {v:.1f}s" for k, v in ph.phase_s.items())
     out = [f"{b.tool} {b.tool_version or ''} over {b.api}: {b.num_requests} requests (+{b.warmup_requests} warm-up) x "
            f"{b.rounds} round(s), {design_text(b)}, {b.output_tokens} output tokens, concurrency {b.concurrency}, "
            f"prompts: {b.prompts}",
+           *([interval_detail(result.speedup)] if result.speedup else []),
            f"served by {result.served.framework or result.served.backend}"
            + (f" in {result.served.image}" if result.served.image else "")
            + "".join(f"; {tool} {version}" for tool, version in result.served.servers.items()),

@@ -48,9 +48,39 @@ def _table(headers: list[str], rows: list[list[str]]) -> str:
     return "\n".join("  ".join(cell.ljust(width) for cell, width in zip(line, widths)).rstrip() for line in lines)
 
 
+MAX_NAMED_RUNS = 6  # per CPU model in the warning; the rest are counted
+
+
+def cpu_warning(runs: list[tuple[str, RunResult]]) -> str | None:
+    """A warning when the measured runs set side by side (label, run) ran on different CPU models, naming each
+    model and its runs: an engine on a CPU is bound by memory bandwidth, which differs ~2x between hosts."""
+    models: dict[str, list[str]] = {}
+    for label, run in runs:
+        if run.speedup is not None or any(v.metrics for v in run.variants):  # a run that measured nothing is moot
+            models.setdefault(run.host.cpu_model, []).append(label)
+    if len(models) < 2:
+        return None
+
+    def named(labels: list[str]) -> str:
+        more = len(labels) - MAX_NAMED_RUNS
+        return ", ".join(labels[:MAX_NAMED_RUNS]) + (f" and {more} more" if more > 0 else "")
+
+    where = "; ".join(f"{model} ({named(labels)})" for model, labels in models.items())
+    return (f"! These runs ran on {len(models)} different CPU models: {where}. An engine's speed on a CPU is bound by "
+            "its memory bandwidth, which differs up to 2x between hosts: compare tokens/s and speedups only between "
+            "runs on one CPU model.")
+
+
+def with_warning(warning: str | None, text: str) -> str:
+    """`text` with the warning first, wrapped to the terminal, when there is one."""
+    lines = textwrap.wrap(warning, WIDTH, break_on_hyphens=False, break_long_words=False) if warning else []
+    return "\n".join([*lines, "", text]) if lines else text
+
+
 def format_history(results: list[RunResult]) -> str:
     """One line per run, in the order given (the store gives newest first); A/A runs say whether their interval
-    holds 1.00x, and a last line gives their coverage day by day."""
+    holds 1.00x, and a last line gives their coverage day by day. Runs on different CPU models are called out
+    first."""
     if not results:
         return "no runs recorded"
     headers = ["when (UTC)", "run id", "profile", "status", "speedup", "tok/s spec/base", "accept", "framework"]
@@ -62,7 +92,7 @@ def format_history(results: list[RunResult]) -> str:
             when(result.started_at), result.run_id, result.profile, _status(result), _speedup(result), tokens,
             _acceptance_rate(result), result.served.framework or result.served.image or NONE,
         ])
-    return _table(headers, rows) + aa_coverage(results)
+    return with_warning(cpu_warning([(r.run_id, r) for r in results]), _table(headers, rows) + aa_coverage(results))
 
 
 def _speedup(result: RunResult) -> str:
@@ -225,8 +255,8 @@ def disagreement(a: RunResult, b: RunResult) -> str | None:
 
 
 def format_compare(a: RunResult, b: RunResult) -> str:
-    """Two runs side by side, one line per field; `*` marks the fields whose values differ. Two
-    measurements of one thing that disagree beyond their intervals are called out first."""
+    """Two runs side by side, one line per field; `*` marks the fields whose values differ. Runs on different
+    CPU models, or two measurements of one thing that disagree beyond their intervals, are called out first."""
     pairs = _pairs(a, b)
     label_w = max(len(label) for label, _, _ in pairs)
     value_w = (WIDTH - 2 - label_w - 6) // 2
@@ -244,5 +274,5 @@ def format_compare(a: RunResult, b: RunResult) -> str:
         for i in range(max(len(lefts), len(rights))):
             out.append(line("*" if i == 0 and left != right else " ", label if i == 0 else "",
                             lefts[i] if i < len(lefts) else "", rights[i] if i < len(rights) else ""))
-    warning = disagreement(a, b)
-    return "\n".join([*textwrap.wrap(warning, WIDTH), "", *out] if warning else out)
+    warning = cpu_warning([(f"A {a.run_id}", a), (f"B {b.run_id}", b)]) or disagreement(a, b)
+    return with_warning(warning, "\n".join(out))

@@ -18,7 +18,6 @@ from specops.results.metrics import BenchMetrics, RequestSample
 # a specops of an older schema refuses newer records naming both versions.
 SCHEMA_VERSION = 3
 
-
 # RunResult.notes of a sweep's cells begin with this: they are points of a grid, not runs of the
 # profile as it is served, so regression baselines and trends leave them out.
 SWEEP_CELL_NOTE = "sweep cell"
@@ -167,11 +166,35 @@ class Speedup(Record):
     design: Design = Design.ROUNDS
 
     def text(self) -> str:
-        """E.g. `1.36x (1.31-1.41, 8 prompts x 3 rounds, requests interleaved)`."""
-        spread = f"{self.low:.2f}-{self.high:.2f}, " if self.low is not None and self.high is not None else ""
-        design = "requests interleaved" if self.design is Design.REQUESTS else "round blocks"
-        return (f"{self.point:.2f}x ({spread}{self.prompts} prompts x {self.rounds} round{'s' * (self.rounds != 1)}, "
-                f"{design})")
+        """The headline as a person says it: `1.31x faster (95% interval 1.18-1.45; 8 prompts, requests interleaved)`,
+        `0.85x, slower (...)`, `1.02x (95% interval 0.97-1.08, cannot tell from 1.00x; ...)`, `1.33x faster (no
+        interval: one round block per variant; ...)`. Whatever prints a run's speedup prints this."""
+        if self.has_interval:
+            faster, slower = self.low > 1.0, self.high < 1.0  # type: ignore[operator]
+            interval = (f"{self.level:.0%} interval {self.low:.2f}-{self.high:.2f}"
+                        + (", cannot tell from 1.00x" if self.covers_one else ""))
+        else:  # the point as printed says which way
+            faster, slower = round(self.point, 2) > 1.0, round(self.point, 2) < 1.0
+            interval = f"no interval: {self.no_interval_reason}"
+        direction = " faster" if faster else ", slower" if slower else ""
+        return (f"{self.point:.2f}x{direction} ({interval}; {self.prompts} prompt{'s' * (self.prompts != 1)}"
+                f"{f' x {self.rounds} rounds' if self.rounds > 1 else ''}, "
+                f"{'requests interleaved' if self.design is Design.REQUESTS else 'round blocks'})")
+
+    @property
+    def has_interval(self) -> bool:
+        return self.low is not None and self.high is not None
+
+    @property
+    def covers_one(self) -> bool:  # the run cannot tell the speculative variant from the base
+        return self.has_interval and self.low <= 1.0 <= self.high  # type: ignore[operator]
+
+    @property
+    def no_interval_reason(self) -> str:
+        """Why there is no interval, in one short clause (`resampled` keeps the whole reason and the remedy)."""
+        if (self.rounds if self.design is Design.ROUNDS else self.prompts) < 2:
+            return "one round block per variant" if self.design is Design.ROUNDS else "one prompt"
+        return self.resampled.removeprefix("none:").split(";")[0].strip() or "none computed"
 
     @property
     def half_width(self) -> float | None:
@@ -211,9 +234,17 @@ class Phases(Record):
     phase_s: dict[str, float] = {}  # serve, check, benchmark, draft: summed over variants
     detail: dict[str, dict[str, float]] = {}  # phase -> variant -> seconds
 
+    # The wall time inside those phases counted once where steps overlapped (a group's servers start side by side);
+    # None in records from before it was kept, whose steps never overlapped.
+    measured_s: float | None = None
+
+    @property
+    def measured(self) -> float:
+        return sum(self.phase_s.values()) if self.measured_s is None else self.measured_s
+
     @property
     def overhead_s(self) -> float:
-        return self.wall_s - sum(self.phase_s.values())
+        return self.wall_s - self.measured
 
 
 class Window(Record):

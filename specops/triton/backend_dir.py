@@ -13,6 +13,7 @@ import hashlib
 import logging
 import os
 import sys
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -93,7 +94,7 @@ def _link(link: Path, target: Path) -> None:
     if link.exists() or link.is_symlink():
         log.warning("replacing %s (was not a link to %s)", link, target)
         link.unlink()
-    tmp = link.with_name(f".{link.name}.{os.getpid()}.tmp")
+    tmp = link.with_name(f".{link.name}.{os.getpid()}.{threading.get_ident()}.tmp")  # servers start side by side
     tmp.unlink(missing_ok=True)
     tmp.symlink_to(target)
     tmp.replace(link)  # atomic: a concurrent assembler never sees a missing file

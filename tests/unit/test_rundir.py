@@ -54,3 +54,12 @@ def test_cache_root_is_specops_cache_else_under_xdg_cache_home_else_home(tmp_pat
     assert cache_root() == tmp_path / "xdg" / "specops"
     monkeypatch.setenv("SPECOPS_CACHE", str(tmp_path / "mine"))
     assert cache_root() == tmp_path / "mine"
+
+
+def test_steps_that_overlap_count_their_wall_time_once():
+    from specops.rundir import RunProgress
+
+    progress = RunProgress(spans={"serve": [(0.0, 10.0), (2.0, 12.0)], "check": [(12.0, 15.0)],
+                                  "benchmark": [(20.0, 30.0)]})
+    assert progress.busy_s(["serve", "check", "benchmark"]) == 25.0  # two starts side by side: 12 s, not 20 s
+    assert progress.busy_s(["serve"]) == 12.0 and progress.busy_s([]) == 0.0

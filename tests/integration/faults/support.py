@@ -22,9 +22,10 @@ import psutil
 from tests.integration.support import REPO_ROOT, SHARED_CACHE, port_free, service_env
 
 MARK = "SPECOPS_FAULT_RUN"
-# Small and fast, yet long enough to catch perf_analyzer sending requests.
+# Small and fast, yet long enough to catch perf_analyzer sending requests: these tests wait for genai-perf's
+# processes (the profiles' default tool is AIPerf; test_killed_run asks for each tool by name).
 SHRINK = ["benchmark.num_requests=4", "benchmark.output_tokens=32", "comparison.lossless_prompts=1",
-          "comparison.lossless_max_tokens=8"]
+          "comparison.lossless_max_tokens=8", "benchmark.tool=genai-perf"]
 
 
 def label(proc: psutil.Process) -> str:

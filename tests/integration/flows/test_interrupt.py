@@ -31,7 +31,8 @@ def test_interrupt_during_benchmark_cleans_up(sig, embedded_model, tmp_path, sig
     run_dir = tmp_path / "artifacts" / "ngram-local" / "interrupted"
     args = [sys.executable, "-m", "cli", "run", "ngram-local", "--run-id", "interrupted",
             "--set", "benchmark.num_requests=200", "--set", "benchmark.output_tokens=64",
-            "--set", "comparison.lossless_prompts=1", "--set", "comparison.lossless_max_tokens=8"]
+            "--set", "comparison.lossless_prompts=1", "--set", "comparison.lossless_max_tokens=8",
+            "--set", "benchmark.tool=genai-perf"]  # the test waits for genai-perf's processes
     if sig == signal.SIGTERM:  # the speculative server alone (CI time); SIGINT leaves both servers up to stop
         args += ["--set", "comparison.baseline=false"]
     output = tmp_path / "specops-run.log"  # a file, not a pipe: nobody reads while it runs

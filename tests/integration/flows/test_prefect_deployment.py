@@ -327,7 +327,7 @@ def test_cancelling_during_benchmark_leaves_nothing_behind(deployed, embedded_mo
     api, env = deployed["api"], deployed["env"]
     run_dir = deployed["artifacts"] / "ngram-local" / "to-cancel"
     # the speculative variant alone (no baseline): its benchmark starts without a whole base benchmark first
-    overrides = ["benchmark.num_requests=200", "comparison.baseline=false"]
+    overrides = ["benchmark.num_requests=200", "comparison.baseline=false", "benchmark.tool=genai-perf"]  # waits for it
     worker_env = dict(env, PREFECT_WORKER_QUERY_SECONDS="2", PREFECT_RUNNER_POLL_FREQUENCY="2")
     with temporary_settings({PREFECT_API_URL: api}):
         flow_run = run_deployment("specdec/ngram-local", parameters={"overrides": overrides, "run_id": "to-cancel"},

@@ -21,7 +21,8 @@ from specops.bench.aiperf_exports import (
     records_metrics,
     request_samples,
 )
-from specops.bench.aiperf_tool import TEMPLATE, AIPerf
+from specops.bench.aiperf_endpoints import TEMPLATE
+from specops.bench.aiperf_tool import AIPerf
 from specops.bench.exports import ExportError
 from specops.bench.target import Api, BenchTarget
 from specops.bench.tool import BenchJob, InterleavedJob, interleave_blocker, prompt_index
@@ -184,11 +185,30 @@ def test_aiperf_says_why_it_cannot_interleave_some_variants(tmp_path, change, re
     assert reason in AIPerf().interleave_blocker(_pair(tmp_path, **change))
 
 
-def test_openai_servers_are_not_interleaved_because_each_answers_only_its_own_model_name(tmp_path):
-    jobs = [BenchJob(**{**j.__dict__, "api": Api.OPENAI_COMPLETIONS, "target": BenchTarget(
-        model=j.target.model, endpoints={Api.OPENAI_COMPLETIONS: "http://h:1"})}) for j in _pair(tmp_path)]
-    assert "names its model" in AIPerf().interleave_blocker(jobs)
-    assert Api.OPENAI_COMPLETIONS not in AIPerf.interleaves and Api.TRITON_GENERATE in AIPerf.interleaves
+def _openai(jobs: list[BenchJob], *aliases: str | None, no_alias: str | None = None) -> list[BenchJob]:
+    return [BenchJob(**{**j.__dict__, "api": Api.OPENAI_COMPLETIONS, "target": BenchTarget(
+        model=j.target.model, endpoints={Api.OPENAI_COMPLETIONS: f"http://h:{i}"}, alias=alias, no_alias=no_alias)})
+        for i, (j, alias) in enumerate(zip(jobs, aliases, strict=True))]
+
+
+def test_openai_servers_interleave_only_when_every_variant_answers_to_one_shared_alias(tmp_path):
+    pair = _pair(tmp_path)
+    shared = _openai(pair, "both", "both")
+    assert AIPerf().interleave_blocker(shared) is None and Api.OPENAI_COMPLETIONS in AIPerf.interleaves
+    job = InterleavedJob(tuple(shared), artifact_dir=tmp_path / "il" / "aiperf", log_path=tmp_path / "il.log",
+                         timeout_s=60)
+    cmd = AIPerf().interleaved_command(job)
+    # one body for both servers names the alias; each answer names its own server's model (`model`)
+    assert _flag(cmd, "-m") == "both" and _flag(cmd, "--export-level") == "raw"
+    assert [cmd[i + 1] for i, flag in enumerate(cmd) if flag == "--url"] == ["http://h:0", "http://h:1"]
+    assert _flag(AIPerf().command(shared[0]), "-m") == "base"  # a run of one server names the server's own model
+    # no alias: each server answers to its own name only, or the backend says why it cannot take one
+    assert "'speculative' answers to its own name only" in AIPerf().interleave_blocker(_openai(pair, "both", None))
+    assert "names its model" in AIPerf().interleave_blocker(_openai(pair, None, None, no_alias="it echoes"))
+    assert AIPerf().interleave_blocker(_openai(pair, None, None, no_alias="it echoes")).endswith("and it echoes")
+    assert "different aliases (a, b)" in AIPerf().interleave_blocker(_openai(pair, "a", "b"))
+    with pytest.raises(ValueError, match="no alias"):
+        AIPerf().interleaved_command(InterleavedJob(tuple(_openai(pair, None, None)), tmp_path, tmp_path, 1))
 
 
 def test_the_seam_refuses_interleaving_above_concurrency_one_and_tools_that_cannot(tmp_path):

@@ -2,6 +2,8 @@
 measurement alternates the group's rounds and its acceptance covers its own rounds only."""
 from __future__ import annotations
 
+import threading
+import time
 from types import SimpleNamespace
 
 import pytest
@@ -108,6 +110,53 @@ def test_on_success_a_failing_stop_fails(calls):
     calls.stop_errors[BASE] = RuntimeError("ports still bound")
     with pytest.raises(RuntimeError, match="ports still bound"), seam.served(BACKEND, BASE_V, "repo", "run"):
         pass
+
+
+REPOS = {BASE: "repo-b", SPECULATIVE: "repo-s"}
+
+
+def _slow_starts(monkeypatch, calls, fail: str | None = None):
+    """Starts that take 0.3 s each and say when they began and ended; `fail` names one that raises."""
+    lock = threading.Lock()
+
+    def start(backend, v, repo, run):
+        with lock:
+            calls.log.append(("start", v.name, repo))
+        time.sleep(0.3)
+        with lock:
+            calls.log.append(("up", v.name))
+        if v.name == fail:
+            raise RuntimeError(f"{v.name} never got ready")
+        return FakeServer(v.name)
+    monkeypatch.setattr(seam, "start_server", start)
+
+
+def test_a_groups_servers_start_side_by_side_then_each_is_smoked_and_stopped(calls, monkeypatch):
+    _slow_starts(monkeypatch, calls)
+    began = time.monotonic()
+    with seam.served_together(BACKEND, [BASE_V, SPEC_V], REPOS, "run") as up:
+        assert [s.variant.name for s in up] == [BASE, SPECULATIVE] and all(s.pace for s in up)
+    assert time.monotonic() - began < 0.55  # two 0.3 s starts at once, not one after the other
+    starts = sorted(calls.log[:2])
+    assert starts == [("start", BASE, "repo-b"), ("start", SPECULATIVE, "repo-s")]  # both began before either was up
+    assert calls.log[4:] == [("smoke", BASE), ("smoke", SPECULATIVE), ("stop", SPECULATIVE, 7.0), ("stop", BASE, 7.0)]
+
+
+def test_a_start_that_fails_stops_the_server_that_came_up_and_its_error_goes_on(calls, monkeypatch):
+    _slow_starts(monkeypatch, calls, fail=SPECULATIVE)
+    with pytest.raises(RuntimeError, match="speculative never got ready"), \
+            seam.served_together(BACKEND, [BASE_V, SPEC_V], REPOS, "run"):
+        raise AssertionError("never reached")
+    assert [e for e in calls.log if e[0] in ("stop", "smoke")] == [("stop", BASE, 7.0)]
+
+
+def test_a_failing_smoke_of_the_first_stops_both(calls, monkeypatch):
+    _slow_starts(monkeypatch, calls)
+    monkeypatch.setattr(seam, "send_smoke_request", lambda *a: (_ for _ in ()).throw(RuntimeError("no answer")))
+    with pytest.raises(RuntimeError, match="no answer"), \
+            seam.served_together(BACKEND, [BASE_V, SPEC_V], REPOS, "run"):
+        raise AssertionError("never reached")
+    assert sorted(e for e in calls.log if e[0] == "stop") == [("stop", BASE, 7.0), ("stop", SPECULATIVE, 7.0)]
 
 
 def _counters(drafted: float) -> Acceptance:

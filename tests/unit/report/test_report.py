@@ -15,8 +15,9 @@ def test_report_files_come_from_the_run_result(tmp_path):
     result = run_result()
     files = write_report(result, tmp_path)
     md = files.report_md.read_text()
-    assert "**VALID**" in md and "speedup vs base: **1.36x (1.31-1.41, 4 prompts x 2 rounds, round blocks)**" in md
-    assert "interval over rounds (t-interval over 2 rounds" in md
+    assert "**VALID**" in md and ("speedup vs base: **1.36x faster (95% interval 1.31-1.41; 4 prompts x 2 rounds, "
+                                  "round blocks)** (paired output tokens/s, genai-perf)") in md
+    assert "- speedup: 95% interval over rounds (t-interval over 2 rounds" in md  # its unit, with the details
     assert "| speculative | ngram | 21.80 |" in md and "| base | none | 16.00 |" in md
     # CPU-seconds per 1,000 output tokens: 50 s / 1024 tokens and 64 s / 1024 tokens
     assert "48.8 CPU-seconds per 1,000 output tokens speculative vs 62.5 base (0.78x)" in md
@@ -74,6 +75,7 @@ def test_the_report_names_the_pairing_design_and_why_requests_were_not_interleav
     md = write_report(blocks, tmp_path / "blocks").markdown
     assert "round blocks, alternating A B A B (not requests interleaved: genai-perf drives one server per run)" in md
     assert "95% interval over rounds (t-interval over 2 rounds" in md
+    assert md.index("speedup vs base: **") < md.index("95% interval over rounds")  # the headline first, then why
     paired = run_result(speedup=1.36)
     paired = paired.model_copy(update={
         "benchmark": paired.benchmark.model_copy(update={"design": Design.REQUESTS}),
@@ -81,3 +83,19 @@ def test_the_report_names_the_pairing_design_and_why_requests_were_not_interleav
     md = write_report(paired, tmp_path / "paired").markdown
     assert "requests interleaved between the variants (each prompt on both, back to back)" in md
     assert "2 rounds, requests interleaved)**" in md
+
+
+def test_a_speedup_without_an_interval_says_why_in_the_headline_and_how_to_get_one_in_the_details(tmp_path):
+    why = ("none: one round block per variant is one unit of noise; set benchmark.rounds >= 2, or interleave "
+           "requests (benchmark.pairing, with a tool that can)")
+    result = run_result(speedup=1.33)
+    result = result.model_copy(update={"speedup": result.speedup.model_copy(
+        update={"low": None, "high": None, "rounds": 1, "resampled": why})})
+    md = write_report(result, tmp_path).markdown
+    headline = md.splitlines()[2]
+    assert headline == ("**VALID** · speedup vs base: **1.33x faster (no interval: one round block per variant; "
+                        "4 prompts, round blocks)** (paired output tokens/s, genai-perf)")
+    assert "benchmark.rounds" not in headline and "interval over none" not in md
+    assert ("- speedup: no 95% interval: one round block per variant is one unit of noise; set benchmark.rounds >= 2, "
+            "or interleave requests (benchmark.pairing, with a tool that can)") in md
+    assert summary(result).startswith("VALID; speedup vs base 1.33x faster (no interval: one round block per variant;")

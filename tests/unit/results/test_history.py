@@ -36,11 +36,15 @@ def test_history_lists_every_run_with_its_interval_and_status():
     assert len(lines) == 5  # header, rule, three runs in the order given
     ok_line, failed_line, invalid_line = lines[2:]
     assert ok_line.startswith("2026-01-01 13:00  " + ok.run_id)
-    assert "1.36x (1.31-1.41, 4 prompts x 2 rounds, round blocks)" in ok_line and "21.8/16.0" in ok_line and "62%" in ok_line
+    assert ok.speedup.low > 1  # the whole interval above 1.00x: "faster", the interval and the design
+    assert "1.36x faster (95% interval 1.31-1.41; 4 prompts x 2 rounds, round blocks)" in ok_line
+    assert "21.8/16.0" in ok_line and "62%" in ok_line
     assert "OK" in ok_line and "specops runtime" in ok_line
     assert failed.run_id in failed_line and "FAILED (serve)" in failed_line and "vLLM 0.15.1" in failed_line
-    assert "x (" not in failed_line  # no speedup for a failed run
-    assert "INVALID" in invalid_line and "0.91x (0.86-0.96" in invalid_line and "14.6/16.0" in invalid_line
+    assert "interval" not in failed_line and not re.search(r"\d\.\d\dx", failed_line)  # a failed run: no speedup
+    assert invalid.speedup.high < 1  # the whole interval below 1.00x: slower, said so
+    assert "INVALID" in invalid_line and "0.91x, slower (95% interval 0.86-0.96;" in invalid_line
+    assert "14.6/16.0" in invalid_line
 
 
 def test_history_columns_line_up():
@@ -58,7 +62,9 @@ def test_compare_marks_only_the_fields_that_differ():
     b = run_result(speedup=1.10, spec_tok_s=17.6, started_at=T0 + 86400, commit="fedcba9876543210")
     text = format_compare(a, b)
     assert a.run_id in text.splitlines()[0] and b.run_id in text.splitlines()[0]
-    assert _line(text, "speedup").startswith("* ") and "1.36x (1.31-1.41" in text and "1.10x (1.05-1.15" in text
+    assert _line(text, "speedup").startswith("* ")
+    assert _field(text, "speedup") == ("1.36x faster (95% interval 1.31-1.41; 4 prompts x 2 rounds, round blocks)",
+                                       "1.10x faster (95% interval 1.05-1.15; 4 prompts x 2 rounds, round blocks)")
     assert _line(text, "tokens/s speculative").startswith("*")
     assert "21.8" in _line(text, "tokens/s speculative") and "17.6" in _line(text, "tokens/s speculative")
     assert _line(text, "specops").startswith("* ") and "fedcba9876" in _line(text, "specops")
@@ -76,7 +82,7 @@ def test_compare_a_failed_run_with_an_ok_one():
     assert "failed / FAILED" in _line(text, "status / verdict") and _line(text, "status / verdict").startswith("*")
     assert _field(text, "failure") == ("-", "serve (speculative): TimeoutError: server not ready in 120 s")
     assert _line(text, "speedup").startswith("*")
-    assert _field(text, "speedup") == ("1.36x (1.31-1.41, 4 prompts x 2 rounds, round blocks)", "-")
+    assert _field(text, "speedup") == ("1.36x faster (95% interval 1.31-1.41; 4 prompts x 2 rounds, round blocks)", "-")
     assert _field(text, "tokens/s base") == ("16.0", "-")
     assert "acceptance rate base" not in text  # neither run has base acceptance: no empty line for it
 
@@ -111,7 +117,7 @@ def test_compare_warns_when_two_measurements_of_one_thing_disagree_beyond_their_
     text = format_compare(a, b)
     assert text.startswith("! A and B measured one thing (ngram-local: same settings, software and hardware)")
     warning = " ".join(text.split("\n\n")[0].split())  # the warning as one line, however it is wrapped
-    assert "1.43x (1.38-1.48" in warning and "0.46x (0.41-0.51" in warning
+    assert "1.43x faster (95% interval 1.38-1.48;" in warning and "0.46x, slower (95% interval 0.41-0.51;" in warning
     assert all(len(line) <= WIDTH for line in text.splitlines())
     # overlapping intervals: no warning
     assert not format_compare(a, run_result(speedup=1.40)).startswith("!")
@@ -145,3 +151,38 @@ def test_compare_shows_each_runs_pairing_design_and_marks_a_change():
     assert next(x for x in format_compare(a, b).splitlines() if " benchmark " in x).startswith("*")  # differs
     benchmark = dict(RUN_FIELDS)["benchmark"]
     assert "x 2 rounds, round blocks, interleaved," in benchmark(a) and "x 2 rounds, requests interleaved," in benchmark(b)
+
+
+def _on(result, cpu: str):
+    return result.model_copy(update={"host": result.host.model_copy(update={"cpu_model": cpu})})
+
+
+XEON = "Intel(R) Xeon(R) Platinum 8375C CPU @ 2.90GHz"
+
+
+def test_compare_of_runs_on_two_cpu_models_warns_first_naming_both():
+    a = run_result(speedup=1.30)
+    b = _on(run_result(speedup=1.67, started_at=T0 + 600), XEON)
+    text = format_compare(a, b)
+    warning, table = text.split("\n\n", 1)
+    assert warning.startswith("! These runs ran on 2 different CPU models:")
+    flat = " ".join(warning.split())
+    assert f"AMD EPYC 7B13 (A {a.run_id}); {XEON} (B {b.run_id})" in flat and "memory bandwidth" in flat
+    assert table.startswith("  run ") and "host cpu" in table and _line(table, "host cpu").startswith("* ")
+    assert all(len(line) <= WIDTH for line in text.splitlines())
+    assert "CPU models" not in format_compare(a, run_result(speedup=1.32))  # one CPU model: no such warning
+    # a run that measured nothing has no speed to mislead with
+    assert not format_compare(a, _on(run_result(status=Status.FAILED), XEON)).startswith("!")
+
+
+def test_history_of_runs_on_two_cpu_models_warns_before_the_table_naming_the_runs_of_each():
+    epyc = [run_result(started_at=T0 + i) for i in range(8)]
+    xeon = _on(run_result(started_at=T0 + 100), XEON)
+    text = format_history([*epyc, xeon])
+    warning, table = text.split("\n\n", 1)
+    flat = " ".join(warning.split())
+    assert flat.startswith("! These runs ran on 2 different CPU models: AMD EPYC 7B13 (")
+    named = [r.run_id for r in epyc[:6]]
+    assert f"AMD EPYC 7B13 ({', '.join(named)} and 2 more); {XEON} ({xeon.run_id})." in flat
+    assert table.startswith("when (UTC)") and len(table.splitlines()) == 2 + 9
+    assert format_history(epyc).startswith("when (UTC)")  # one CPU model: the table first, no warning

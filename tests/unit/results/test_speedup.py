@@ -51,9 +51,10 @@ def test_a_constant_speedup_has_no_spread_in_either_design():
         s = paired_speedup(spec, base, design=design)
         assert (s.prompts, s.rounds, s.design) == (4, 3, design)
         assert s.point == pytest.approx(1.5) and s.low == pytest.approx(1.5) and s.high == pytest.approx(1.5)
-    assert paired_speedup(spec, base, design=Design.ROUNDS).text() == "1.50x (1.50-1.50, 4 prompts x 3 rounds, round blocks)"
+    assert paired_speedup(spec, base, design=Design.ROUNDS).text() == \
+        "1.50x faster (95% interval 1.50-1.50; 4 prompts x 3 rounds, round blocks)"
     assert paired_speedup(spec, base, design=Design.REQUESTS).text() == \
-        "1.50x (1.50-1.50, 4 prompts x 3 rounds, requests interleaved)"
+        "1.50x faster (95% interval 1.50-1.50; 4 prompts x 3 rounds, requests interleaved)"
 
 
 def test_round_blocks_take_a_t_interval_over_the_rounds_log_speedups():
@@ -74,6 +75,37 @@ def test_one_round_block_per_variant_gets_no_interval_and_says_why():
     assert s.point > 1 and (s.low, s.high, s.half_width) == (None, None, None)
     assert s.resampled.startswith("none: one round block") and "benchmark.rounds >= 2" in s.resampled
     assert paired_speedup(spec, base, design=Design.REQUESTS).low is not None  # prompts are units there
+
+
+def test_the_headline_says_which_way_only_where_the_interval_does():
+    """speculative / base, so spec requests that take less time read "faster"; an interval that holds 1.00x
+    claims neither way and says it cannot tell; one round per variant shows no "x 1 round"."""
+    spec = [sample(p, 0, 1.0) for p in range(8)]
+    faster = paired_speedup(spec, [sample(p, 0, 1.3 + p / 100) for p in range(8)], design=Design.REQUESTS)
+    assert faster.point == pytest.approx(sum(1.3 + p / 100 for p in range(8)) / 8)  # (80 tok/8 s) / (80 tok/base s)
+    assert 1 < faster.low < faster.point < faster.high
+    assert faster.text() == (f"{faster.point:.2f}x faster ({LEVEL:.0%} interval {faster.low:.2f}-{faster.high:.2f}; "
+                             "8 prompts, requests interleaved)")
+    slower = paired_speedup(spec, [sample(p, 0, 0.8 + p / 100) for p in range(8)], design=Design.REQUESTS)
+    assert slower.high < 1 and slower.text().startswith(f"{slower.point:.2f}x, slower ({LEVEL:.0%} interval ")
+    # prompts alternately 10% faster and 8% slower: pooled near 1, an interval on both sides of it
+    unsure = paired_speedup(spec, [sample(p, 0, 1.1 if p % 2 else 0.92) for p in range(8)], design=Design.REQUESTS)
+    assert unsure.low < 1 < unsure.high
+    assert unsure.text() == (f"{unsure.point:.2f}x ({LEVEL:.0%} interval {unsure.low:.2f}-{unsure.high:.2f}, "
+                             "cannot tell from 1.00x; 8 prompts, requests interleaved)")
+    assert "faster" not in unsure.text() and "slower" not in unsure.text()
+
+
+def test_without_an_interval_the_headline_says_why_in_one_clause_and_the_record_keeps_the_remedy():
+    spec, base = [sample(p, 0, 1.0) for p in range(8)], [sample(p, 0, 1.33) for p in range(8)]
+    s = paired_speedup(spec, base, design=Design.ROUNDS)
+    assert s.low is None and s.point == pytest.approx(1.33)
+    assert s.text() == "1.33x faster (no interval: one round block per variant; 8 prompts, round blocks)"
+    assert "benchmark.rounds" not in s.text() and "benchmark.rounds >= 2" in s.resampled  # the remedy: details
+    one = paired_speedup(spec[:1], [sample(0, 0, 0.9)], design=Design.REQUESTS)
+    assert one.low is None and one.text() == "0.90x, slower (no interval: one prompt; 1 prompt, requests interleaved)"
+    even = paired_speedup(spec, spec, design=Design.ROUNDS)
+    assert even.text() == "1.00x (no interval: one round block per variant; 8 prompts, round blocks)"
 
 
 def noisy(rounds: int, seed: int) -> tuple[list[RequestSample], list[RequestSample]]:

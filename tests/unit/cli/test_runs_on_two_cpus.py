@@ -1,0 +1,81 @@
+"""`specops compare` and `specops history` through the real CLI entry point and a real (SQLite) results database:
+runs set side by side that ran on different CPU models are called out first, before the table."""
+from __future__ import annotations
+
+import pytest
+
+from cli.main import main
+from specops.results.store import ResultsStore
+from tests.results_factory import T0, run_result
+
+XEON = "Intel(R) Xeon(R) Platinum 8375C CPU @ 2.90GHz"
+EPYC = "AMD EPYC 7B13"  # the factory's host
+
+
+@pytest.fixture
+def store(tmp_path, monkeypatch):
+    monkeypatch.setenv("SPECOPS_ARTIFACTS", str(tmp_path / "artifacts"))
+    monkeypatch.setenv("SPECOPS_RESULTS_URL", f"sqlite:///{tmp_path / 'results.db'}")
+    with ResultsStore.open() as opened:
+        yield opened
+
+
+def _on(result, cpu: str):
+    return result.model_copy(update={"host": result.host.model_copy(update={"cpu_model": cpu})})
+
+
+def _flat(text: str) -> str:
+    return " ".join(text.split())
+
+
+def test_compare_of_runs_on_two_cpu_models_prints_the_warning_first(store, capsys):
+    a, b = run_result(speedup=1.30), _on(run_result(speedup=1.67, started_at=T0 + 600), XEON)
+    for result in (a, b):
+        store.append(result)
+    assert main(["compare", a.run_id, b.run_id]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("! These runs ran on 2 different CPU models:")
+    warning, table = out.split("\n\n", 1)
+    assert f"{EPYC} (A {a.run_id}); {XEON} (B {b.run_id})" in _flat(warning)
+    assert "host cpu" in table and "1.30x faster" in _flat(table) and "1.67x faster" in _flat(table)
+
+
+def test_compare_of_runs_on_one_cpu_model_prints_no_such_warning(store, capsys):
+    a, b = run_result(speedup=1.30), run_result(speedup=1.32, started_at=T0 + 600)
+    for result in (a, b):
+        store.append(result)
+    assert main(["compare", a.run_id, b.run_id]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("  run ") and "CPU models" not in out
+
+
+def test_history_of_runs_on_two_cpu_models_prints_the_warning_before_the_table(store, capsys):
+    epyc, xeon = run_result(started_at=T0), _on(run_result(started_at=T0 + 60), XEON)
+    for result in (epyc, xeon):
+        store.append(result)
+    assert main(["history"]) == 0
+    out = capsys.readouterr().out
+    warning, table = out.split("\n\n", 1)
+    assert _flat(warning).startswith(f"! These runs ran on 2 different CPU models: {XEON} ({xeon.run_id}); "
+                                     f"{EPYC} ({epyc.run_id}).")  # newest first, as the table
+    assert table.startswith("when (UTC)") and epyc.run_id in table and xeon.run_id in table
+
+
+def test_history_of_runs_on_one_cpu_model_starts_with_the_table(store, capsys):
+    for i in range(2):
+        store.append(run_result(started_at=T0 + i))
+    assert main(["history"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("when (UTC)") and "CPU models" not in out
+
+
+def test_history_trend_warns_per_profile_whose_runs_ran_on_two_cpu_models(store, capsys):
+    store.append(run_result(started_at=T0))
+    store.append(_on(run_result(started_at=T0 + 60), XEON))
+    store.append(run_result(started_at=T0, profile="ngram-vllm-serve-cpu"))
+    assert main(["history", "--trend"]) == 0
+    blocks = capsys.readouterr().out.split("\n\n")
+    local = next(i for i, block in enumerate(blocks) if block.startswith("ngram-local: 2 runs"))
+    assert blocks[local - 1].startswith("! These runs ran on 2 different CPU models:")  # right before its block
+    vllm = next(i for i, block in enumerate(blocks) if block.startswith("ngram-vllm-serve-cpu: 1 runs"))
+    assert vllm == 0 or not blocks[vllm - 1].startswith("!")
