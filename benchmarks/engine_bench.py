@@ -56,7 +56,7 @@ def main() -> None:
     from specops.results.speedup import paired_speedup
 
     results = {}
-    for profile, (label, own) in ENGINES.items():
+    for profile, (_label, own) in ENGINES.items():
         result = run_specdec(profile, [*(args.overrides or DEFAULTS), *SETTINGS, *PAIRED, *own])
         print(f"{profile}: {result.verdict.value}, {result.run_dir}")
         results[profile] = result

@@ -104,6 +104,15 @@ def served_together(backend: Backend, variants: list[Variant], repos: dict[str, 
         yield up
 
 
+def check_together(up: list[Served], profile: Profile) -> dict[str, list[str]]:
+    """Each served variant's greedy outputs (Served.check), the servers asked side by side: on a CPU host each
+    decodes on a core of its own, so the check takes the time of one. Outputs are greedy, so what the other
+    server does at the same time cannot change them; only the pace (the benchmark's time bound) reads slower."""
+    with ThreadPoolExecutor(max_workers=max(1, len(up)), thread_name_prefix="check") as pool:
+        futures = {s.variant.name: pool.submit(contextvars.copy_context().run, s.check, profile) for s in up}
+    return {name: f.result() for name, f in futures.items()}
+
+
 def _start_side_by_side(backend: Backend, variants: list[Variant], repos: dict[str, Path],
                         run: RunDir) -> list[Server]:
     def stop(v: Variant, server: Server) -> None:

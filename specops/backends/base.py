@@ -24,6 +24,7 @@ class Deployment:
     target_source: str
     draft_source: str | None = None  # a draft checkpoint to place; None when trained here or absent
     has_draft: bool = False
+    side_by_side: int = 1  # how many of the run's servers are up on this host at once (2: both variants)
 
 
 class PrerequisiteError(RuntimeError):

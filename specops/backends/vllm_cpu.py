@@ -91,6 +91,26 @@ class VllmVenv:
         _write_if_changed(site / f"{BRIDGE_MODULE}.pth", f"import {BRIDGE_MODULE}; {BRIDGE_MODULE}.install()\n")
 
 
+BIND_VAR = "VLLM_CPU_OMP_THREADS_BIND"
+
+
+def core_share(slot: int, servers: int, cores: list[int]) -> str | None:
+    """The cores of server `slot` of `servers` up at once, as VLLM_CPU_OMP_THREADS_BIND takes them ("0", "2,3";
+    vllm/envs.py; vllm/v1/worker/cpu_worker.py binds the worker's OpenMP threads there), keeping the last core
+    for what every server shares: the API servers and the benchmark tool (AIPerf's services took ~0.9 of a core
+    here). vLLM's default ('auto') binds every server on a host to the same cores, all but one, so two servers
+    side by side decode on one set and the one answering shares it with the other's idle spin (a worker
+    busy-loops on its shared-memory queue for a second after each step: vllm/distributed/device_communicators/
+    shm_broadcast.py SpinCondition). None where there are too few cores to give each server one of its own and
+    keep one spare: then vLLM's default stands, the same for every server, so neither variant gets a core the
+    other lacks (on 2 cores one server's core would also be AIPerf's)."""
+    share = (len(cores) - 1) // servers
+    if servers < 2 or share < 1:
+        return None
+    mine = sorted(cores)[slot * share:(slot + 1) * share]
+    return str(mine[0]) if len(mine) == 1 else ",".join(map(str, mine))
+
+
 def bridge_table() -> str:
     """The bridges as the module reads them (JSON)."""
     rows = [{k: row[k] for k in ("module", "name", "source")} for row in facts()["triton_backend_bridges"]]

@@ -7,6 +7,7 @@ the device settings the profile gives differ.
 """
 from __future__ import annotations
 
+import os
 import shlex
 from typing import Any
 
@@ -16,7 +17,7 @@ from specops.backends.vllm_config import VllmEngineConfig
 from specops.backends.vllm_support import SCHEDULE_KEY, VllmSupport
 from specops.methods import MethodConfig
 from specops.sources.base import ModelArtifact
-from specops.variant import Variant
+from specops.variant import BASE, Variant
 
 
 def engine_args(config: VllmEngineConfig, support: VllmSupport, method: MethodConfig, target: str,
@@ -108,13 +109,19 @@ class VllmEngineBackend(ContainerBackend):
         return vllm_cpu.preflight() if self.config.in_process else super().preflight()
 
     def process_env(self, variant: Variant | None) -> dict[str, str]:
-        """A process launch's environment: the vLLM CPU venv's, then the profile's env and the image facts'."""
-        return vllm_cpu.venv().environment() | self.container_env(variant)
+        """A process launch's environment: the vLLM CPU venv's, its share of the host's cores when the run's
+        servers are up side by side (the base the second share), then the profile's env and the image facts'."""
+        env = vllm_cpu.venv().environment()
+        slot = 1 if variant is not None and variant.name == BASE else 0
+        share = vllm_cpu.core_share(slot, self.deployment.side_by_side, sorted(os.sched_getaffinity(0)))
+        if share is not None and variant is not None and vllm_cpu.BIND_VAR not in env:
+            env[vllm_cpu.BIND_VAR] = share
+        return env | self.container_env(variant)
 
     def shown_env(self, variant: Variant) -> str:
         """The process launch's environment a plan shows: what specops sets beside the inherited one."""
         env = self.process_env(variant)
-        shown = ("LD_PRELOAD", *vllm_cpu.facts()["environment"], *self.container_env(variant))
+        shown = ("LD_PRELOAD", vllm_cpu.BIND_VAR, *vllm_cpu.facts()["environment"], *self.container_env(variant))
         return " ".join(f"{k}={shlex.quote(env[k])}" for k in sorted(set(shown)) if k in env)
 
     def served(self) -> dict[str, str | None]:

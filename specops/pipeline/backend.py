@@ -16,6 +16,7 @@ def backend_for(profile: Profile) -> Backend:
         target_source=profile.target.source,
         draft_source=draft.source if draft is not None else None,
         has_draft=draft is not None,
+        side_by_side=2 if profile.benchmark.interleave and profile.comparison.baseline else 1,
     ))
 
 

@@ -25,8 +25,9 @@ from specops.settings import settings
 
 INCLUDE_KEY = "include"
 # Load-time warnings: a profile that is valid but not what it seems (e.g. a setting left to an engine whose default
-# differs from another engine's). Logged once per process, profile file and message (a sweep loads its profile per cell), and kept
-# on LoadedProfile.warnings. Under a flow run, prefect_adapters/run_logs.py forwards `specops.*` to its logs.
+# differs from another engine's). Logged once per process, profile file and message (a sweep loads its profile per
+# cell), and kept on LoadedProfile.warnings. Under a flow run, prefect_adapters/run_logs.py forwards `specops.*` to
+# its logs; on the command line, Python's last-resort handler prints them to stderr.
 log = logging.getLogger("specops.profile")
 _warned: set[str] = set()
 

@@ -166,13 +166,12 @@ class Speedup(Record):
     design: Design = Design.ROUNDS
 
     def text(self) -> str:
-        """The headline as a person says it: `1.31x faster (95% interval 1.18-1.45; 8 prompts, requests interleaved)`,
-        `0.85x, slower (...)`, `1.02x (95% interval 0.97-1.08, cannot tell from 1.00x; ...)`, `1.33x faster (no
-        interval: one round block per variant; ...)`. Whatever prints a run's speedup prints this."""
+        """The headline as a person says it, e.g. `1.31x faster (95% interval 1.18-1.45; 8 prompts, requests
+        interleaved)`, `0.85x, slower (...)`, `1.02x (..., cannot tell from 1.00x; ...)`; all speedups print this."""
         if self.has_interval:
             faster, slower = self.low > 1.0, self.high < 1.0  # type: ignore[operator]
             interval = (f"{self.level:.0%} interval {self.low:.2f}-{self.high:.2f}"
-                        + (", cannot tell from 1.00x" if self.covers_one else ""))
+                        + ("" if faster or slower else ", cannot tell from 1.00x"))
         else:  # the point as printed says which way
             faster, slower = round(self.point, 2) > 1.0, round(self.point, 2) < 1.0
             interval = f"no interval: {self.no_interval_reason}"
@@ -186,12 +185,7 @@ class Speedup(Record):
         return self.low is not None and self.high is not None
 
     @property
-    def covers_one(self) -> bool:  # the run cannot tell the speculative variant from the base
-        return self.has_interval and self.low <= 1.0 <= self.high  # type: ignore[operator]
-
-    @property
-    def no_interval_reason(self) -> str:
-        """Why there is no interval, in one short clause (`resampled` keeps the whole reason and the remedy)."""
+    def no_interval_reason(self) -> str:  # one short clause; `resampled` keeps the whole reason and the remedy
         if (self.rounds if self.design is Design.ROUNDS else self.prompts) < 2:
             return "one round block per variant" if self.design is Design.ROUNDS else "one prompt"
         return self.resampled.removeprefix("none:").split(";")[0].strip() or "none computed"
@@ -199,9 +193,7 @@ class Speedup(Record):
     @property
     def half_width(self) -> float | None:
         """Half the interval, relative to the point estimate."""
-        if self.low is None or self.high is None or not self.point:
-            return None
-        return (self.high - self.low) / 2 / self.point
+        return (self.high - self.low) / 2 / self.point if self.has_interval and self.point else None  # type: ignore
 
 
 class Divergence(Record):

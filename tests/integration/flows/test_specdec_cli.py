@@ -25,6 +25,7 @@ import psutil
 import pytest
 from sqlalchemy import create_engine, text
 
+from specops.results.model import Speedup
 from tests.integration.support import REPO_ROOT, SHARED_CACHE, service_env
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -103,7 +104,9 @@ def test_report_has_measured_rows_and_the_speedup_with_its_interval(runs):
     for variant in result["variants"]:  # the benchmark window only: smoke and check requests subtracted
         assert variant["acceptance"]["num_emitted_tokens"] == 3 * 24 * 2, variant["name"]
     report = (run / "report.md").read_text()
-    assert f"**{s['point']:.2f}x ({s['low']:.2f}-{s['high']:.2f}, 3 prompts x 2 rounds, round blocks)**" in report
+    h = Speedup.model_validate(s).text()
+    assert f"95% interval {s['low']:.2f}-{s['high']:.2f}" in h and h.endswith("; 3 prompts x 2 rounds, round blocks)")
+    assert f"**{h}**" in report
     assert "CPU-seconds per 1,000 output tokens speculative vs" in report
     assert f"report: {run / 'report.md'}" in done["first"].stdout and "orchestration overhead" in done["first"].stdout
 
@@ -190,7 +193,8 @@ def test_history_and_compare(runs):
     order = [next(i for i, line in enumerate(lines) if f" {r} " in line) for r in ("broken", "second")]
     assert order == sorted(order)  # newest first
     assert "FAILED" in lines[order[0]]
-    assert " prompts x 1 round, round blocks)" in lines[order[1]], lines[order[1]]
+    assert "(no interval: one round block per variant; " in lines[order[1]], lines[order[1]]
+    assert " prompts, round blocks)" in lines[order[1]], lines[order[1]]
     compare = specops(env, "compare", "second", "retuned", timeout=120)
     assert compare.returncode == 0, output(compare)
     assert "second" in compare.stdout and "retuned" in compare.stdout

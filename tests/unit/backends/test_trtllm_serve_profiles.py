@@ -9,6 +9,8 @@ import yaml
 
 from specops.backends.trtllm_serve import YAML_NAME
 from specops.bench.target import Api
+from specops.bench.tool import BenchJob
+from specops.bench.tool_registry import bench_tool
 from specops.pipeline.backend import backend_for
 from specops.profile.errors import ProfileError
 from specops.variant import Variant, variants_of
@@ -100,6 +102,19 @@ def test_bench_target_is_the_openai_completions_endpoint(load_gpu_profile):
     target = backend_for(profile).bench_target(None, Variant("speculative", profile.method))
     assert target.apis == (Api.OPENAI_COMPLETIONS, Api.OPENAI_CHAT) and target.model == "/models/target"
     assert target.endpoints[Api.OPENAI_COMPLETIONS] == "http://127.0.0.1:<http port>"
+    # trtllm-serve echoes the request's model in its answers: no alias, and the reason names the source
+    assert target.alias is None and "postprocess_handlers.py" in target.no_alias
+
+
+def test_aiperf_does_not_interleave_trtllm_serve_variants_and_says_why(load_gpu_profile, tmp_path):
+    profile = load_gpu_profile("draft-target-trtllm-serve")
+    backend = backend_for(profile)
+    jobs = [BenchJob(target=backend.bench_target(None, variant), api=Api.OPENAI_COMPLETIONS, tokenizer="/t",
+                     prompts=["a"], requests=1, warmup=0, output_tokens=8, concurrency=1,
+                     artifact_dir=tmp_path / variant.name, log_path=tmp_path / "log", timeout_s=60)
+            for variant in variants_of(profile.method, baseline=True)]
+    why = bench_tool("aiperf").interleave_blocker(jobs)
+    assert why is not None and "writes the request's own model name into every answer" in why
 
 
 def test_container_flags_match_the_playbook(load_gpu_profile):

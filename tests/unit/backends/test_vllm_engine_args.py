@@ -86,6 +86,34 @@ def test_engine_args_come_after_what_specops_writes(load_gpu_profile):
     assert keys[3:] == list(profile.backend.engine_args)
 
 
+# --- the n-gram window: both ends, whenever the profile states them ------------------------------------------
+
+@pytest.mark.parametrize("name", list(PROFILES))
+def test_the_ngram_window_the_profile_states_is_rendered_at_both_ends(load_gpu_profile, name):
+    """vLLM would otherwise pick its own minimum (the maximum, from 0.8.4: SpeculativeConfig.__post_init__), so
+    both ends reach the engine as stated, and the base variant gets no speculation at all."""
+    profile = load_gpu_profile(name, ("method.prompt_lookup_min=2", "method.prompt_lookup_max=5"))
+    spec, base = variants_of(profile.method, profile.comparison.baseline)
+    window = rendered(profile, spec)["speculative_config"]
+    assert (window["method"], window["prompt_lookup_min"], window["prompt_lookup_max"]) == ("ngram", 2, 5)
+    assert window["num_speculative_tokens"] == profile.method.num_speculative_tokens
+    assert "speculative_config" not in rendered(profile, base)
+    own = load_gpu_profile(name)  # what the YAML states: ngram-local's window and K
+    shipped = rendered(own, variants_of(own.method, own.comparison.baseline)[0])["speculative_config"]
+    assert (shipped["prompt_lookup_min"], shipped["prompt_lookup_max"], shipped["num_speculative_tokens"]) == (2, 3, 4)
+
+
+def test_the_flat_keys_of_an_old_vllm_state_both_ends_too(load_gpu_profile):
+    old = "backend.image=nvcr.io/nvidia/tritonserver:25.02-vllm-python-py3"  # vLLM 0.7.0: flat keys
+    profile = load_gpu_profile("ngram-vllm", (old, "method.prompt_lookup_min=2", "method.prompt_lookup_max=5"))
+    args = rendered(profile, variants_of(profile.method, profile.comparison.baseline)[0])
+    assert args["speculative_model"] == "[ngram]" and "speculative_config" not in args
+    assert (args["ngram_prompt_lookup_min"], args["ngram_prompt_lookup_max"]) == (2, 5)
+    unset = load_gpu_profile("ngram-vllm", (old, "method.prompt_lookup_min=null"))
+    args = rendered(unset, variants_of(unset.method, unset.comparison.baseline)[0])
+    assert "ngram_prompt_lookup_min" not in args and args["ngram_prompt_lookup_max"] == 3  # left to vLLM: warned
+
+
 # --- an engine arg the serving vLLM lacks ---------------------------------------------------------------------
 
 @pytest.mark.parametrize("name", ["ngram-vllm-cpu", "ngram-vllm-serve-cpu"])

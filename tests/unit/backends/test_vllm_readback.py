@@ -220,20 +220,41 @@ def test_server_info_without_a_json_config_is_refused():
         from_server_info({"vllm_env": {}})
 
 
+# The n-gram settings that server ran: started with K=3 and prompt_lookup_max 4 only, it set prompt_lookup_min to 4
+# (server_info.json), as vLLM 0.32.0 does when only the max is given (vllm/config/speculative.py,
+# SpeculativeConfig.__post_init__, n-gram branch). The profile states both (ngram-local's 2 and 3).
+AS_STARTED = ("method.num_speculative_tokens=3", "method.prompt_lookup_max=4", "method.prompt_lookup_min=4")
+
+
 def _rendered_serve_yaml(load_gpu_profile, overrides=()) -> dict:
-    profile = load_gpu_profile("ngram-vllm-serve-cpu", ("method.num_speculative_tokens=3", *overrides))
+    profile = load_gpu_profile("ngram-vllm-serve-cpu", (*AS_STARTED, *overrides))
     variant = {v.name: v for v in variants_of(profile.method, profile.comparison.baseline)}["speculative"]
     return _serve_yaml_args(backend_for(profile).all_files(variant, None, None)[CONFIG_NAME])
 
 
 def test_the_serve_yaml_specops_renders_is_what_that_server_runs(load_gpu_profile):
-    """ngram-vllm-serve-cpu's serve.yaml (K=3, as the server was started) against the server's own config:
-    every rendered key is shown and holds the rendered value."""
+    """ngram-vllm-serve-cpu's serve.yaml (K=3 and the n-gram settings that server ran) against the server's own
+    config: every rendered key is shown and holds the rendered value."""
     rendered = _rendered_serve_yaml(load_gpu_profile)
     served = from_server_info(_server_info())
     assert set(rendered) > {"speculative_config", "dtype", "max_model_len", "enforce_eager"}
     assert findings(rendered, served) == []
     assert unseen(rendered, served) == []
+
+
+def test_that_server_shows_vllms_rule_for_an_unset_prompt_lookup_min(load_gpu_profile):
+    """Given prompt_lookup_max 4 alone, the real server ran prompt_lookup_min 4: the profile's own (ngram-local's)
+    2 and 3 would not have been what it ran, and leaving the minimum unset is warned about at load."""
+    served = from_server_info(_server_info())
+    assert served["speculative_config"]["prompt_lookup_min"] == served["speculative_config"]["prompt_lookup_max"] == 4
+    unset = _rendered_serve_yaml(load_gpu_profile, ("method.prompt_lookup_min=null",))
+    assert unset["speculative_config"]["prompt_lookup_max"] == 4 and "prompt_lookup_min" not in unset["speculative_config"]
+    assert findings(unset, served) == []  # what it was asked and what it ran agree; the minimum was vLLM's choice
+    shipped = load_gpu_profile("ngram-vllm-serve-cpu").method
+    assert (shipped.prompt_lookup_min, shipped.prompt_lookup_max) == (2, 3)
+    stated = _rendered_serve_yaml(load_gpu_profile, ("method.prompt_lookup_min=2", "method.prompt_lookup_max=3"))
+    assert sorted(findings(stated, served)) == ["speculative_config.prompt_lookup_max: rendered 3, the engine runs 4",
+                                                "speculative_config.prompt_lookup_min: rendered 2, the engine runs 4"]
 
 
 @pytest.mark.parametrize("overrides, expected", [
@@ -253,6 +274,7 @@ def test_one_servers_start_up_line_and_server_info_agree(load_gpu_profile):
     line, info = from_engine_log(_log("serve-speculative.log")), from_server_info(_server_info())
     assert line["speculative_config"]["num_speculative_tokens"] == info["speculative_config"]["num_speculative_tokens"]
     assert findings(rendered, line) == findings(rendered, info) == []
-    assert unseen(rendered, line) == ["speculative_config.prompt_lookup_max"]  # the line does not print it
+    assert sorted(unseen(rendered, line)) == ["speculative_config.prompt_lookup_max",
+                                              "speculative_config.prompt_lookup_min"]  # the line prints neither
     changed = _rendered_serve_yaml(load_gpu_profile, ("backend.engine_args.max_model_len=4096",))
     assert findings(changed, line) == findings(changed, info) == ["max_model_len: rendered 4096, the engine runs 2048"]

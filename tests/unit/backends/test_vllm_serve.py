@@ -18,10 +18,18 @@ import pytest
 import yaml
 
 from specops.backends import vllm_cpu
-from specops.backends.vllm_serve import CONFIG_NAME, DEV_MODE, PER_REQUEST_FLAGS, VllmServeBackend, config_text
+from specops.backends.vllm_serve import (
+    ALIAS,
+    CONFIG_NAME,
+    DEV_MODE,
+    PER_REQUEST_FLAGS,
+    VllmServeBackend,
+    config_text,
+)
+from specops.bench.target import Api
 from specops.pipeline.backend import backend_for
 from specops.profile.errors import ProfileError
-from specops.variant import variants_of
+from specops.variant import Variant, base_method, variants_of
 
 GPU, CPU = "ngram-vllm-serve", "ngram-vllm-serve-cpu"
 
@@ -126,10 +134,49 @@ def test_vllms_config_loader_reads_every_rendered_key(load_gpu_profile, tmp_path
     assert result[str(underscored)]["parsed"]["enable_prefix_caching"] is None
 
 
+@pytest.mark.slow  # imports vLLM (~20 s on this host)
+@pytest.mark.skipif(not VLLM_PYTHON.is_file(), reason=f"no vLLM CPU venv at {VLLM_PYTHON.parent.parent} "
+                    "(`make install`): the test runs vLLM's own argument parser")
+def test_vllms_parser_takes_the_variant_and_the_alias_as_served_names_in_order(load_gpu_profile, tmp_path):
+    """vLLM 0.32.0 answers to every served name and names each answer after the first (vllm/config/model.py
+    ModelConfig.served_model_name): the parser must keep both, in the order rendered."""
+    backend, variants = _backend(load_gpu_profile, CPU)
+    config = tmp_path / CONFIG_NAME
+    config.write_text(backend.all_files(variants["base"], None, None)[CONFIG_NAME])
+    args = backend.serve_args(variants["base"], str(config), backend.plan_endpoint())
+    args = [a.replace("<free port>", "8000") for a in args]
+    parse = ("import json, sys\nfrom vllm.entrypoints.launchers.cli_args import make_arg_parser\n"
+             "from vllm.utils.argparse_utils import FlexibleArgumentParser\n"
+             "ns = make_arg_parser(FlexibleArgumentParser()).parse_args(sys.argv[1:])\n"
+             "print('RESULT ' + json.dumps(ns.served_model_name))\n")
+    done = subprocess.run([str(VLLM_PYTHON), "-I", "-c", parse, *args], capture_output=True, text=True, timeout=300,
+                          env=vllm_cpu.venv().environment() | {"HF_HUB_OFFLINE": "1"})
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert json.loads(done.stdout.rsplit("RESULT ", 1)[1]) == ["base", ALIAS]
+
+
 # --- the command ----------------------------------------------------------------------------------------------
 
 def _flag(argv: list[str], flag: str) -> str:
     return argv[argv.index(flag) + 1]
+
+
+def _names(argv: list[str]) -> list[str]:
+    """The values of --served-model-name (vLLM's nargs="+": up to the next flag)."""
+    start = argv.index("--served-model-name") + 1
+    end = next((i for i in range(start, len(argv)) if argv[i].startswith("--")), len(argv))
+    return argv[start:end]
+
+
+def test_both_variants_answer_to_one_alias_and_name_themselves_in_each_answer(load_gpu_profile):
+    backend, variants = _backend(load_gpu_profile, CPU)
+    targets = {name: backend.bench_target(None, variant) for name, variant in variants.items()}
+    assert {t.alias for t in targets.values()} == {ALIAS} and {t.model for t in targets.values()} == set(variants)
+    assert all(t.apis == (Api.OPENAI_COMPLETIONS, Api.OPENAI_CHAT) for t in targets.values())
+    # the data step's synthesis server is asked by its own name only (specops/draft/gpu_synthesis.py)
+    synthesis = Variant("synthesis", base_method())
+    assert _names(backend.serve_args(synthesis, "/x", backend.plan_endpoint())) == ["synthesis"]
+    assert backend.bench_target(None, synthesis).alias is None
 
 
 @pytest.mark.parametrize("variant_name", ["speculative", "base"])
@@ -143,6 +190,7 @@ def test_container_command(load_gpu_profile, variant_name):
     assert _flag(argv, "--host") == backend.serving.host
     assert _flag(argv, "--port") == str(endpoint.http_port)
     assert _flag(argv, "--served-model-name") == variant.model_name == variant_name
+    assert _names(argv) == [variant_name, ALIAS]  # its own name first: vLLM names each answer after it
     assert (PER_REQUEST_FLAGS[0] in argv) == variant.method.speculative
     if variant.method.speculative:
         assert _flag(argv, PER_REQUEST_FLAGS[0]) == PER_REQUEST_FLAGS[1]
@@ -166,7 +214,7 @@ def test_process_command_is_the_cpu_venvs_server_module_with_the_same_arguments(
     assert backend.command(variant, backend.plan_endpoint()) == ["vllm", "serve", *in_container]
     assert [a for a in args if a != config] == [a for a in in_container if a != _flag(in_container, "--config")]
     assert vllm_cpu.venv().server_argv()[1:] == ["-m", vllm_cpu.facts()["server_module"]]
-    assert _flag(args, "--config") == config and _flag(args, "--served-model-name") == variant_name
+    assert _flag(args, "--config") == config and _names(args) == [variant_name, ALIAS]
     assert (PER_REQUEST_FLAGS[0] in args) == (variant_name == "speculative")
     for name in ("LD_PRELOAD", *vllm_cpu.facts()["environment"], *DEV_MODE):
         assert f"{name}=" in line
@@ -308,7 +356,9 @@ def _check(load_gpu_profile, tmp_path, port, k: int):
 
     from specops.triton.endpoint import Endpoint
 
-    backend, variants = _backend(load_gpu_profile, CPU, (f"method.num_speculative_tokens={k}",))
+    # the n-gram settings the recorded server ran (max 4 given, min 4 set by vLLM; test_vllm_readback.AS_STARTED)
+    backend, variants = _backend(load_gpu_profile, CPU, (f"method.num_speculative_tokens={k}",
+                                                         "method.prompt_lookup_max=4", "method.prompt_lookup_min=4"))
     variant = variants["speculative"]
     repo = tmp_path / "repo"
     repo.mkdir()

@@ -11,6 +11,7 @@ import jinja2
 import pytest
 
 from specops.bench import aiperf_tool
+from specops.bench.aiperf_endpoints import TEMPLATE
 from specops.bench.aiperf_exports import (
     AGGREGATES,
     INPUTS,
@@ -21,7 +22,6 @@ from specops.bench.aiperf_exports import (
     records_metrics,
     request_samples,
 )
-from specops.bench.aiperf_endpoints import TEMPLATE
 from specops.bench.aiperf_tool import AIPerf
 from specops.bench.exports import ExportError
 from specops.bench.target import Api, BenchTarget

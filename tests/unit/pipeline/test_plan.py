@@ -18,7 +18,7 @@ from specops.profile.loader import list_profile_names, load_profile
 def test_plan_lists_commands_and_files_without_side_effects(tmp_path, monkeypatch):
     monkeypatch.setenv("SPECOPS_CACHE", str(tmp_path / "cache"))
     children_before = {p.pid for p in psutil.Process().children(recursive=True)}
-    text = format_plan(load_profile("ngram-local", ["benchmark.num_requests=5"]))
+    text = format_plan(load_profile("ngram-local", ["benchmark.num_requests=5", "benchmark.tool=genai-perf"]))
     assert {p.pid for p in psutil.Process().children(recursive=True)} <= children_before
     assert not (tmp_path / "cache" / "embedded").exists()
     for needle in [
@@ -51,7 +51,13 @@ def test_every_shipped_profile_plans_without_gpu_or_docker(name, tmp_path, monke
     monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no-docker.sock")
     text = format_plan(load_profile(name))
     assert "variant speculative" in text and "variant base (method none)" in text
-    assert "genai-perf profile" in text and "--service-kind" not in text
+    # a CPU profile's tool is AIPerf, its requests interleaved; a GPU profile's genai-perf
+    tool = load_profile(name).profile.benchmark.tool
+    assert {"aiperf": " profile -m ", "genai-perf": "genai-perf profile"}[tool] in text and "--service-kind" not in text
+    if needs_gpu(load_profile(name).profile.backend):
+        assert tool == "genai-perf"
+    else:
+        assert tool == "aiperf" and "interleaved run" in text, name  # every CPU profile's headline has an interval
 
 
 def test_gpu_profile_run_stops_at_once_naming_what_is_missing(tmp_path):

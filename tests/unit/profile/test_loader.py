@@ -170,15 +170,15 @@ def test_plan_cli_fails_before_any_download(override, expected, tmp_path):
 
 
 @pytest.mark.parametrize(("profile", "overrides", "expected"), [
-    ("ngram-local", ["benchmark.pairing=requests"],
+    ("ngram-local", ["benchmark.pairing=requests", "benchmark.tool=genai-perf"],  # the CPU profiles' tool is aiperf
      "benchmark.pairing: requests needs a tool that interleaves requests over this backend's API "
      "(kserve/vllm, triton/generate): aiperf; benchmark.tool is genai-perf"),
     ("ngram-local", ["benchmark.pairing=requests", "benchmark.tool=aiperf", "benchmark.concurrency=4"],
      "benchmark.pairing: requests needs benchmark.concurrency 1 (got 4)"),
     ("ngram-local", ["benchmark.pairing=requests", "benchmark.tool=aiperf", "benchmark.interleave=false"],
      "benchmark.pairing: requests needs benchmark.interleave true and comparison.baseline true"),
-    ("ngram-vllm-serve-cpu", ["benchmark.pairing=requests", "benchmark.tool=aiperf"],
-     "(openai/completions, openai/chat): none does"),
+    ("ngram-vllm-serve-cpu", ["benchmark.pairing=requests", "benchmark.tool=genai-perf"],
+     "(openai/completions, openai/chat): aiperf; benchmark.tool is genai-perf"),
     ("ngram-local", ["benchmark.pairing=blocks"], "benchmark.pairing"),
 ])
 def test_request_pairing_is_refused_at_load_where_it_cannot_run(profile, overrides, expected):
@@ -191,3 +191,65 @@ def test_request_pairing_loads_where_it_can_run():
     loaded = load_profile("ngram-local", ["benchmark.pairing=requests", "benchmark.tool=aiperf"])
     assert loaded.profile.benchmark.pairing == "requests"
     assert load_profile("ngram-local").profile.benchmark.pairing == "auto"
+
+
+NGRAM_PROFILES = ["ngram-local", "ngram-vllm", "ngram-vllm-cpu", "ngram-vllm-serve", "ngram-vllm-serve-cpu"]
+
+
+@pytest.mark.parametrize("name", NGRAM_PROFILES)
+def test_every_ngram_profile_states_its_lookup_window_and_they_match_alike(name):
+    """Stated in the YAML itself (not left to an engine's default), and the same on every engine, so a comparison of
+    engines (make bench-engines) compares engines, not n-gram windows."""
+    method = yaml.safe_load((ROOT / "profiles" / f"{name}.yaml").read_text())["method"]
+    assert {"prompt_lookup_min", "prompt_lookup_max", "num_speculative_tokens"} <= set(method)
+    loaded = load_profile(name)
+    m = loaded.profile.method
+    assert (m.num_speculative_tokens, m.prompt_lookup_min, m.prompt_lookup_max) == (4, 2, 3)
+    assert loaded.warnings == ()
+
+
+@pytest.fixture
+def fresh_warnings(monkeypatch):
+    """Each warning is logged once per process: forget the earlier ones."""
+    from specops.profile import loader
+
+    monkeypatch.setattr(loader, "_warned", set())
+
+
+@pytest.mark.parametrize("name, release, file", [
+    ("ngram-vllm-serve-cpu", "0.32.0", "vllm/config/speculative.py"),  # vLLM's own server on the CPU engine
+    ("ngram-vllm-cpu", "0.32.0", "vllm/config/speculative.py"),  # Triton's vLLM backend on the CPU engine
+    ("ngram-vllm", "0.27.1", "vllm/config/speculative.py"),  # the 26.08 Triton image
+    ("ngram-vllm-serve", "0.32.0", "vllm/config/speculative.py"),  # vllm/vllm-openai:v0.32.0
+])
+def test_a_vllm_ngram_profile_without_prompt_lookup_min_warns_at_load_citing_vllms_rule(
+        name, release, file, fresh_warnings, caplog):
+    with caplog.at_level("WARNING", logger="specops.profile"):
+        loaded = load_profile(name, ["method.prompt_lookup_min=null", "method.prompt_lookup_max=4"])
+    assert loaded.profile.method.prompt_lookup_min is None  # valid: a warning, not a refusal
+    [warning] = loaded.warnings
+    assert warning.startswith("method.prompt_lookup_min: unset, so vLLM " + release)
+    assert ("sets it to prompt_lookup_max, 4, and matches only 4-token n-grams "
+            f"({file}, SpeculativeConfig.__post_init__, its n-gram branch)") in warning
+    [record] = [r for r in caplog.records if r.name == "specops.profile"]
+    assert record.levelname == "WARNING" and warning in record.getMessage() and name in record.getMessage()
+
+
+def test_an_older_vllm_with_flat_keys_gets_its_own_rule(fresh_warnings):
+    """vLLM <= 0.8.1 (flat ngram_prompt_lookup_* keys) defaults the minimum to 1, not to the maximum."""
+    loaded = load_profile("ngram-vllm", ["backend.image=nvcr.io/nvidia/tritonserver:25.02-vllm-python-py3",
+                                         "method.prompt_lookup_min=null"])
+    assert loaded.profile.backend.release() == "0.7.0"
+    [warning] = loaded.warnings
+    assert "vLLM 0.7.0" in warning and "matches n-grams of 1 to 3 tokens" in warning
+    assert "vllm/config.py, SpeculativeConfig.maybe_create_spec_config" in warning
+
+
+def test_the_warning_is_logged_once_per_profile_and_never_for_other_backends(fresh_warnings, caplog):
+    unset = ["method.prompt_lookup_min=null"]
+    with caplog.at_level("WARNING", logger="specops.profile"):
+        for k in (1, 2, 4):  # as a sweep loads its profile, once per cell
+            assert load_profile("ngram-vllm-serve-cpu", [*unset, f"method.num_speculative_tokens={k}"]).warnings
+        local = load_profile("ngram-local", unset)  # the embedded runtime's default (2) is its own
+    assert len([r for r in caplog.records if r.name == "specops.profile"]) == 1
+    assert local.warnings == ()
