@@ -9,12 +9,14 @@ keeps it the only way.
 from __future__ import annotations
 
 import contextvars
-from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor, wait
+import threading
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, wait
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
+from typing import TypeVar
 
 from prefect.exceptions import TerminationSignal
 
@@ -31,6 +33,8 @@ from specops.variant import Variant
 from tasks.benchmark import benchmark_interleaved_round, benchmark_round, read_acceptance
 from tasks.check import generate_check_outputs, send_smoke_request
 from tasks.serve import start_server, stop_server
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -108,9 +112,28 @@ def check_together(up: list[Served], profile: Profile) -> dict[str, list[str]]:
     """Each served variant's greedy outputs (Served.check), the servers asked side by side: on a CPU host each
     decodes on a core of its own, so the check takes the time of one. Outputs are greedy, so what the other
     server does at the same time cannot change them; only the pace (the benchmark's time bound) reads slower."""
-    with ThreadPoolExecutor(max_workers=max(1, len(up)), thread_name_prefix="check") as pool:
-        futures = {s.variant.name: pool.submit(contextvars.copy_context().run, s.check, profile) for s in up}
-    return {name: f.result() for name, f in futures.items()}
+    futures = _side_by_side([partial(s.check, profile) for s in up], "check")
+    wait(futures)
+    return {s.variant.name: f.result() for s, f in zip(up, futures)}
+
+
+def _side_by_side(calls: list[Callable[[], T]], name: str) -> list[Future[T]]:
+    """Each call in a thread of its own, in a copy of this thread's context (its Prefect task runs belong to this
+    flow run). Daemon threads: an interrupt ends the run without waiting for a server that is still starting;
+    what the threads start dies with this process (specops/processes.py spawn_guarded)."""
+    futures: list[Future[T]] = []
+    for i, call in enumerate(calls):
+        future: Future[T] = Future()
+
+        def run(future: Future[T] = future, call: Callable[[], T] = call,
+                context: contextvars.Context = contextvars.copy_context()) -> None:
+            try:
+                future.set_result(context.run(call))
+            except BaseException as error:  # handed to the waiting thread, which decides
+                future.set_exception(error)
+        threading.Thread(target=run, name=f"{name}-{i}", daemon=True).start()
+        futures.append(future)
+    return futures
 
 
 def _start_side_by_side(backend: Backend, variants: list[Variant], repos: dict[str, Path],
@@ -119,19 +142,15 @@ def _start_side_by_side(backend: Backend, variants: list[Variant], repos: dict[s
         teardown_quietly(partial(stop_server, server, backend.serving.stop_timeout_s, run, v),
                          f"stopping the {v.name} server")
 
-    pool = ThreadPoolExecutor(max_workers=len(variants), thread_name_prefix="start-server")
-    # each start runs in a copy of this thread's context: its Prefect task run belongs to this flow run
-    futures = [pool.submit(contextvars.copy_context().run, start_server, backend, v, repos[v.name], run)
-               for v in variants]
+    futures = _side_by_side([partial(start_server, backend, v, repos[v.name], run) for v in variants],
+                            "start-server")
     try:
         wait(futures)
     except BaseException:  # interrupted while they start: each server is stopped as soon as its start returns
         for v, f in zip(variants, futures):
-            ctx = contextvars.copy_context()
-            f.add_done_callback(lambda f, v=v, ctx=ctx: f.exception() is None and ctx.run(stop, v, f.result()))
-        pool.shutdown(wait=False)
+            context = contextvars.copy_context()
+            f.add_done_callback(lambda f, v=v, c=context: f.exception() is None and c.run(stop, v, f.result()))
         raise
-    pool.shutdown()
     failed = [f.exception() for f in futures if f.exception() is not None]
     if failed:
         for v, f in zip(variants, futures):

@@ -204,3 +204,21 @@ def test_a_groups_checks_run_side_by_side_and_each_output_stays_its_own_variants
         assert time.monotonic() - began < 0.55  # two 0.3 s checks at once
     assert outputs == {BASE: ["base says"], SPECULATIVE: ["speculative says"]}
     assert a.pace == b.pace == Pace(3.0, 20)
+
+
+def test_an_interrupt_while_servers_start_returns_at_once_and_each_is_stopped_when_its_start_returns(calls,
+                                                                                                  monkeypatch):
+    _slow_starts(monkeypatch, calls)
+
+    def interrupted(futures):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(seam, "wait", interrupted)
+    began = time.monotonic()
+    with pytest.raises(KeyboardInterrupt), seam.served_together(BACKEND, [BASE_V, SPEC_V], REPOS, "run"):
+        raise AssertionError("never reached")
+    assert time.monotonic() - began < 0.2  # not held until the servers are up
+    deadline = time.monotonic() + 5
+    while len([e for e in calls.log if e[0] == "stop"]) < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert sorted(e for e in calls.log if e[0] == "stop") == [("stop", BASE, 7.0), ("stop", SPECULATIVE, 7.0)]
+    assert not [e for e in calls.log if e[0] == "smoke"]
