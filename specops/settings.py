@@ -9,6 +9,7 @@ setting and does not come here.
 """
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -69,6 +70,17 @@ class Settings(BaseSettings):
             raise ValueError(f"SPECOPS_ARTIFACTS_URL={value!r}: give the http(s) URL the artifacts root is served "
                              "at, e.g. http://127.0.0.1:4201 (or unset it: file:// links)")
         return value.rstrip("/") if value is not None else None
+
+
+def installed_venv(name: str, checkout: Path, marker: str = "bin/python") -> Path:
+    """A venv `make install` builds beside specops' own (.venv-aiperf, .venv-vllm): the checkout's, else the one
+    beside the running interpreter's venv. A Prefect worker runs each flow from a fresh clone of the deployed
+    commit, which holds no venvs, with the interpreter of the checkout it was started from (`make up`'s .venv),
+    whose siblings are the ones that checkout's `make install` built. The checkout's path when neither has it."""
+    for root in (checkout / name, Path(sys.prefix).parent / name):
+        if (root / marker).exists():
+            return root
+    return checkout / name
 
 
 def is_http_url(value: str) -> bool:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from specops.secrets import scrubbed_env
-from specops.settings import env_name, settings
+from specops.settings import env_name, installed_venv, settings
 from specops.versions.store import load
 
 VENV_VAR = env_name("specops_vllm_venv")
@@ -126,8 +126,8 @@ def _write_if_changed(path: Path, text: str) -> None:
 
 
 def venv() -> VllmVenv:
-    """$SPECOPS_VLLM_VENV, else the checkout's venv named in the facts."""
-    return VllmVenv(settings().specops_vllm_venv or CHECKOUT / facts()["venv"])
+    """$SPECOPS_VLLM_VENV, else the venv named in the facts that `make install` built (settings.installed_venv)."""
+    return VllmVenv(settings().specops_vllm_venv or installed_venv(facts()["venv"], CHECKOUT))
 
 
 @functools.lru_cache(maxsize=4)

@@ -44,11 +44,11 @@ from specops.bench.toolchain import OFFLINE_VARS
 from specops.liveness import Watch
 from specops.results.metrics import BenchRun
 from specops.secrets import scrubbed_env
-from specops.settings import env_name, settings
+from specops.settings import env_name, installed_venv, settings
 
 VERSION = "0.13.0"  # the release whose CLI and exports this adapter was written against
 EXECUTABLE_VAR = env_name("specops_aiperf")
-CHECKOUT_VENV = Path(__file__).resolve().parents[2] / ".venv-aiperf"  # where `make install` puts it
+CHECKOUT = Path(__file__).resolve().parents[2]  # `make install` puts .venv-aiperf here
 INSTALL_HINT = (f"`make install` creates .venv-aiperf with aiperf=={VERSION} (its pins clash with specops' "
                 f"environment), or point {EXECUTABLE_VAR} at an aiperf {VERSION} executable")
 # An interpreter's own settings would leak into AIPerf's venv.
@@ -56,10 +56,11 @@ _FOREIGN_VARS = ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV")
 
 
 def executable() -> Path | None:
-    """$SPECOPS_AIPERF, else the checkout's .venv-aiperf, else `aiperf` on PATH."""
+    """$SPECOPS_AIPERF, else the .venv-aiperf `make install` built (settings.installed_venv), else `aiperf` on
+    PATH."""
     if (configured := settings().specops_aiperf) is not None:
         return configured
-    candidate = CHECKOUT_VENV / "bin" / "aiperf"
+    candidate = installed_venv(".venv-aiperf", CHECKOUT, "bin/aiperf") / "bin" / "aiperf"
     if candidate.is_file():
         return candidate
     found = shutil.which("aiperf")

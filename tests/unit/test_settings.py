@@ -109,3 +109,21 @@ def test_readme_table_is_the_one_the_model_renders():
 def test_specops_settings_prints_the_table(capsys):
     assert main(["settings"]) == 0
     assert capsys.readouterr().out == "\n".join(table()) + "\n"
+
+
+def test_a_venv_make_install_built_is_found_in_the_checkout_else_beside_the_running_interpreters(tmp_path,
+                                                                                                monkeypatch):
+    import sys
+
+    from specops.settings import installed_venv
+
+    checkout, deployer = tmp_path / "clone", tmp_path / "deployer"  # a worker's clone; the checkout it runs from
+    (deployer / ".venv" / "bin").mkdir(parents=True)
+    monkeypatch.setattr(sys, "prefix", str(deployer / ".venv"))
+    assert installed_venv(".venv-aiperf", checkout, "bin/aiperf") == checkout / ".venv-aiperf"  # neither: the clone's
+    (deployer / ".venv-aiperf" / "bin").mkdir(parents=True)
+    (deployer / ".venv-aiperf" / "bin" / "aiperf").touch()
+    assert installed_venv(".venv-aiperf", checkout, "bin/aiperf") == deployer / ".venv-aiperf"
+    (checkout / ".venv-aiperf" / "bin").mkdir(parents=True)
+    (checkout / ".venv-aiperf" / "bin" / "aiperf").touch()
+    assert installed_venv(".venv-aiperf", checkout, "bin/aiperf") == checkout / ".venv-aiperf"  # the checkout first
