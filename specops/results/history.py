@@ -274,5 +274,5 @@ def format_compare(a: RunResult, b: RunResult) -> str:
         for i in range(max(len(lefts), len(rights))):
             out.append(line("*" if i == 0 and left != right else " ", label if i == 0 else "",
                             lefts[i] if i < len(lefts) else "", rights[i] if i < len(rights) else ""))
-    warning = cpu_warning([(f"A {a.run_id}", a), (f"B {b.run_id}", b)]) or disagreement(a, b)
-    return with_warning(warning, "\n".join(out))
+    warnings = [w for w in (cpu_warning([(f"A {a.run_id}", a), (f"B {b.run_id}", b)]), disagreement(a, b)) if w]
+    return with_warning(" ".join(warnings) or None, "\n".join(out))  # the CPU first: it may explain the rest

@@ -14,9 +14,10 @@ from specops.results.metrics import BenchMetrics, RequestSample
 
 # Of the RunResult JSON; bump with every change of its fields (and a migration of stored records
 # when old ones no longer load). 2: window, image identity, compute capability; 3: the pairing design
-# (benchmark.design, speedup.design). Older records load as they are (their design was rounds), and
-# a specops of an older schema refuses newer records naming both versions.
-SCHEMA_VERSION = 3
+# (benchmark.design, speedup.design); 4: phases.measured_s (steps that overlapped counted once). Older records
+# load as they are (their design was rounds), and a specops of an older schema refuses newer records naming both
+# versions.
+SCHEMA_VERSION = 4
 
 # RunResult.notes of a sweep's cells begin with this: they are points of a grid, not runs of the
 # profile as it is served, so regression baselines and trends leave them out.
