@@ -108,15 +108,6 @@ def served_together(backend: Backend, variants: list[Variant], repos: dict[str, 
         yield up
 
 
-def check_together(up: list[Served], profile: Profile) -> dict[str, list[str]]:
-    """Each served variant's greedy outputs (Served.check), the servers asked side by side: on a CPU host each
-    decodes on a core of its own, so the check takes the time of one. Outputs are greedy, so what the other
-    server does at the same time cannot change them; only the pace (the benchmark's time bound) reads slower."""
-    futures = _side_by_side([partial(s.check, profile) for s in up], "check")
-    wait(futures)
-    return {s.variant.name: f.result() for s, f in zip(up, futures)}
-
-
 def _side_by_side(calls: list[Callable[[], T]], name: str) -> list[Future[T]]:
     """Each call in a thread of its own, in a copy of this thread's context (its Prefect task runs belong to this
     flow run). Daemon threads: an interrupt ends the run without waiting for a server that is still starting;
@@ -151,12 +142,14 @@ def _start_side_by_side(backend: Backend, variants: list[Variant], repos: dict[s
             context = contextvars.copy_context()
             f.add_done_callback(lambda f, v=v, c=context: f.exception() is None and c.run(stop, v, f.result()))
         raise
-    failed = [f.exception() for f in futures if f.exception() is not None]
+    failed = {v.name: f.exception() for v, f in zip(variants, futures) if f.exception() is not None}
     if failed:
         for v, f in zip(variants, futures):
             if f.exception() is None:
                 stop(v, f.result())
-        raise failed[0]
+        # the error of the start the run's status names (the first to fail), so the two say the same
+        where = getattr(getattr(run, "progress", None), "failed_at", None)
+        raise failed.get(where[1] if where else "", next(iter(failed.values())))
     return [f.result() for f in futures]
 
 

@@ -15,7 +15,7 @@ from prefect.states import Failed, State
 
 from flows.finish import finish, set_final_status
 from flows.prepare import noted_result, prepare_models
-from flows.serving import check_together, measure_group, served_together
+from flows.serving import measure_group, served_together
 from prefect_adapters.parameters import Overrides, ProfileName, RunId
 from prefect_adapters.reaping import reap_servers
 from prefect_adapters.refusal import refused_profiles
@@ -88,7 +88,8 @@ def serve_and_benchmark(loaded: LoadedProfile, backend: Backend, tool: BenchTool
     groups = [variants] if p.benchmark.interleave else [[v] for v in variants]
     for group in groups:
         with served_together(backend, group, repos, run, facts) as up:
-            outputs.update(check_together(up, p))
+            for s in up:  # one after the other: a run's status names one step and variant at a time
+                outputs[s.variant.name] = s.check(p)
             group_measure = measure_group(up, tool, tokenizer, p.benchmark, prompts, run)
             facts.variants.extend(group_measure.records)
             facts.design = (group_measure.design, group_measure.why_not_requests if p.benchmark.interleave else

@@ -193,19 +193,6 @@ def test_interleaved_requests_take_one_run_per_round_in_an_order_that_flips_each
     assert spec_acceptance.num_drafts == 7
 
 
-def test_a_groups_checks_run_side_by_side_and_each_output_stays_its_own_variants(calls, monkeypatch):
-    def slow_check(backend, server, v, prompts, max_tokens, run):
-        time.sleep(0.3)
-        return [f"{v.name} says"], Pace(2.0, 10)
-    monkeypatch.setattr(seam, "generate_check_outputs", slow_check)
-    with seam.served(BACKEND, BASE_V, "repo", "run") as a, seam.served(BACKEND, SPEC_V, "repo", "run") as b:
-        began = time.monotonic()
-        outputs = seam.check_together([a, b], PROFILE)
-        assert time.monotonic() - began < 0.55  # two 0.3 s checks at once
-    assert outputs == {BASE: ["base says"], SPECULATIVE: ["speculative says"]}
-    assert a.pace == b.pace == Pace(3.0, 20)
-
-
 def test_an_interrupt_while_servers_start_returns_at_once_and_each_is_stopped_when_its_start_returns(calls,
                                                                                                   monkeypatch):
     _slow_starts(monkeypatch, calls)
