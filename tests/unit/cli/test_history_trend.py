@@ -4,19 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 from cli.main import main
-from specops.results.store import ResultsStore
 from tests.unit.regression.runs import baseline, run
-
-
-@pytest.fixture
-def store(tmp_path, monkeypatch):
-    monkeypatch.setenv("SPECOPS_ARTIFACTS", str(tmp_path / "artifacts"))
-    monkeypatch.setenv("SPECOPS_RESULTS_URL", f"sqlite:///{tmp_path / 'results.db'}")
-    with ResultsStore.open() as opened:
-        yield opened
 
 
 def test_trend_writes_each_profiles_report_and_prints_the_verdicts(store, tmp_path, capsys):

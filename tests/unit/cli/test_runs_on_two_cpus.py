@@ -2,22 +2,11 @@
 runs set side by side that ran on different CPU models are called out first, before the table."""
 from __future__ import annotations
 
-import pytest
-
 from cli.main import main
-from specops.results.store import ResultsStore
 from tests.results_factory import T0, run_result
 
 XEON = "Intel(R) Xeon(R) Platinum 8375C CPU @ 2.90GHz"
 EPYC = "AMD EPYC 7B13"  # the factory's host
-
-
-@pytest.fixture
-def store(tmp_path, monkeypatch):
-    monkeypatch.setenv("SPECOPS_ARTIFACTS", str(tmp_path / "artifacts"))
-    monkeypatch.setenv("SPECOPS_RESULTS_URL", f"sqlite:///{tmp_path / 'results.db'}")
-    with ResultsStore.open() as opened:
-        yield opened
 
 
 def _on(result, cpu: str):
