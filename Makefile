@@ -152,7 +152,7 @@ test:
 	@$(MAKE) --no-print-directory install-test
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports --no-logo
-	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder --durations=40
 
 test-fast: install
 	$(BIN)/python -m pytest -m "not integration and not slow"

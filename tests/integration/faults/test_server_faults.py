@@ -36,7 +36,8 @@ PROFILE = "ngram-local"
 # Not interleaved: the speculative variant is served, checked and benchmarked first, so a fault
 # there ends the run before the base is ever started (the suite's time goes into faults).
 SHRINK = ["benchmark.num_requests=6", "benchmark.warmup_requests=0", "benchmark.output_tokens=48",
-          "benchmark.interleave=false", "comparison.lossless_prompts=2", "comparison.lossless_max_tokens=32"]
+          "benchmark.interleave=false", "comparison.lossless_prompts=2", "comparison.lossless_max_tokens=32",
+          "benchmark.tool=genai-perf"]  # the benchmark faults wait for perf_analyzer
 DETECT_S = 10.0  # beyond the watchdog's own bound (see the module docstring)
 LEFTOVER_S = 15.0  # the run's teardown: SIGTERM, the server's exit timeout, SIGKILL
 
