@@ -38,7 +38,7 @@ def main() -> None:
 
     prefect_defaults()
     from flows.specdec import run_specdec
-    from specops.rundir import artifacts_root
+    from specops.run.rundir import artifacts_root
 
     rows = []
     for design in args.designs:

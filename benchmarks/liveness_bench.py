@@ -1,4 +1,4 @@
-"""How late does a loaded server answer its readiness probe? The basis of specops.liveness.STALL_S.
+"""How late does a loaded server answer its readiness probe? The basis of specops.host.liveness.STALL_S.
 
     .venv/bin/python benchmarks/liveness_bench.py [--requests 16] [--output-tokens 64] [--concurrency 4]
 
@@ -21,7 +21,7 @@ from pathlib import Path
 
 
 def probe_latencies(server, stop: threading.Event, every_s: float = 0.2) -> list[float]:
-    from specops.liveness import PROBE_TIMEOUT_S
+    from specops.host.liveness import PROBE_TIMEOUT_S
 
     out = []
     while not stop.is_set():
@@ -48,15 +48,15 @@ def main() -> None:
     args = parser.parse_args()
 
     from specops.bench.tool_registry import bench_tool
-    from specops.liveness import STALL_S
+    from specops.host.liveness import STALL_S
     from specops.pipeline.backend import backend_for
     from specops.pipeline.benchmark import bench_job, bench_prompts
     from specops.pipeline.check import Pace, smoke
     from specops.pipeline.render import render_repository, stage_repository
     from specops.profile.loader import load_profile
-    from specops.rundir import cache_root
+    from specops.run.rundir import cache_root
+    from specops.run.variant import SPECULATIVE, variants_of
     from specops.sources.schemes import fetch
-    from specops.variant import SPECULATIVE, variants_of
 
     overrides = [f"benchmark.num_requests={args.requests}", f"benchmark.output_tokens={args.output_tokens}",
                  f"benchmark.concurrency={args.concurrency}", "benchmark.warmup_requests=0"]

@@ -39,10 +39,10 @@ def main() -> None:
     from specops.pipeline.benchmark import bench_job, bench_prompts
     from specops.pipeline.render import render_repository, stage_repository
     from specops.profile.loader import load_profile
-    from specops.rundir import cache_root
+    from specops.run.rundir import cache_root
+    from specops.run.variant import BASE, variants_of
     from specops.sources.schemes import fetch
     from specops.triton.client import read_metrics
-    from specops.variant import BASE, variants_of
 
     overrides = [f"benchmark.num_requests={args.requests}", f"benchmark.output_tokens={args.output_tokens}",
                  f"benchmark.concurrency={args.concurrency}"]

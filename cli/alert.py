@@ -6,7 +6,7 @@ import argparse
 import socket
 import sys
 
-from specops.deployments import ALERT_BLOCK
+from specops.fleet.deployments import ALERT_BLOCK
 from specops.settings import env_name, is_http_url, secret, settings
 
 EXIT_FAILED, EXIT_PREREQUISITES = 1, 4

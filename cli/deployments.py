@@ -13,7 +13,7 @@ def pool_template(pool: str) -> dict:
     (prefect/server/schemas/actions.py validate_base_job_template)."""
     from prefect.workers.process import ProcessWorker
 
-    from specops.deployments import pool_env
+    from specops.fleet.deployments import pool_env
 
     template = ProcessWorker.get_default_base_job_template()
     env = template["variables"]["properties"]["env"]
@@ -22,14 +22,14 @@ def pool_template(pool: str) -> dict:
 
 
 def cmd_deployments(args) -> int:
-    from specops.deployments import CPU_POOL, GPU_POOL, render
+    from specops.fleet.deployments import CPU_POOL, GPU_POOL, render
 
     if args.pool_description:
         if args.pool_description not in (CPU_POOL, GPU_POOL):
             print(f"specops: --pool-description {args.pool_description!r}: the pools are {CPU_POOL}, {GPU_POOL}",
                   file=sys.stderr)
             return 2
-        from specops.pools import pool_description
+        from specops.fleet.pools import pool_description
 
         text = pool_description(args.pool_description) + "\n"
     elif args.pool_template:

@@ -26,7 +26,7 @@ def _profile_args(p: argparse.ArgumentParser) -> None:
 
 
 def _parser() -> argparse.ArgumentParser:
-    from specops.rundir import ROOT_VARIABLES
+    from specops.run.rundir import ROOT_VARIABLES
 
     parser = argparse.ArgumentParser(prog="specops", description=__doc__)
     parser.add_argument("--debug", action="store_true",
@@ -278,7 +278,7 @@ def cmd_plan(args) -> int:
 
 
 def cmd_profiles(args) -> int:
-    from specops.catalog import format_catalog
+    from specops.profile.catalog import format_catalog
 
     print(format_catalog())
     return 0
@@ -384,7 +384,7 @@ def cmd_check(args) -> int:
 
 
 def cmd_settings(args) -> int:
-    from specops.rundir import roots
+    from specops.run.rundir import roots
     from specops.settings import table
 
     print(roots()[args.get] if args.get else "\n".join(table()))
@@ -392,7 +392,7 @@ def cmd_settings(args) -> int:
 
 
 def cmd_serve_artifacts(args) -> int:
-    from specops.artifacts_server import make_server
+    from specops.fleet.artifacts_server import make_server
 
     def stop(signum, frame):  # serve_forever runs in this thread: leave it by raising, not shutdown()
         raise SystemExit(0)
@@ -419,7 +419,7 @@ def cmd_serve_artifacts(args) -> int:
 
 
 def cmd_janitor(args) -> int:
-    from specops import janitor
+    from specops.host import janitor
 
     runs = None
     if not args.all:  # a flow run the Prefect API calls running is left alone, whatever its process looks like here
@@ -449,7 +449,7 @@ def main(argv: list[str] | None = None) -> int:
     from specops.atomic_file import RunFileError
     from specops.results.manifest import ManifestError
     from specops.results.store import AmbiguousRun, ResultsError, RunNotFound
-    from specops.rundir import RunDirError
+    from specops.run.rundir import RunDirError
 
     args = _parser().parse_args(argv)
     try:

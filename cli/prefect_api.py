@@ -2,7 +2,7 @@
 
 With no PREFECT_API_URL, Prefect starts an ephemeral API server itself (SubprocessASGIServer) as
 a plain child process: a SIGKILLed `specops run` left it running forever. So the CLI starts the
-same server (same command, same environment) itself, under specops/guard.py, records it for the
+same server (same command, same environment) itself, under specops/host/guard.py, records it for the
 janitor, points Prefect at it for the run, and stops it at the end.
 """
 from __future__ import annotations
@@ -15,9 +15,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from specops import tracking
+from specops.host import tracking
+from specops.host.processes import kill_process_tree, pick_free_ports, spawn_guarded
 from specops.http_client import http_ok
-from specops.processes import kill_process_tree, pick_free_ports, spawn_guarded
 
 HOST = "127.0.0.1"
 STOP_TIMEOUT_S = 5.0

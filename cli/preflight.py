@@ -17,7 +17,7 @@ from specops.http_client import Client, HttpError, StatusError, is_loopback
 from specops.profile.errors import ProfileError
 from specops.profile.loader import LoadedProfile
 from specops.results.store import results_problems
-from specops.rundir import (
+from specops.run.rundir import (
     RunDirError,
     artifacts_root,
     cache_root,

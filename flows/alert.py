@@ -11,7 +11,7 @@ from typing import Any
 
 from prefect import flow
 
-from specops.deployments import ALERT_BLOCK
+from specops.fleet.deployments import ALERT_BLOCK
 from tasks.alert import send_alert
 
 

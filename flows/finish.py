@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from specops.results.model import RunResult
-from specops.rundir import RunDir
+from specops.run.rundir import RunDir
 from tasks.report import publish_artifacts, record_result, save_result, write_report
 
 

@@ -11,8 +11,8 @@ from datetime import UTC, datetime
 
 from prefect import flow, get_run_logger
 
-from specops.deployments import ALERT_BLOCK
-from specops.pools import is_live, no_worker_text
+from specops.fleet.deployments import ALERT_BLOCK
+from specops.fleet.pools import is_live, no_worker_text
 from tasks.alert import send_notification
 from tasks.pool_check import emit_no_worker_event, read_late_run, read_pool_workers
 

@@ -11,14 +11,14 @@ from prefect_adapters.slot_limits import hold_slots
 from specops.backends.base import Backend
 from specops.draft.gpu_synthesis import SYNTHESIS
 from specops.draft.train_result import TrainResult
+from specops.host.slots import run_slots
 from specops.pipeline.backend import synthesis_backend_for
 from specops.pipeline.summarize import RunFacts
 from specops.profile.loader import LoadedProfile
-from specops.rundir import RunDir
-from specops.slots import run_slots
+from specops.run.rundir import RunDir
+from specops.run.variant import Variant, base_method
 from specops.sources.base import ModelArtifact
 from specops.sources.integrity import Stored
-from specops.variant import Variant, base_method
 from tasks.draft import find_training_data, publish_training, synthesize_training_data, train_draft_module
 from tasks.models import check_draft_vocabulary, download_model
 from tasks.render import build_engine, render_repository

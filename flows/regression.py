@@ -16,13 +16,13 @@ from prefect.deployments import run_deployment
 from prefect.states import Failed, State
 
 from flows.specdec import RunFailed, run_specdec
-from specops.deployments import dispatched
+from specops.fleet.deployments import dispatched
 from specops.profile.loader import LoadedProfile
 from specops.regression.policy import RegressionPolicy
 from specops.regression.suite import SuiteEntry, load_suite
 from specops.regression.verdict import MetricVerdict, regressions
 from specops.results.model import RunResult
-from specops.rundir import new_run_id
+from specops.run.rundir import new_run_id
 from tasks.regression import announce_regression, judge_newest_run, publish_trend, read_history
 
 DEPLOYMENT_TIMEOUT_S = 6 * 3600.0  # a GPU run may queue behind others for its GPU before it starts

@@ -22,14 +22,14 @@ from prefect.exceptions import TerminationSignal
 
 from specops.backends.base import Backend, Server
 from specops.bench.tool import BenchJob, BenchTool
+from specops.host.teardown import teardown_quietly
 from specops.pipeline.benchmark import Measured, bench_job, choose_design, variant_record
 from specops.pipeline.check import Pace, check_prompts
 from specops.pipeline.summarize import RunFacts
 from specops.profile.schema import Benchmark, Profile
 from specops.results.model import Design, VariantRecord
-from specops.rundir import RunDir
-from specops.teardown import teardown_quietly
-from specops.variant import Variant
+from specops.run.rundir import RunDir
+from specops.run.variant import Variant
 from tasks.benchmark import benchmark_interleaved_round, benchmark_round, read_acceptance
 from tasks.check import generate_check_outputs, send_smoke_request
 from tasks.serve import start_server, stop_server
@@ -111,7 +111,7 @@ def served_together(backend: Backend, variants: list[Variant], repos: dict[str, 
 def _side_by_side(calls: list[Callable[[], T]], name: str) -> list[Future[T]]:
     """Each call in a thread of its own, in a copy of this thread's context (its Prefect task runs belong to this
     flow run). Daemon threads: an interrupt ends the run without waiting for a server that is still starting;
-    what the threads start dies with this process (specops/processes.py spawn_guarded)."""
+    what the threads start dies with this process (specops/host/processes.py spawn_guarded)."""
     futures: list[Future[T]] = []
     for i, call in enumerate(calls):
         future: Future[T] = Future()

@@ -22,14 +22,14 @@ from prefect_adapters.refusal import refused_profiles
 from prefect_adapters.slot_limits import hold_slots
 from specops.backends.base import Backend
 from specops.bench.tool import BenchTool
+from specops.host.slots import run_slots
 from specops.pipeline.backend import backend_for, tool_for
 from specops.pipeline.benchmark import bench_prompts
 from specops.pipeline.summarize import RunFacts
 from specops.profile.loader import LoadedProfile
 from specops.results.model import Failure, RunResult, Status, Verdict, Window
-from specops.rundir import RunDir, cache_root
-from specops.slots import run_slots
-from specops.variant import BASE, SPECULATIVE, Variant, variants_of
+from specops.run.rundir import RunDir, cache_root
+from specops.run.variant import BASE, SPECULATIVE, Variant, variants_of
 from tasks.check import compare_check_outputs
 from tasks.profile import check_prerequisites, check_result_storage, create_run_dir, validate_profile
 from tasks.render import build_engine, render_repository

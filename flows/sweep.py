@@ -27,20 +27,20 @@ from prefect_adapters.refusal import refused_profiles
 from prefect_adapters.slot_limits import Held, hold_slots
 from specops.backends.base import Backend
 from specops.bench.tool import BenchTool
+from specops.host.slots import run_slots
 from specops.pipeline.backend import backend_for, tool_for
 from specops.pipeline.benchmark import bench_prompts
 from specops.pipeline.summarize import RunFacts
 from specops.profile.loader import LoadedProfile, load_profile
 from specops.results.model import SWEEP_CELL_NOTE, Lossless, RunResult, VariantRecord, Window
-from specops.rundir import RunDir, cache_root, end_open_statuses
-from specops.slots import run_slots
+from specops.run.rundir import RunDir, cache_root, end_open_statuses
+from specops.run.variant import BASE, SPECULATIVE, Variant, base_method
 from specops.sweep.analysis import Cell, best_k, crossover
 from specops.sweep.cells import BaseCell, CellStore
 from specops.sweep.grid import SweepGrid, base_overrides, cell_key, cell_overrides, series_dir
 from specops.sweep.outcome import SweepOutcome
 from specops.sweep.schedule import recommend
 from specops.sweep.table import format_sweep
-from specops.variant import BASE, SPECULATIVE, Variant, base_method
 from tasks.check import compare_check_outputs
 from tasks.profile import check_prerequisites, check_result_storage, create_run_dir
 from tasks.render import build_engine, render_repository

@@ -12,7 +12,7 @@ from prefect_adapters.parameters import Overrides, ProfileName, RunId
 from prefect_adapters.reaping import reap_servers
 from prefect_adapters.refusal import refused_profiles
 from specops.pipeline.backend import backend_for, tool_for
-from specops.rundir import cache_root
+from specops.run.rundir import cache_root
 from tasks.models import download_model
 from tasks.profile import check_prerequisites, create_run_dir, validate_profile
 

@@ -2,7 +2,7 @@
 flows' tasks and by `specops alert test`.
 
 A Webhook block keeps its URL as a SecretStr (prefect/blocks/webhook.py Webhook.url): the UI and the API
-show it masked, and so does everything here (specops.pools.masked_url).
+show it masked, and so does everything here (specops.fleet.pools.masked_url).
 """
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from typing import Any
 
 import httpx
 
-from specops.deployments import ALERT_BLOCK
-from specops.pools import masked_url
+from specops.fleet.deployments import ALERT_BLOCK
+from specops.fleet.pools import masked_url
 
 
 class AlertBlockError(RuntimeError):

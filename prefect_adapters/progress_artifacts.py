@@ -11,7 +11,7 @@ from uuid import UUID
 from prefect import get_run_logger
 from prefect.artifacts import create_progress_artifact, update_progress_artifact
 
-from specops.progress import Progress, Throttled
+from specops.run.progress import Progress, Throttled
 
 # At most one update per step this often (plus the final one): a step reports every answered
 # prompt, optimizer step or tool line, and each update is an API call.

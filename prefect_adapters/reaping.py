@@ -10,14 +10,14 @@ from uuid import UUID
 
 from prefect import runtime
 
-from specops import janitor, tracking
+from specops.host import janitor, tracking
 
 
 def _flow_run_id() -> str | None:
     return str(runtime.flow_run.id or "") or None
 
 
-# Every process specops.tracking records while a flow runs belongs to that flow run.
+# Every process specops.host.tracking records while a flow runs belongs to that flow run.
 tracking.set_owner_lookup(_flow_run_id)
 
 

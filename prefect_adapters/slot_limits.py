@@ -1,6 +1,6 @@
-"""Hold a run's slots (specops/slots.py): its accelerator slots as Prefect global concurrency limits of
+"""Hold a run's slots (specops/host/slots.py): its accelerator slots as Prefect global concurrency limits of
 1 (a second run on the same GPU waits, and its log says for which slot and behind which flow run),
-then its host locks (specops/host_lock.py), which also order runs that use another Prefect API.
+then its host locks (specops/host/host_lock.py), which also order runs that use another Prefect API.
 
 prefect.concurrency.sync.concurrency skips a limit that does not exist (a warning, no wait), so each
 is created first with limit 1; one an operator has changed is left as it is. Prefect's API does not
@@ -22,8 +22,8 @@ from prefect.client.schemas.objects import ConcurrencyLeaseHolder, StateType
 from prefect.concurrency.sync import concurrency
 from prefect.exceptions import ObjectAlreadyExists, ObjectNotFound
 
-from specops.host_lock import hold_host_locks
-from specops.slots import RunSlots
+from specops.host.host_lock import hold_host_locks
+from specops.host.slots import RunSlots
 
 TAG = "slot:"
 REPORT_EVERY_S = 60.0  # a waiting run says again whom it waits for (the holder may change)

@@ -16,9 +16,9 @@ from specops.bench.tool import BenchJob, BenchTool
 from specops.pipeline.benchmark import Measured, bench_job, interleaved_job, measure_interleaved, measure_round
 from specops.pipeline.check import Pace
 from specops.profile.schema import Benchmark
-from specops.progress import Progress, within
-from specops.rundir import RunDir
-from specops.variant import Variant
+from specops.run.progress import Progress, within
+from specops.run.rundir import RunDir
+from specops.run.variant import Variant
 
 # One progress artifact per variant and flow run, carried across its rounds (each round is a task run).
 _PROGRESS: dict[tuple[str, str], ProgressArtifact] = {}

@@ -11,7 +11,7 @@ from specops.profile.loader import LoadedProfile
 from specops.report.artifact_names import artifact_key
 from specops.report.links import link_markdown
 from specops.results.calibration import Calibration, format_calibration
-from specops.rundir import artifacts_root, new_run_id, validate_run_id
+from specops.run.rundir import artifacts_root, new_run_id, validate_run_id
 
 
 @task(cache_policy=NO_CACHE)

@@ -8,8 +8,8 @@ from specops.backends.base import Backend, Server
 from specops.pipeline.check import Pace, greedy_outputs, smoke
 from specops.pipeline.lossless import compare_outputs
 from specops.results.model import Lossless
-from specops.rundir import RunDir
-from specops.variant import Variant
+from specops.run.rundir import RunDir
+from specops.run.variant import Variant
 
 
 @task(cache_policy=NO_CACHE, persist_result=False)

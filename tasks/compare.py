@@ -11,7 +11,7 @@ from specops.profile.loader import load_profile
 from specops.report.artifact_names import artifact_key
 from specops.report.links import figure_markdown, link_markdown
 from specops.results.model import RunResult
-from specops.rundir import artifacts_root, new_run_id, validate_run_id
+from specops.run.rundir import artifacts_root, new_run_id, validate_run_id
 from specops.sweep.plots import write_compare_plot
 from specops.sweep.table import format_compare
 

@@ -17,16 +17,16 @@ from specops.draft.spec import TrainSpec
 from specops.draft.synthesize import openai_answerer, synthesize
 from specops.draft.train import RESULT_FILE, train_draft
 from specops.draft.train_result import TrainResult
-from specops.liveness import Watchdog
+from specops.host.liveness import Watchdog
 from specops.pipeline.check import watched_generate
 from specops.profile.schema import Profile
-from specops.progress import within
 from specops.report.artifact_names import artifact_key
-from specops.rundir import RunDir
+from specops.run.progress import within
+from specops.run.rundir import RunDir
+from specops.run.variant import Variant
 from specops.settings import secret, settings
 from specops.sources.base import ModelArtifact
 from specops.sources.integrity import exclusive, produce_once
-from specops.variant import Variant
 
 EVAL_PROMPTS = 2
 

@@ -6,7 +6,7 @@ from pathlib import Path
 from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
-from specops.rundir import RunDir
+from specops.run.rundir import RunDir
 from specops.sources.base import ModelArtifact
 from specops.sources.hub_files import CHECKPOINT, HubFiles
 from specops.sources.integrity import CacheCorruptError

@@ -5,8 +5,8 @@ from prefect import get_client, task
 from prefect.cache_policies import NO_CACHE
 from prefect.events import emit_event
 
-from specops.deployments import NO_WORKER_EVENT
-from specops.pools import LateRun, WorkerSeen, pool_resource, worker_command
+from specops.fleet.deployments import NO_WORKER_EVENT
+from specops.fleet.pools import LateRun, WorkerSeen, pool_resource, worker_command
 
 FLOW_RUN_RESOURCE = "prefect.flow-run."
 

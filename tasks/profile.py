@@ -9,7 +9,7 @@ from specops.bench.tool import BenchTool
 from specops.pipeline.backend import preflight
 from specops.profile.loader import LoadedProfile, load_profile
 from specops.results.store import masked, results_problems, results_url
-from specops.rundir import RunDir, free_space_problem
+from specops.run.rundir import RunDir, free_space_problem
 
 
 @task(cache_policy=NO_CACHE)

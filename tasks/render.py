@@ -9,10 +9,10 @@ from prefect.cache_policies import NO_CACHE
 from specops.backends.base import Backend
 from specops.pipeline.render import build_engines
 from specops.pipeline.render import render_repository as render
-from specops.rundir import RunDir
+from specops.run.rundir import RunDir
+from specops.run.variant import Variant
 from specops.sources.base import ModelArtifact
 from specops.sources.integrity import Stored
-from specops.variant import Variant
 
 
 # The cache is looked up by the store itself, never through Prefect's task cache: nothing outside it points into it.

@@ -25,7 +25,7 @@ from specops.results.manifest import MANIFEST
 from specops.results.manifest import save_result as save
 from specops.results.model import UPGRADE_SIDE_NOTE, RunResult
 from specops.results.store import ResultsError, ResultsStore
-from specops.rundir import RunDir
+from specops.run.rundir import RunDir
 from specops.upgrade.sides import changes_engine
 
 # The process that runs a flow (`specops run`, a worker's flow-run process) imports the flow's

@@ -8,8 +8,8 @@ from prefect.cache_policies import NO_CACHE
 
 from specops.backends.base import Backend, Server
 from specops.pipeline.serve import start_variant, stop_variant
-from specops.rundir import RunDir
-from specops.variant import Variant
+from specops.run.rundir import RunDir
+from specops.run.variant import Variant
 
 
 @task(cache_policy=NO_CACHE, persist_result=False)

@@ -13,7 +13,7 @@ from specops.profile.loader import LoadedProfile
 from specops.report.artifact_names import artifact_key
 from specops.report.links import figure_markdown, link_markdown, public_url
 from specops.results.model import RunResult
-from specops.rundir import RunDir
+from specops.run.rundir import RunDir
 from specops.sweep.cells import BaseCell, CellStore
 from specops.sweep.grid import SweepGrid, validate_grid
 from specops.sweep.outcome import SweepOutcome

@@ -9,7 +9,7 @@ from specops.atomic_file import write_text
 from specops.report.artifact_names import artifact_key
 from specops.report.links import figure_markdown, link_markdown
 from specops.results.model import RunResult
-from specops.rundir import artifacts_root, new_run_id, validate_run_id
+from specops.run.rundir import artifacts_root, new_run_id, validate_run_id
 from specops.upgrade.plot import write_upgrade_plot
 from specops.upgrade.sides import Side, load_sides
 from specops.upgrade.table import format_upgrade, speedup_line

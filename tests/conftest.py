@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from specops.host_lock import LOCK_DIR_ENV
+from specops.host.host_lock import LOCK_DIR_ENV
 
-# Runs take the host lock (specops/host_lock.py) from their first engine build to their last server
+# Runs take the host lock (specops/host/host_lock.py) from their first engine build to their last server
 # stop. The suite runs flows side by side on purpose (two xdist workers): each worker process, and
 # every run it starts, gets a lock directory of its own; runs started by one test still share it.
 # Set, not setdefault: the workers inherit the controller's environment, and a shared directory

@@ -3,7 +3,7 @@
     python3 tools/deploy_source.py commit       HEAD, refused when tracked files have uncommitted
                                                 changes (a worker would run HEAD without them) or
                                                 when a setting the deployments hand the workers
-                                                (specops/deployments.py WORKER_ENV) is unset, empty,
+                                                (specops/fleet/deployments.py WORKER_ENV) is unset, empty,
                                                 relative or carries a password (the artifacts URL
                                                 may be unset: file:// links)
     python3 tools/deploy_source.py repository   $SPECOPS_DEPLOY_REPOSITORY, else the `origin` remote,
@@ -45,7 +45,7 @@ def checkout_root(cwd: Path | None = None) -> Path:
 
 
 # What each run setting the deployments hand the workers is for, and the `make deploy` argument that
-# sets it. The deployer's variable behind each one is specops/deployments.py WORKER_ENV's.
+# sets it. The deployer's variable behind each one is specops/fleet/deployments.py WORKER_ENV's.
 DIRECTORY, DATABASE, OPTIONAL_URL = "directory", "database", "optional url"
 SETTINGS = {
     "SPECOPS_ARTIFACTS": (DIRECTORY, "the directory on the worker hosts where runs keep their files",
@@ -62,9 +62,9 @@ SETTINGS = {
 
 
 def worker_env() -> dict[str, str]:
-    """specops/deployments.py WORKER_ENV (run setting -> the deployer's variable), read from the source of
+    """specops/fleet/deployments.py WORKER_ENV (run setting -> the deployer's variable), read from the source of
     the checkout this script belongs to, without importing specops (its requirements may be missing)."""
-    source = Path(__file__).resolve().parents[1] / "specops" / "deployments.py"
+    source = Path(__file__).resolve().parents[1] / "specops" / "fleet" / "deployments.py"
     for node in ast.parse(source.read_text(), str(source)).body:
         targets = node.targets if isinstance(node, ast.Assign) else [getattr(node, "target", None)]
         if any(isinstance(t, ast.Name) and t.id == "WORKER_ENV" for t in targets):

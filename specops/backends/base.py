@@ -9,10 +9,10 @@ from typing import Any, Protocol
 from specops.acceptance.model import Acceptance
 from specops.backends.spec import BackendConfig
 from specops.bench.target import Api, BenchTarget, addresses
-from specops.plan_step import PlanStep
-from specops.server_settings import Serving
+from specops.run.plan_step import PlanStep
+from specops.run.server_settings import Serving
+from specops.run.variant import Variant
 from specops.sources.base import ModelArtifact
-from specops.variant import Variant
 
 
 @dataclass(frozen=True)
@@ -50,7 +50,7 @@ class Server(Protocol):
         """(server tool, version) as the running server reports them."""
         ...
 
-    # What specops.liveness.Watchdog asks while a phase talks to the server.
+    # What specops.host.liveness.Watchdog asks while a phase talks to the server.
     def describe(self) -> str:
         """The server as a message names it ("tritonserver pid 123", "container specops-...")."""
         ...

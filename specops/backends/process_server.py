@@ -1,7 +1,7 @@
 """A server run as a process group specops owns: started under the guard, probed until ready, watched, stopped.
 
 For servers that are one command on this host (vLLM's OpenAI server from the vLLM CPU venv). The
-command runs under specops/guard.py in a session of its own, so it and every process it starts
+command runs under specops/host/guard.py in a session of its own, so it and every process it starts
 (vLLM's engine core and workers) die with this process, even by SIGKILL; stop() SIGTERMs the whole
 group and SIGKILLs it after the bound, so a server that ignores SIGTERM is still gone in time.
 """
@@ -16,9 +16,9 @@ from typing import Any
 
 import psutil
 
-from specops import processes as proc
 from specops.cost.cpu import process_tree_cpu_seconds
-from specops.liveness import exit_cause, process_state
+from specops.host import processes as proc
+from specops.host.liveness import exit_cause, process_state
 from specops.triton.endpoint import Endpoint
 
 log = logging.getLogger(__name__)

@@ -12,7 +12,7 @@ from typing import Any
 import psutil
 
 from specops.cost.cpu import process_tree_cpu_seconds
-from specops.teardown import teardown_quietly
+from specops.host.teardown import teardown_quietly
 from specops.triton import client
 from specops.triton.server import TritonServer
 

@@ -15,7 +15,7 @@ aiperf_exports.answering_models), never inferred from the order:
   app_state.py builds one BaseModelPath per name, in order; vllm/entrypoints/openai/models/serving.py
   OpenAIServingModels.model_name returns base_model_paths[0].name, which completion/serving.py
   OpenAIServingCompletion and chat_completion/serving.py write into each chunk and body). A backend says so
-  with BenchTarget.alias (specops/backends/vllm_serve.py).
+  with BenchTarget.alias (specops/backends/vllm/serve.py).
 """
 from __future__ import annotations
 

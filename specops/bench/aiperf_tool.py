@@ -41,9 +41,9 @@ from specops.bench.prompts import write_prompts_jsonl
 from specops.bench.tool import BenchJob, BenchTool, BenchToolError, InterleavedJob, prompt_index
 from specops.bench.tool_process import ToolExitError, run_logged
 from specops.bench.toolchain import OFFLINE_VARS
-from specops.liveness import Watch
+from specops.host.liveness import Watch
+from specops.host.secrets import scrubbed_env
 from specops.results.metrics import BenchRun
-from specops.secrets import scrubbed_env
 from specops.settings import env_name, installed_venv, settings
 
 VERSION = "0.13.0"  # the release whose CLI and exports this adapter was written against

@@ -17,7 +17,7 @@ from typing import Any
 from specops.bench.exports import find_export, parse_exports
 from specops.bench.tool_process import ToolExitError, ToolTimeoutError, run_logged
 from specops.bench.toolchain import genai_perf_executable, preflight, tool_env
-from specops.liveness import Watchdog
+from specops.host.liveness import Watchdog
 
 __all__ = [
     "GenaiPerfError",

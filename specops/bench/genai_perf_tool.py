@@ -11,7 +11,7 @@ from specops.bench.genai_perf_records import RAW_EXPORT, request_samples
 from specops.bench.prompts import write_prompts_jsonl
 from specops.bench.target import Api
 from specops.bench.tool import BenchJob, BenchTool, BenchToolError, prompt_index
-from specops.liveness import Watchdog
+from specops.host.liveness import Watchdog
 from specops.results.metrics import BenchMetrics, BenchRun
 
 # API -> (genai-perf --endpoint-type, --backend for kserve)

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from specops.bench.target import Api, BenchTarget
-from specops.liveness import Watch, Watchdog
+from specops.host.liveness import Watch, Watchdog
 from specops.results.metrics import BenchRun
 
 

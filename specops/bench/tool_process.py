@@ -1,6 +1,6 @@
 """Run a load generator's CLI: its own process group, output to a log (and a progress callback), bounded.
 
-The tool runs under specops/guard.py, so nothing it starts outlives specops, SIGKILL included.
+The tool runs under specops/host/guard.py, so nothing it starts outlives specops, SIGKILL included.
 
 On timeout, error or KeyboardInterrupt the whole group gets SIGTERM, then SIGKILL after
 KILL_GRACE_S, so no client process (genai-perf's perf_analyzer, AIPerf's workers) outlives it.
@@ -13,13 +13,13 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-from specops import tracking
-from specops.liveness import Watch
-from specops.processes import kill_process_tree, spawn_guarded
-from specops.teardown import teardown_quietly
+from specops.host import tracking
+from specops.host.liveness import Watch
+from specops.host.processes import kill_process_tree, spawn_guarded
+from specops.host.teardown import teardown_quietly
 
 KILL_GRACE_S = 5.0
-WAIT_POLL_S = 0.5  # how often a running tool's server is asked after (see specops.liveness)
+WAIT_POLL_S = 0.5  # how often a running tool's server is asked after (see specops.host.liveness)
 
 
 class ToolExitError(RuntimeError):
@@ -83,7 +83,7 @@ def _wait(proc: subprocess.Popen, deadline: float, watch: Watch | None) -> int:
 
 
 def _start(name: str, cmd: Sequence[str], env: Mapping[str, str], log_path: Path) -> tuple[subprocess.Popen, dict]:
-    """The tool under specops/guard.py, which is its process group's leader: the tool and whatever
+    """The tool under specops/host/guard.py, which is its process group's leader: the tool and whatever
     it starts (perf_analyzer, AIPerf's workers) die with this process even when it is SIGKILLed,
     and stay recorded for the janitor until the guard has exited."""
     proc = spawn_guarded(cmd, env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,

@@ -19,7 +19,7 @@ from specops.draft.sequences import load_sequences, token_count
 from specops.draft.spec import TrainSpec
 from specops.draft.target import draft_vocabulary, load_target, pad_id
 from specops.draft.train_result import TrainResult
-from specops.progress import Progress
+from specops.run.progress import Progress
 
 
 def eagle_config(spec: TrainSpec, target_config) -> dict:

@@ -26,7 +26,7 @@ VLLM_IMAGE = "nvcr.io/nvidia/tritonserver:26.02-vllm-python-py3"
 # (vllm/entrypoints/openai/api_server.py: `args.api_key or envs.VLLM_API_KEY`): the key reaches the container
 # by name only (`docker run -e VLLM_API_KEY`) and the synthesizer's Authorization header, never a command line.
 VLLM_KEY_ENV = env_name("vllm_api_key")
-# Backend vllm-serve serves from this vLLM on (its only engine is V1: specops/backends/vllm_support.py SERVE_FROM,
+# Backend vllm-serve serves from this vLLM on (its only engine is V1: specops/backends/vllm/support.py SERVE_FROM,
 # which a unit test holds this to); an older image is refused at load rather than at plan or run.
 SERVE_FROM = "0.11.0"
 

@@ -65,7 +65,7 @@ def recipe_yaml(train: TrainSpec, draft_length: int, data_file: str) -> str:
 
 
 def _labels(profile: str, role: str) -> dict[str, str]:
-    return {LABEL_PROFILE: profile, LABEL_ROLE: role, "specops.variant": role}
+    return {LABEL_PROFILE: profile, LABEL_ROLE: role, "specops.run.variant": role}
 
 
 def training_commands(train: TrainSpec) -> list[str]:

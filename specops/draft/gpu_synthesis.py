@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from specops.run.variant import Variant, base_method
 from specops.settings import secret, settings
-from specops.variant import Variant, base_method
 
 # The target with speculation off; vLLM answers to its name (--served-model-name synthesis).
 SYNTHESIS = Variant("synthesis", base_method())

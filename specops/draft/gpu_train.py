@@ -15,7 +15,7 @@ from pathlib import Path
 from specops.draft.gpu_recipe import CHECKPOINT, EXPORT, RECIPE, recipe_yaml, training_container
 from specops.draft.spec import TrainSpec
 from specops.draft.train_result import TrainResult
-from specops.progress import Progress
+from specops.run.progress import Progress
 
 MEDUSA_PREFIX = "medusa_heads."
 MEDUSA_WEIGHTS = "medusa_lm_head.safetensors"  # = specops.runtime.medusa_proposer.MEDUSA_WEIGHTS

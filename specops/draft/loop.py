@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from specops.progress import Progress
+from specops.run.progress import Progress
 
 
 @dataclass

@@ -21,7 +21,7 @@ from specops.draft.sequences import load_sequences, token_count
 from specops.draft.spec import TrainSpec
 from specops.draft.target import draft_vocabulary, load_target, pad_id
 from specops.draft.train_result import TrainResult
-from specops.progress import Progress
+from specops.run.progress import Progress
 from specops.runtime.medusa_proposer import MEDUSA_WEIGHTS
 
 # ModelOpt's HFMedusaModel.forward weighs head i by coefficient * decay**i; same here.

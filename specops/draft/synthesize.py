@@ -17,7 +17,7 @@ from typing import IO
 from specops import http_client
 from specops.draft.conversations import TEXT_FORMATS, Conversation, DataFileError, Turn, parse_line, write_record
 from specops.draft.prompt_sources import PromptItem
-from specops.progress import Progress
+from specops.run.progress import Progress
 
 _DEAD_SERVER_PROBE = 10  # this many first requests all failing means nothing will succeed
 

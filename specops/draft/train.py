@@ -8,8 +8,8 @@ from specops.draft.conversations import read_conversations
 from specops.draft.evaluate import measure_acceptance
 from specops.draft.spec import TrainSpec
 from specops.draft.train_result import RESULT_FILE, TrainResult
-from specops.progress import Progress
 from specops.registry import Registry
+from specops.run.progress import Progress
 
 Trainer = Callable[..., TrainResult]
 TRAINERS: Registry[Trainer] = Registry("training mode")

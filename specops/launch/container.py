@@ -11,8 +11,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from specops.host.tracking import current_owner
 from specops.launch.gpus import GpuRequest
-from specops.tracking import current_owner
 
 LABEL_MANAGED = "specops.managed"
 LABEL_RUN = "specops.run"

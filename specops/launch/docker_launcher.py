@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from specops.host.teardown import teardown_quietly
 from specops.launch import logs
 from specops.launch.container import LABEL_MANAGED, LABEL_SECRET_NAMES, ContainerSpec
 from specops.launch.describe import describe as describe_spec
@@ -28,7 +29,6 @@ from specops.launch.errors import (
 )
 from specops.launch.image import ImageIdentity, identity_of
 from specops.launch.preflight import daemon_hint, preflight_problems, start_hint
-from specops.teardown import teardown_quietly
 
 log = logging.getLogger("specops.launch")
 

@@ -17,12 +17,12 @@ from specops.backends.base import Backend, Server
 from specops.bench.prompts import load_prompts
 from specops.bench.tool import BenchJob, BenchTool, InterleavedJob, interleave_blocker
 from specops.cost.meter import CostMeter
-from specops.liveness import Watchdog, Watchdogs
+from specops.host.liveness import Watchdog, Watchdogs
 from specops.pipeline.check import Pace
 from specops.profile.schema import Benchmark
 from specops.results.metrics import BenchMetrics, BenchRun
 from specops.results.model import Cost, Design, VariantRecord
-from specops.variant import Variant
+from specops.run.variant import Variant
 
 # genai-perf's start-up (Python, tokenizer, perf_analyzer) took up to ~20 s on 2 busy cores; AIPerf's
 # service start-up ~30 s. A run with no measured pace (a plan) assumes a slow CPU's 1 s per token.

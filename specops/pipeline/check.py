@@ -6,9 +6,9 @@ from dataclasses import dataclass
 
 from specops.backends.base import Backend, Server
 from specops.bench.prompts import load_prompts
-from specops.liveness import Watchdog
+from specops.host.liveness import Watchdog
 from specops.profile.schema import Benchmark, Comparison
-from specops.variant import Variant
+from specops.run.variant import Variant
 
 SMOKE_PROMPT = "def fibonacci(n):\n"
 

@@ -10,13 +10,13 @@ from specops.draft.gpu_plan import synthesis_commands, training_step
 from specops.draft.modes import MODE_SUMMARY
 from specops.pipeline.backend import backend_for, synthesis_backend_for, tool_for
 from specops.pipeline.benchmark import bench_job, choose_design, interleaved_job
-from specops.plan_step import PlanStep
 from specops.profile.loader import LoadedProfile
 from specops.profile.schema import Profile
 from specops.report.writer import REPORT_NAMES
 from specops.results.model import Design
-from specops.rundir import cache_root
-from specops.variant import BASE, SPECULATIVE, Variant, base_method, variants_of
+from specops.run.plan_step import PlanStep
+from specops.run.rundir import cache_root
+from specops.run.variant import BASE, SPECULATIVE, Variant, base_method, variants_of
 
 
 def _benchmark_step(p: Profile, backend: Backend, tool: BenchTool, variant: Variant) -> PlanStep:

@@ -13,9 +13,9 @@ import tempfile
 from pathlib import Path
 
 from specops.backends.base import Backend
+from specops.run.variant import Variant
 from specops.sources.base import ModelArtifact
 from specops.sources.integrity import Entry, Stored, produce_once, publish, rename_into_place, verify
-from specops.variant import Variant
 from specops.versions import facts_digest
 
 RECIPE = "repository-4"  # bump when a rendered repository or engine layout changes

@@ -4,11 +4,11 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from specops import janitor
 from specops.backends.base import Backend, Server
+from specops.host import janitor
 from specops.pipeline.render import stage_repository
-from specops.rundir import RunDir
-from specops.variant import Variant
+from specops.run.rundir import RunDir
+from specops.run.variant import Variant
 
 
 def start_variant(backend: Backend, variant: Variant, repo: Path, run: RunDir, owner: str | None) -> Server:

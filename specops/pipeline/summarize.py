@@ -28,9 +28,9 @@ from specops.results.model import (
     Window,
 )
 from specops.results.speedup import paired_speedup
-from specops.rundir import RunDir
+from specops.run.rundir import RunDir
+from specops.run.variant import BASE, SPECULATIVE, Variant
 from specops.sources.base import ModelArtifact
-from specops.variant import BASE, SPECULATIVE, Variant
 
 MEASURED_PHASES = ("serve", "check", "benchmark", "draft")  # draft: synthesis + training, when not cached
 PACKAGES = ("specops", "prefect", "torch", "transformers", "tritonclient", "nvidia-pytriton", "genai-perf",

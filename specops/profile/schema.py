@@ -15,7 +15,7 @@ from specops.draft.modes import MODE_OF_METHOD, check_mode_options
 from specops.draft.spec import TrainSpec
 from specops.fields import Count, Seconds
 from specops.methods import METHODS
-from specops.server_settings import Serving
+from specops.run.server_settings import Serving
 from specops.sources.schemes import parse_source
 
 if TYPE_CHECKING:

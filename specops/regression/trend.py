@@ -23,7 +23,7 @@ from specops.regression.metrics import metric, metric_values, order_key  # noqa:
 from specops.regression.policy import RegressionPolicy  # noqa: E402
 from specops.regression.verdict import Point, baseline_key, chronological, lossless_failed, series  # noqa: E402
 from specops.results.model import RunResult  # noqa: E402
-from specops.rundir import artifacts_root  # noqa: E402
+from specops.run.rundir import artifacts_root  # noqa: E402
 
 HTML_NAME, PNG_NAME = "trend.html", "trend.png"
 COLORS = ["#4c72b0", "#dd8452", "#55a868", "#8172b3", "#937860"]  # one per baseline key

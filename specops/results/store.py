@@ -24,7 +24,7 @@ from sqlalchemy.engine import URL, Connection, Engine
 
 from specops.results.compat import ReadNotes, describe, load_record
 from specops.results.model import RunResult
-from specops.rundir import artifacts_root
+from specops.run.rundir import artifacts_root
 from specops.settings import secret, settings
 
 MIGRATIONS = Path(__file__).with_name("migrations")

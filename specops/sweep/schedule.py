@@ -10,7 +10,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict
 
-from specops.backends.container_config import ContainerBackendConfig
+from specops.backends.container.config import ContainerBackendConfig
 from specops.profile.loader import LoadedProfile
 from specops.sweep.grid import K_KEY
 from specops.versions.store import load

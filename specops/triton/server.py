@@ -15,9 +15,9 @@ from pathlib import Path
 
 import psutil
 
-from specops import processes as proc
-from specops.liveness import process_state
-from specops.secrets import scrubbed_env
+from specops.host import processes as proc
+from specops.host.liveness import process_state
+from specops.host.secrets import scrubbed_env
 from specops.triton import client
 from specops.triton.backend_dir import TritonDist, assemble_backend_dir, backend_dir_for, triton_dist
 from specops.triton.endpoint import Endpoint

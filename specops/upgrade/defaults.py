@@ -8,7 +8,7 @@ profile with neither (the embedded runtime's own, an image with nothing older) g
 from __future__ import annotations
 
 from specops.backends import needs_gpu
-from specops.backends.container_config import ContainerBackendConfig
+from specops.backends.container.config import ContainerBackendConfig
 from specops.backends.spec import BackendConfig
 from specops.profile.errors import ProfileError
 from specops.profile.schema import Profile

@@ -7,7 +7,7 @@ from types import SimpleNamespace
 import pytest
 
 from prefect_adapters.reaping import reap_servers
-from specops import tracking
+from specops.host import tracking
 from specops.launch import LABEL_FLOW_RUN, ContainerSpec, run_labels
 from tests.docker.support import startable_ulimits
 

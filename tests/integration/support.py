@@ -16,7 +16,7 @@ from pathlib import Path
 
 import psutil
 
-from specops.processes import kill_process_tree, pick_free_ports
+from specops.host.processes import kill_process_tree, pick_free_ports
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 # The embedded model conversion is shared by every test (and by `make demo`) through this cache.

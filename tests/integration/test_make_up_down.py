@@ -89,7 +89,7 @@ def alert_block_and_gpu_pool(api: str) -> tuple[str, str]:
     from prefect.client.orchestration import get_client
     from prefect.settings import PREFECT_API_URL, temporary_settings
 
-    from specops.deployments import ALERT_BLOCK, GPU_POOL
+    from specops.fleet.deployments import ALERT_BLOCK, GPU_POOL
 
     async def pool_description() -> str:
         async with get_client() as client:

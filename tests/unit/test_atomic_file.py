@@ -12,7 +12,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
 
 from specops.atomic_file import RunFileError, write_figure, write_text  # noqa: E402
-from specops.rundir import STATUS_FILE, RunDir, read_status  # noqa: E402
+from specops.run.rundir import STATUS_FILE, RunDir, read_status  # noqa: E402
 from tests.tmpfs import fill, small_disk  # noqa: E402
 
 

@@ -157,7 +157,7 @@ TOY_BACKEND = {
 
         from specops.backends.base import Backend
         from specops.bench.target import BenchTarget, addresses
-        from specops.plan_step import PlanStep
+        from specops.run.plan_step import PlanStep
 
 
         class ToyBackend(Backend):
@@ -219,7 +219,7 @@ deployments = {(d["entrypoint"], d["name"]): d for d in yaml.safe_load(open("pre
 def test_a_backend_registered_as_the_recipe_says_loads_validates_and_plans(tmp_path):
     repo = follow(tmp_path, "A backend", TOY_BACKEND)
     out = run_in(repo, tmp_path, REFUSE, REGENERATE, """
-        from specops.catalog import matrix_lines
+        from specops.profile.catalog import matrix_lines
         from specops.pipeline.backend import backend_for
         from specops.pipeline.plan import format_plan
         from specops.profile.loader import load_profile
@@ -258,7 +258,7 @@ TOY_METHOD = {
 
         ALL_METHODS = (*ALL_METHODS, ToyRepeatMethod)
     ''',
-    "specops/backends/local_config.py": '''
+    "specops/backends/local/config.py": '''
         METHODS = METHODS | {"toy-repeat"}
     ''',
     "specops/runtime/proposers.py": '''
@@ -289,8 +289,8 @@ TOY_METHOD = {
 def test_a_method_added_as_the_recipe_says_plans_where_its_table_says_and_is_refused_elsewhere(tmp_path):
     repo = follow(tmp_path, "A method", TOY_METHOD)
     out = run_in(repo, tmp_path, REFUSE, REGENERATE, """
-        from specops.backends.local import runtime_options
-        from specops.catalog import matrix_lines
+        from specops.backends.local.backend import runtime_options
+        from specops.profile.catalog import matrix_lines
         from specops.pipeline.plan import format_plan
         from specops.profile.loader import load_profile
         from specops.runtime.proposers import make_proposer
@@ -404,7 +404,7 @@ TOY_FLOW = {
         def toy(profile: str) -> str:
             return describe_profile(profile)
     ''',
-    "specops/deployments.py": '''
+    "specops/fleet/deployments.py": '''
         def toy_deployments(profiles: list[Profile]) -> list[dict[str, Any]]:
             return [deployment(p, "flows/toy.py:toy", ["specops", "toy"]) for p in profiles if p.name == "ngram-local"]
 

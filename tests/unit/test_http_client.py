@@ -11,8 +11,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from specops import http_client
+from specops.host.processes import pick_free_ports
 from specops.http_client import Client, HttpError, NoAnswer, StatusError, get_json, get_text, http_ok, post_json
-from specops.processes import pick_free_ports
 
 KEY = "sk-test-0123456789abcdef"
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import yaml
 
 from specops.backends import needs_gpu
-from specops.deployments import COMMAND, CPU_POOL, GPU_POOL, HF_TOKEN_BLOCK, pool_env, pool_of, render
+from specops.fleet.deployments import COMMAND, CPU_POOL, GPU_POOL, HF_TOKEN_BLOCK, pool_env, pool_of, render
 from specops.profile.loader import list_profile_names, load_profile
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -144,7 +144,7 @@ def test_the_automation_runs_the_alert_deployment_for_each_regression_event():
 
 
 def test_one_sweep_deployment_per_pool_whose_description_lists_the_pools_profiles():
-    from specops.deployments import SWEEP_PROFILES
+    from specops.fleet.deployments import SWEEP_PROFILES
     from specops.sweep.grid import swept_methods
 
     deployments = _deployments("flows/sweep.py:sweep")
@@ -160,7 +160,7 @@ def test_one_sweep_deployment_per_pool_whose_description_lists_the_pools_profile
 
 
 def test_compare_deployments_put_one_targets_profiles_of_one_backend_side_by_side():
-    from specops.deployments import comparable_sets
+    from specops.fleet.deployments import comparable_sets
     from specops.profile.comparison import check_comparable
 
     profiles = [load_profile(n).profile for n in list_profile_names()]

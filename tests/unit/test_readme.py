@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from specops.catalog import gpu_profile_table
+from specops.profile.catalog import gpu_profile_table
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 

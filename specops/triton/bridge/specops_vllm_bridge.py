@@ -1,6 +1,6 @@
 """What Triton's vllm_backend needs of the vLLM CPU environment that neither side provides.
 
-Installed with a .pth line into the vLLM environment specops builds (specops.backends.vllm_cpu), and
+Installed with a .pth line into the vLLM environment specops builds (specops.backends.vllm.cpu), and
 active only in processes whose $SPECOPS_VLLM_BRIDGE names a bridges.json: the Python-backend stub
 that runs the backend. That stub starts an isolated interpreter (PyConfig_InitIsolatedConfig), so
 PYTHONPATH, PYTHONUTF8 and the locale variables do not reach it; the site-packages .pth does.

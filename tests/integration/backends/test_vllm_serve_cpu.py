@@ -19,16 +19,16 @@ import psutil
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from specops.backends import vllm_cpu
 from specops.backends.base import Deployment, make_backend
-from specops.backends.vllm_readback import ServedConfigError
+from specops.backends.vllm import cpu as vllm_cpu
+from specops.backends.vllm.readback import ServedConfigError
 from specops.bench.prompts import load_prompts
 from specops.bench.target import Api
 from specops.bench.tool import BenchJob
 from specops.bench.tool_registry import bench_tool
 from specops.http_client import get_text
 from specops.profile.loader import load_profile
-from specops.variant import BASE, SPECULATIVE, Variant, base_method
+from specops.run.variant import BASE, SPECULATIVE, Variant, base_method
 from tests.integration.support import REPO_ROOT, service_env
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]

@@ -19,12 +19,12 @@ import httpx
 import psutil
 import pytest
 
-from specops.backends import vllm_cpu
 from specops.backends.base import Deployment, make_backend
-from specops.processes import running
+from specops.backends.vllm import cpu as vllm_cpu
+from specops.host.processes import running
 from specops.profile.loader import load_profile
+from specops.run.variant import BASE, Variant, base_method
 from specops.triton import client
-from specops.variant import BASE, Variant, base_method
 from tests.integration.support import REPO_ROOT, service_env
 from tests.reference import REFERENCE
 
@@ -87,12 +87,12 @@ def test_a_server_that_ignores_sigterm_is_gone_within_the_teardown_bound(embedde
     assert first_token.wait(timeout=120), "the long request never produced a token"
     bound = 3.0
     t0 = time.monotonic()
-    with caplog.at_level("WARNING", logger="specops.processes"):
+    with caplog.at_level("WARNING", logger="specops.host.processes"):
         server.stop(bound)
     elapsed = time.monotonic() - t0
     assert "ignored SIGTERM" in caplog.text  # it really did not stop on SIGTERM
     assert [proc for proc in tree if running(proc)] == []
-    # SIGTERM, `bound` s, SIGKILL to the group, then stragglers reaped and ports checked (specops.processes).
+    # SIGTERM, `bound` s, SIGKILL to the group, then stragglers reaped and ports checked (specops.host.processes).
     assert elapsed < bound + 20, elapsed
     print(f"stopped in {elapsed:.1f}s ({len(tree)} processes, bound {bound}s)")
 

@@ -14,8 +14,8 @@ from contextlib import contextmanager
 
 import pytest
 
-from specops.artifacts_server import MAX_ALERT_BYTES
-from specops.processes import pick_free_ports
+from specops.fleet.artifacts_server import MAX_ALERT_BYTES
+from specops.host.processes import pick_free_ports
 from tests.integration.support import REPO_ROOT
 
 pytestmark = pytest.mark.integration

@@ -30,10 +30,10 @@ SHRINK = ["benchmark.num_requests=4", "benchmark.output_tokens=32", "comparison.
 
 def label(proc: psutil.Process) -> str:
     """A name a test can ask for: tritonserver, triton_python_backend_stub, genai-perf,
-    perf_analyzer, guard (specops/guard.py), prefect-api (uvicorn serving Prefect's API), ..."""
+    perf_analyzer, guard (specops/host/guard.py), prefect-api (uvicorn serving Prefect's API), ..."""
     try:
         cmdline = proc.cmdline()
-        if any(arg.endswith("specops/guard.py") for arg in cmdline):
+        if any(arg.endswith("specops/host/guard.py") for arg in cmdline):
             return "guard"
         if "uvicorn" in cmdline and "prefect.server.api.server:create_app" in cmdline:
             return "prefect-api"

@@ -64,7 +64,7 @@ def test_a_killed_sweep_is_finished_by_the_janitor(embedded_model, tmp_path):
     assert all(s["state"] == "failed" and s["step"] and "ended without finishing" in s["error"]
                for s in states.values()), states
     # Gone: removed by the janitor, which names each, unless a server of another run started meanwhile and
-    # swept them first (every server start does; CI's other worker does): tests/unit/test_janitor.py covers it.
+    # swept them first (every server start does; CI's other worker does): tests/unit/host/test_janitor.py covers it.
     assert list(Path("/dev/shm").glob(f"specops{proc.pid}_*")) == []
 
 

@@ -234,7 +234,7 @@ def test_a_stub_killed_during_the_benchmark(env):
 # real ephemeral range would also starve the Prefect client's own connections).
 PORT_THIEF = """
 import socket, sys
-import specops.processes as processes
+import specops.host.processes as processes
 real, held = processes.pick_free_ports, []
 def taken(host, count, avoid=()):
     if sys._getframe(1).f_globals.get("__name__") != "specops.triton.server":

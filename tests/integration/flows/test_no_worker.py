@@ -26,9 +26,9 @@ from pathlib import Path
 import pytest
 
 from cli.deployments import pool_template
-from specops.deployments import CPU_POOL, GPU_POOL, NO_WORKER_EVENT
-from specops.pools import pool_description
-from specops.processes import kill_process_tree
+from specops.fleet.deployments import CPU_POOL, GPU_POOL, NO_WORKER_EVENT
+from specops.fleet.pools import pool_description
+from specops.host.processes import kill_process_tree
 from tests.integration.flows.test_prefect_deployment import commit_of_working_tree, host_without_checkout, read
 from tests.integration.support import SHARED_CACHE, WebhookServer, prefect_server, service_env
 

@@ -36,8 +36,8 @@ from pathlib import Path
 import pytest
 
 from cli.deployments import pool_template
-from specops.deployments import ALERT_BLOCK, CPU_POOL, GPU_CONCURRENCY, GPU_POOL, NIGHTLY
-from specops.processes import kill_process_tree
+from specops.fleet.deployments import ALERT_BLOCK, CPU_POOL, GPU_CONCURRENCY, GPU_POOL, NIGHTLY
+from specops.host.processes import kill_process_tree
 from specops.regression.suite import EVENT
 from specops.results.store import ResultsStore
 from tests.integration.postgres import create_database

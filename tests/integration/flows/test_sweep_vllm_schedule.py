@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from specops.backends import vllm_cpu
+from specops.backends.vllm import cpu as vllm_cpu
 from specops.sweep.outcome import SweepOutcome
 from tests.integration.support import REPO_ROOT, SHARED_CACHE, service_env
 

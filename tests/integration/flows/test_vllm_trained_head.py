@@ -15,7 +15,7 @@ import sys
 
 import pytest
 
-from specops.backends import vllm_cpu
+from specops.backends.vllm import cpu as vllm_cpu
 from tests.integration.support import REPO_ROOT, SHARED_CACHE, service_env
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(3600)]

@@ -20,7 +20,7 @@ import time
 
 import pytest
 
-from specops.backends import vllm_cpu
+from specops.backends.vllm import cpu as vllm_cpu
 from specops.regression.metrics import POSITION_PREFIX
 from specops.regression.verdict import Verdict, profile_runs
 from specops.results.model import UPGRADE_SIDE_NOTE, RunResult

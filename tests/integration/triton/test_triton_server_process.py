@@ -15,7 +15,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from specops import processes as proc
+from specops.host import processes as proc
 from specops.triton import client
 from specops.triton import server as server_module
 from specops.triton.endpoint import Endpoint
@@ -234,8 +234,8 @@ def test_files_specops_writes_at_the_repository_root_are_ignored_by_triton(tmp_p
     """Container backends write their sidecar (mounts) and the tritonserver wrapper beside the model
     directories; the real server loads the repository with them there (model-control-mode none: it
     loads every model directory it finds)."""
-    from specops.backends.container import SIDECAR, sidecar, write_files
-    from specops.backends.triton_launch import loopback_wrapper
+    from specops.backends.container.backend import SIDECAR, sidecar, write_files
+    from specops.backends.trtllm.triton_launch import loopback_wrapper
 
     repo = tmp_path / "repo"
     render(repo)

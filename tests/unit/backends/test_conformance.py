@@ -9,16 +9,16 @@ from pathlib import Path
 
 import pytest
 
-import specops.backends.trtllm as trtllm_module
-import specops.backends.trtllm_engine_commands as commands
+import specops.backends.trtllm.backend as trtllm_module
+import specops.backends.trtllm.engine_commands as commands
 from specops.backends import BACKENDS
-from specops.backends.vllm_engine import VllmEngineBackend
+from specops.backends.vllm.engine import VllmEngineBackend
 from specops.bench.genai_perf_payload import payloads, requests
 from specops.bench.genai_perf_tool import GenaiPerf
 from specops.pipeline.backend import backend_for
 from specops.pipeline.benchmark import bench_job
 from specops.profile.loader import list_profile_names, load_profile
-from specops.variant import variants_of
+from specops.run.variant import variants_of
 
 GPU_PROFILES = [n for n in list_profile_names() if BACKENDS.get(load_profile(n).profile.backend.kind).needs_gpu]
 

@@ -39,7 +39,9 @@ def test_supported_pairs_plan_and_the_others_are_refused_at_load(backend, method
 
 def test_every_backend_serves_some_method_and_the_matrix_is_derived():
     """BackendSpec.methods comes from each support table (no hand-kept list to keep in step)."""
-    from specops.backends import llmapi_support, trtllm_engine_support, vllm_support
+    from specops.backends.trtllm import engine_support as trtllm_engine_support
+    from specops.backends.trtllm import llmapi_support
+    from specops.backends.vllm import support as vllm_support
 
     assert BACKENDS.get("vllm").methods is vllm_support.METHODS
     assert BACKENDS.get("trtllm").methods is BACKENDS.get("trtllm-serve").methods is llmapi_support.METHODS

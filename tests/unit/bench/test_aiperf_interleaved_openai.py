@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 
-from specops.backends.vllm_serve import ALIAS
+from specops.backends.vllm.serve import ALIAS
 from specops.bench import aiperf_tool
 from specops.bench.aiperf_exports import RAW_RECORDS, RECORDS
 from specops.bench.aiperf_tool import AIPerf

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from cli import preflight
-from specops.processes import pick_free_ports
+from specops.host.processes import pick_free_ports
 from specops.profile.errors import ProfileError
 from specops.profile.loader import load_profile
 

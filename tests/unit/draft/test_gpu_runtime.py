@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-import specops.backends.container
+import specops.backends.container.backend
 from specops.draft import store
 from specops.draft.datasets import parse_dataset_uri
 from specops.draft.gpu import VLLM_KEY_ENV, GpuTraining
@@ -21,7 +21,7 @@ from specops.pipeline.backend import synthesis_backend_for
 from specops.pipeline.render import render_repository
 from specops.pipeline.serve import start_variant, stop_variant
 from specops.profile.loader import load_profile
-from specops.rundir import RunDir
+from specops.run.rundir import RunDir
 from specops.sources.base import ModelArtifact
 
 
@@ -133,7 +133,7 @@ def synthesis(tmp_path, monkeypatch):
     (tmp_path / "run").mkdir()
 
     def start(launcher, *overrides):
-        monkeypatch.setattr(specops.backends.container, "DockerLauncher", lambda: launcher)
+        monkeypatch.setattr(specops.backends.container.backend, "DockerLauncher", lambda: launcher)
         backend = synthesis_backend_for(load_profile("eagle-vllm-seed", ["serving.stop_timeout_s=7", *overrides])
                                         .profile)
         repo = render_repository(backend, SYNTHESIS, target, None, tmp_path / "cache").value

@@ -184,7 +184,7 @@ def test_bad_gpu_settings_name_the_field(override, message):
 
 def test_synthesis_images_are_the_ones_vllm_serve_serves():
     """The section refuses at load what backend vllm-serve would refuse at plan; every image it takes plans."""
-    from specops.backends.vllm_support import SERVE_FROM as BACKEND_SERVE_FROM
+    from specops.backends.vllm.support import SERVE_FROM as BACKEND_SERVE_FROM
     from specops.draft.gpu import SERVE_FROM, VllmSynthesisServer
     from specops.versions.images import known_images
 

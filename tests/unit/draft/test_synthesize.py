@@ -12,7 +12,7 @@ import pytest
 from specops.draft.conversations import DataFileError, read_conversations
 from specops.draft.prompt_sources import PromptItem
 from specops.draft.synthesize import EndpointError, openai_answerer, synthesize
-from specops.processes import pick_free_ports
+from specops.host.processes import pick_free_ports
 
 KEY = "sk-test-0123456789abcdef"
 MEET_S = 30.0  # a bound on a hang, not a timed assertion

@@ -18,7 +18,7 @@ STOP_ALLOWED = (
     "specops/backends/",  # a backend's servers and their launch() clean-up
     "specops/launch/",  # the Docker launcher stops its containers
     "specops/triton/",  # the tritonserver process wrapper
-    "specops/janitor.py",  # reaps what a dead run left, by record rather than by server
+    "specops/host/janitor.py",  # reaps what a dead run left, by record rather than by server
     "specops/cost/meter.py",  # a cost meter's sampler, not a server
 )
 
@@ -58,5 +58,5 @@ def test_the_check_sees_a_second_way_to_serve():
     assert violations("flows/other.py", second_way) == [
         "flows/other.py:1 uses start_server", "flows/other.py:1 uses stop_server",
         "flows/other.py:2 calls .launch(", "flows/other.py:3 calls .stop("]
-    assert violations("specops/backends/vllm.py", "server = super().launch(variant, repo, log)\n") == []
+    assert violations("specops/backends/vllm/backend.py", "server = super().launch(variant, repo, log)\n") == []
     assert violations("flows/serving.py", second_way) == []

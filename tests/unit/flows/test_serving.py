@@ -13,7 +13,7 @@ from specops.acceptance.model import Acceptance
 from specops.pipeline.check import Pace
 from specops.pipeline.summarize import RunFacts
 from specops.results.model import Design
-from specops.variant import BASE, SPECULATIVE, Variant, base_method
+from specops.run.variant import BASE, SPECULATIVE, Variant, base_method
 
 
 class FakeServer:

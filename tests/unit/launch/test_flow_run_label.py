@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from specops import tracking
+from specops.host import tracking
 from specops.launch import LABEL_FLOW_RUN, ContainerSpec
 from specops.launch.docker_launcher import create_kwargs
 

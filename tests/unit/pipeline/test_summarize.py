@@ -8,7 +8,7 @@ from specops.pipeline.summarize import RunFacts, run_result, status_of
 from specops.profile.loader import load_profile
 from specops.results.metrics import RequestSample
 from specops.results.model import Design, Divergence, Lossless, Status, VariantRecord, Verdict
-from specops.rundir import RunDir
+from specops.run.rundir import RunDir
 
 DIFFERING = Lossless(compared=2, mismatches=1, first=Divergence(prompt_index=1, position=3, base="abc",
                                                                 speculative="abd"))

@@ -77,7 +77,7 @@ def test_specops_log_lines_reach_the_flow_runs_logs_and_threads_are_dropped_quie
         logging.getLogger("specops.triton.server").info("tritonserver ready in 1.0s (unit test)")
         with warnings.catch_warnings(record=True) as caught:  # Prefect's handler warns of each record without a run
             warnings.simplefilter("always")
-            thread = threading.Thread(target=lambda: logging.getLogger("specops.liveness").info("from a thread"))
+            thread = threading.Thread(target=lambda: logging.getLogger("specops.host.liveness").info("from a thread"))
             thread.start()
             thread.join()
         assert [str(w.message) for w in caught if "flow run" in str(w.message)] == []

@@ -6,7 +6,7 @@ import pytest
 from cli.main import EXIT_PROFILE, main
 from specops.profile.calibration import load_calibration
 from specops.profile.errors import ProfileError
-from specops.variant import variants_of
+from specops.run.variant import variants_of
 
 
 def test_the_aa_run_serves_the_base_on_both_arms_with_the_profiles_own_design():

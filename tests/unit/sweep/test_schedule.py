@@ -11,8 +11,8 @@ from specops.backends import BACKENDS
 from specops.backends.base import Deployment, make_backend
 from specops.profile.errors import ProfileError
 from specops.profile.loader import load_profile
+from specops.run.variant import Variant
 from specops.sweep.schedule import FIELDS, recommend, schedule_facts
-from specops.variant import Variant
 from specops.versions.vllm import vllm_release
 
 BEST = {1: 4, 2: 2, 4: None}

@@ -51,7 +51,7 @@ def test_uncommitted_changes_are_refused_naming_the_file_unless_allowed(repo):
 
 
 def test_the_settings_checked_are_the_deployments_job_variables():
-    from specops.deployments import WORKER_ENV
+    from specops.fleet.deployments import WORKER_ENV
 
     assert deploy_source.worker_env() == WORKER_ENV  # read from the source, without importing specops
     assert set(deploy_source.SETTINGS) == set(WORKER_ENV) and set(ENV) == set(WORKER_ENV.values())
@@ -61,7 +61,7 @@ def test_the_settings_checked_are_the_deployments_job_variables():
 @pytest.mark.parametrize("value", [None, "", "  "])
 def test_an_unset_or_empty_worker_setting_is_refused_naming_it_its_use_and_the_make_argument(repo, deploy_var, value):
     """"" would be stored and replace the worker host's own setting: a GPU host's results would go to SQLite."""
-    from specops.deployments import WORKER_ENV
+    from specops.fleet.deployments import WORKER_ENV
 
     env = {k: v for k, v in ENV.items() if k != deploy_var}
     if value is not None:

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from specops.processes import pick_free_ports
+from specops.host.processes import pick_free_ports
 from specops.triton.server import TritonServer
 
 TIMEOUT_LINE = 'E1126 main.cc:535] "failed to stop server: Internal - Exit timeout expired. Exiting immediately."'

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from specops.deployments import CPU_POOL, GPU_POOL, UPGRADE, upgrade_deployments
+from specops.fleet.deployments import CPU_POOL, GPU_POOL, UPGRADE, upgrade_deployments
 from specops.profile.errors import ProfileError
 from specops.profile.loader import list_profile_names, load_profile
 from specops.upgrade.defaults import CPU_REFERENCE, default_sides, older_images

@@ -1,10 +1,10 @@
 """The version facts are regular, cite their sources, and agree with the image matrix."""
 from __future__ import annotations
 
-from specops.backends.trtllm_config import TrtllmBackendConfig
-from specops.backends.trtllm_engine_config import TrtllmEngineBackendConfig
-from specops.backends.trtllm_serve_config import TrtllmServeBackendConfig
-from specops.backends.vllm_config import VllmBackendConfig
+from specops.backends.trtllm.config import TrtllmBackendConfig
+from specops.backends.trtllm.engine_config import TrtllmEngineBackendConfig
+from specops.backends.trtllm.serve_config import TrtllmServeBackendConfig
+from specops.backends.vllm.config import VllmBackendConfig
 from specops.versions.engine import engine_releases, servable_versions
 from specops.versions.images import known_images
 from specops.versions.store import load

@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from specops.backends import vllm_cpu
-from specops.backends.vllm_cpu import BRIDGE_MODULE, BRIDGE_VAR, VllmVenv
+from specops.backends.vllm import cpu as vllm_cpu
+from specops.backends.vllm.cpu import BRIDGE_MODULE, BRIDGE_VAR, VllmVenv
 
 PKG = {
     "pkg/__init__.py": "",
@@ -62,7 +62,7 @@ def run(tree: dict[str, Path], code: str, bridge: bool) -> subprocess.CompletedP
 def test_the_pth_line_is_what_install_bridge_writes(tree):
     pth = tree["site"] / f"{BRIDGE_MODULE}.pth"
     assert pth.read_text() == f"import {BRIDGE_MODULE}; {BRIDGE_MODULE}.install()\n"
-    source = Path(vllm_cpu.__file__).parents[1] / "triton" / "bridge" / f"{BRIDGE_MODULE}.py"
+    source = Path(vllm_cpu.__file__).parents[2] / "triton" / "bridge" / f"{BRIDGE_MODULE}.py"
     assert (tree["site"] / f"{BRIDGE_MODULE}.py").read_text() == source.read_text()
 
 

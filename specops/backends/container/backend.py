@@ -1,0 +1,355 @@
+"""One base for the containerised backends (vllm, trtllm, trtllm-engine, trtllm-serve).
+
+The base owns what they all do the same way: where models appear in the container (mounted or
+named by hub id), the sidecar that carries the host side of those mounts from render to launch,
+free ports on the serving address, labels naming the real backend, HF_TOKEN passed by name
+only, launching and waiting through the Docker launcher, and the plan. A backend supplies only
+what differs: its files, its container command, its readiness probe, how clients reach it, and
+its acceptance source.
+
+Containers go through the Docker launcher (`specops.launch`); it imports docker-py only when it
+talks to a daemon, so `specops plan` works on machines without Docker.
+"""
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar
+
+from specops.acceptance.model import Acceptance
+from specops.backends.base import Backend
+from specops.backends.container.config import ContainerBackendConfig
+from specops.cost.container_cpu import container_cpu_seconds
+from specops.host.processes import pick_free_ports
+from specops.host.teardown import teardown_quietly
+from specops.launch import (
+    LABEL_PROFILE,
+    LABEL_ROLE,
+    ContainerSpec,
+    DockerLauncher,
+    LaunchError,
+    Mount,
+    describe_line,
+    logs,
+)
+from specops.launch.gpus import parse_gpus
+from specops.run.plan_step import PlanStep
+from specops.run.rundir import cache_root
+from specops.run.variant import Variant
+from specops.settings import env_name
+from specops.sources.base import ModelArtifact
+from specops.sources.hf import HUB_CACHE
+from specops.sources.schemes import parse_source
+from specops.triton.endpoint import Endpoint
+
+HF_CACHE_IN_CONTAINER = "/root/.cache/huggingface"
+# specops' hub cache (<cache>/hf, huggingface_hub's own layout) is every server container's hub cache
+# too: what the download step fetched, a framework that resolves a hub id in the container finds there
+# instead of downloading the checkpoint again (huggingface_hub reads HF_HUB_CACHE; its default is
+# $HF_HOME/hub, i.e. this path, for images that set neither).
+HF_HUB_IN_CONTAINER = f"{HF_CACHE_IN_CONTAINER}/hub"
+SIDECAR = "specops-container.json"  # written beside the rendered files: the host side of the mounts
+FREE_PORT = "<free port>"
+
+
+@dataclass(frozen=True)
+class PlacedModel:
+    """How a config names a model, and the bind mount that makes that name resolve."""
+
+    ref: str  # hub id (the container downloads it) or the path inside the container
+    host: str | None = None  # None: nothing to mount (hub access)
+    target: str | None = None
+
+
+@dataclass(frozen=True)
+class Placed:
+    target: PlacedModel
+    draft: PlacedModel | None
+
+    def mounts(self) -> list[tuple[str, str]]:
+        return [(m.host, m.target) for m in (self.target, self.draft) if m is not None and m.host and m.target]
+
+
+def placeholder(role: str) -> str:
+    return f"<{role} checkpoint from the download step>"
+
+
+def write_files(out_dir: Path, files: dict[str, str]) -> None:
+    for rel, content in files.items():
+        path = Path(out_dir) / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(content, encoding="utf-8")
+
+
+def sidecar(mounts: list[tuple[str, str]]) -> str:
+    return json.dumps({"mounts": [list(m) for m in mounts]}, indent=2) + "\n"
+
+
+def read_sidecar(repo: Path) -> list[tuple[str, str]]:
+    path = Path(repo) / SIDECAR
+    return [(str(h), str(t)) for h, t in json.loads(path.read_text())["mounts"]] if path.is_file() else []
+
+
+@dataclass
+class ContainerServer:
+    """A ready server inside a container started by the Docker launcher."""
+
+    launcher: Any
+    handle: Any
+    log_path: Path
+    image: str
+    stop_timeout_s: float
+    endpoint: Endpoint
+    probe: Callable[[], bool] | None = None  # the backend's readiness probe for the served variant
+
+    def describe(self) -> str:
+        return f"container {self.handle.name}"
+
+    def state(self) -> str | None:
+        return self.launcher.state(self.handle)
+
+    def answers(self, timeout_s: float) -> bool:
+        # The backends' probes carry their own few-second timeouts (client.is_ready, http_ok).
+        return self.probe is None or bool(self.probe())
+
+    def log_tail(self, lines: int = 20) -> str:
+        return logs.tail(self.launcher.text(self.handle), lines)
+
+    def stop(self, timeout_s: float | None = None) -> None:
+        self.launcher.stop(self.handle, self.stop_timeout_s if timeout_s is None else timeout_s)  # idempotent
+
+    def cpu_seconds(self) -> float:
+        return container_cpu_seconds(self.launcher.client.containers.get(self.handle.id))
+
+    def version(self) -> tuple[str, str]:
+        return "container", self.image
+
+    def record(self) -> dict[str, Any]:
+        # No create_time: the process janitor never signals a container pid; it stops the
+        # container by id (specops.host.janitor), and the launcher's janitor finds it by label.
+        e = self.endpoint
+        return {"pid": 0, "tool": "docker", "image": self.image, **self.handle.record(),
+                "ports": sorted({e.http_port, e.grpc_port, e.metrics_port})}
+
+
+class ContainerBackend(Backend):
+    """What every containerised backend shares; subclasses supply files, command, probe, access."""
+
+    config: ContainerBackendConfig
+    name: ClassVar[str]  # the registry name, carried by the containers' labels
+    repo_in_container: ClassVar[str]  # where the rendered files are mounted
+    repo_writable: ClassVar[bool] = False
+    # Ports the server needs: Triton takes http, grpc and metrics; an OpenAI server one.
+    port_names: ClassVar[tuple[str, ...]] = ("http", "grpc", "metrics")
+    server_cls: ClassVar[type[ContainerServer]] = ContainerServer
+
+    # --- what a backend supplies --------------------------------------------------------
+    def files(self, variant: Variant, placed: Placed) -> dict[str, str]:
+        """The rendered files (relative path -> text), from where the models appear in the container."""
+        raise NotImplementedError
+
+    def command(self, variant: Variant, endpoint: Endpoint) -> list[str]:
+        """The container's command for serving `variant` on `endpoint`."""
+        raise NotImplementedError
+
+    def probe(self, variant: Variant, endpoint: Endpoint) -> Callable[[], bool]:
+        """True once the server and the variant's model answer."""
+        raise NotImplementedError
+
+    def probe_description(self, variant: Variant, endpoint: Endpoint) -> str:
+        raise NotImplementedError
+
+    def version_notes(self, variant: Variant) -> list[str]:
+        """What the framework version decided about this variant's rendering (for the plan)."""
+        return []
+
+    # --- acceptance: each backend names its source, or why its image has none ---------------
+    def acceptance_why(self, variant: Variant) -> str | None:
+        """Why the image (or the profile) gives this speculative variant no acceptance source; None: it has one."""
+        return None
+
+    acceptance_text: ClassVar[str]  # the source, as the plan names it
+
+    def acceptance_description(self, variant: Variant) -> str:
+        return self.acceptance_text
+
+    def read_acceptance(self, server: ContainerServer, variant: Variant, settle: bool) -> Acceptance:
+        """The cumulative counters from the source."""
+        raise NotImplementedError
+
+    def serving_what(self) -> str:
+        """What serves the variants, as acceptance messages name it (the image)."""
+        return self.config.image
+
+    def acceptance_source(self, variant: Variant) -> str:
+        if not variant.method.speculative:
+            return super().acceptance_source(variant)
+        why = self.acceptance_why(variant)
+        return f"unavailable on {self.serving_what()}: {why}" if why else self.acceptance_description(variant)
+
+    def acceptance(self, server: ContainerServer, variant: Variant, settle: bool = False) -> Acceptance | None:
+        if not variant.method.speculative:
+            return None
+        why = self.acceptance_why(variant)
+        if why:
+            return Acceptance.unavailable(self.serving_what(), why)
+        return self.read_acceptance(server, variant, settle)
+
+    def in_container_steps(self, variant: Variant, endpoint: Endpoint) -> list[str]:
+        """Shell steps the command runs, shown one per line in the plan (none: a plain command)."""
+        return []
+
+    def mount_name(self, variant: Variant, role: str, name: str) -> str:
+        """Where `role` appears in the container: <mount_root>/<its model name> unless a backend says otherwise."""
+        return f"{self.config.mount_root.rstrip('/')}/{name or role}"
+
+    def hub_ok(self, variant: Variant, role: str) -> bool:
+        """Whether the framework in the image downloads this role's hub id itself."""
+        return True
+
+    def container_env(self, variant: Variant | None) -> dict[str, str]:
+        """Environment of the variant's containers (None: one-shot steps)."""
+        return dict(self.config.env)
+
+    # --- placement and rendering ----------------------------------------------------------
+    def place_model(self, variant: Variant, role: str, source: str, artifact: ModelArtifact | None) -> PlacedModel:
+        """`models: hub` names hf:// sources by repo id where the framework downloads them; anything
+        else is mounted read-only (see mount_name)."""
+        ref = parse_source(source)
+        if self.config.models == "hub" and ref.scheme == "hf" and self.hub_ok(variant, role):
+            return PlacedModel(ref.name)
+        inside = self.mount_name(variant, role, Path(ref.name).name)
+        host = str(artifact.path) if artifact is not None else placeholder(role)
+        return PlacedModel(inside, host, inside)
+
+    def place(self, variant: Variant, target: ModelArtifact | None, draft: ModelArtifact | None) -> Placed:
+        d = self.deployment
+        t = self.place_model(variant, "target", d.target_source, target)
+        placed_draft = None
+        if variant.method.needs_draft and d.has_draft:
+            source = d.draft_source or (str(draft.path) if draft is not None else "trained-draft")
+            placed_draft = self.place_model(variant, "draft", source, draft)
+        return Placed(t, placed_draft)
+
+    def all_files(self, variant: Variant, target: ModelArtifact | None, draft: ModelArtifact | None) -> dict[str, str]:
+        placed = self.place(variant, target, draft)
+        return self.files(variant, placed) | {SIDECAR: sidecar(self.extra_mounts(variant) + placed.mounts())}
+
+    def extra_mounts(self, variant: Variant) -> list[tuple[str, str]]:
+        """More read-only mounts (host, container) beside the models, e.g. a cached engine build."""
+        return []
+
+    def render(self, variant: Variant, target: ModelArtifact, draft: ModelArtifact | None, out_dir: Path) -> None:
+        write_files(out_dir, self.all_files(variant, target, draft))
+
+    # --- containers -----------------------------------------------------------------------
+    def labels(self, variant_or_step: str, role: str) -> dict[str, str]:
+        return {LABEL_PROFILE: self.deployment.profile, LABEL_ROLE: role, "specops.backend": self.name,
+                "specops.run.variant": variant_or_step}
+
+    def secret_env(self) -> tuple[str, ...]:
+        """HF_TOKEN by name only, where the container downloads from the hub."""
+        return (env_name("hf_token"),)
+
+    def spec(self, command: list[str], mounts: list[tuple[str, str, bool]], labels: dict[str, str], *,
+             variant: Variant | None = None, secrets: bool = True):
+        """The launcher's ContainerSpec: host network, the tutorials' ulimits, secrets by name only."""
+        c = self.config
+        binds = list(mounts)
+        env = self.container_env(variant)
+        if secrets:  # the serving containers, which may resolve hub ids; one-shot steps use mounted checkpoints
+            if c.hf_cache:  # the rest of an HF home (token, xet cache): the hub cache below is specops'
+                binds.append((str(Path(c.hf_cache).expanduser()), HF_CACHE_IN_CONTAINER, False))
+            binds.append((str(self.hub_cache()), HF_HUB_IN_CONTAINER, False))
+            env = {**env, "HF_HUB_CACHE": HF_HUB_IN_CONTAINER}
+        return ContainerSpec(image=c.image, command=list(command), env=env,
+                             secret_env=self.secret_env() if secrets else (),
+                             mounts=[Mount(Path(s), t, ro) for s, t, ro in binds], gpus=parse_gpus(c.gpus),
+                             shm_size=c.shm_size, network_mode="host", ipc_mode=c.ipc, labels=labels)
+
+    def hub_cache(self) -> Path:
+        """Where the download step keeps hub snapshots (specops.sources.hf), mounted as the containers' hub cache."""
+        return cache_root() / HUB_CACHE
+
+    def server_spec(self, variant: Variant, repo: Path | str, mounts: list[tuple[str, str]], endpoint: Endpoint):
+        binds = [(str(repo), self.repo_in_container, not self.repo_writable)] + [(h, t, True) for h, t in mounts]
+        return self.spec(self.command(variant, endpoint), binds, self.labels(variant.name, f"server-{variant.name}"),
+                         variant=variant)
+
+    def endpoint(self) -> Endpoint:
+        host = self.serving.host
+        ports = pick_free_ports(host, len(self.port_names))
+        return Endpoint(host, *(ports + [ports[0]] * (3 - len(ports))))
+
+    def launch(self, variant: Variant, repo: Path, log_path: Path) -> ContainerServer:
+        endpoint = self.endpoint()
+        self.hub_cache().mkdir(parents=True, exist_ok=True)  # a bind mount's source must exist
+        spec = self.server_spec(variant, repo, read_sidecar(repo), endpoint)
+        launcher = DockerLauncher()
+        handle = launcher.start(spec, log_path)
+        serving = self.serving
+        probe = self.probe(variant, endpoint)
+        try:
+            launcher.wait_ready(handle, probe, serving.ready_timeout_s)
+        except BaseException:
+            teardown_quietly(lambda: launcher.stop(handle, serving.stop_timeout_s), f"removing {handle.name}")
+            raise
+        return self.server_cls(launcher, handle, log_path, spec.image, serving.stop_timeout_s, endpoint, probe)
+
+    def preflight(self) -> list[str]:
+        return list(DockerLauncher().preflight(gpus=True))
+
+    def served(self) -> dict[str, str | None]:
+        c = self.config
+        image = self.image_identity()
+        return {"image": c.image, "image_id": image.id if image else None,
+                "image_digest": image.digest if image else None,
+                "framework": f"{c.framework} {c.release()}", "version_source": c.version_source()}
+
+    def image_identity(self):
+        """The Docker engine's Id and repo digest of the configured image (specops.launch.image), asked once
+        per run; None where no engine answers or the image is absent (the run then failed before serving)."""
+        if not hasattr(self, "_image_identity"):
+            try:
+                self._image_identity = DockerLauncher().image_identity(self.config.image)
+            except LaunchError:  # DockerUnavailable, ImageMissing
+                self._image_identity = None
+        return self._image_identity
+
+    def gpus(self) -> str:
+        return self.config.gpus
+
+    # --- plan -------------------------------------------------------------------------------
+    def plan_endpoint(self) -> Endpoint:
+        return Endpoint(self.serving.host, 0, 0, 0)
+
+    @staticmethod
+    def show_ports(text: str) -> str:
+        """A planned command with the ports a run picks shown as such (the plan's endpoint has port 0)."""
+        text = re.sub(r"(port[= ])0(?!\d)", rf"\g<1>{FREE_PORT}", text)
+        return re.sub(r":0(?![\d.])", f":{FREE_PORT}", text)
+
+    def run_repo(self, variant: Variant) -> str:
+        return f"artifacts/{self.deployment.profile}/<run-id>/repository/{variant.name}"
+
+    def plan(self, variant: Variant, target: ModelArtifact | None, draft: ModelArtifact | None) -> list[PlanStep]:
+        files = self.all_files(variant, target, draft)
+        mounts = [tuple(m) for m in json.loads(files[SIDECAR])["mounts"]]
+        endpoint = self.plan_endpoint()
+        spec = self.server_spec(variant, self.run_repo(variant), mounts, endpoint)
+        serve = [self.show_ports(describe_line(spec))]
+        serve += [f"(in container) {self.show_ports(s)}" for s in self.in_container_steps(variant, endpoint)]
+        serve.append(self.show_ports(f"ready: {self.probe_description(variant, endpoint)}"))
+        c = self.config
+        version = [f"{self.serving_what()} ships {c.framework} {c.release()} ({c.version_source()}); everything "
+                   "below is rendered for that version", *self.version_notes(variant)]
+        return [PlanStep("version", commands=version),
+                PlanStep("render", files={f"repository/{k}": v for k, v in files.items()}),
+                PlanStep("serve", commands=serve)]
+
+    @staticmethod
+    def bash(steps: list[str]) -> list[str]:
+        return ["bash", "-c", "set -e; " + "; ".join(steps)]

@@ -1,0 +1,106 @@
+"""Backend `local`: the embedded CPU runtime as a Triton Python-backend model, served by the
+tritonserver binary from nvidia-pytriton. Its I/O is the vLLM backend's, so genai-perf and
+tritonclient talk to it exactly as to vLLM on Triton."""
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+from typing import Any
+
+from specops.acceptance.model import Acceptance
+from specops.backends.base import Backend
+from specops.backends.triton_process import TritonProcessServer, start_triton
+from specops.bench.target import BenchTarget
+from specops.methods import MethodConfig
+from specops.run.plan_step import PlanStep
+from specops.run.rundir import cache_root
+from specops.run.variant import Variant
+from specops.sources.base import ModelArtifact
+from specops.triton import client
+from specops.triton.model_config import python_generate_config, to_pbtxt
+from specops.triton.repository import TRITON_MODEL_FILE, write_python_model
+from specops.triton.server import TritonServer
+
+ACCEPTANCE_SOURCE = "Triton metrics port (spec_decode_* counters of the embedded runtime)"
+
+
+def runtime_options(method: MethodConfig, draft: ModelArtifact | None = None) -> dict[str, Any]:
+    """The embedded runtime takes the method's own settings under their profile names."""
+    options = method.model_dump(exclude={"kind"}, exclude_none=True)
+    if method.needs_draft:
+        options["draft_dir"] = str(draft.path) if draft is not None else "<draft checkpoint>"
+    return options
+
+
+class LocalBackend(Backend):
+    def _config(self, variant: Variant, target: ModelArtifact, draft: ModelArtifact | None):
+        return python_generate_config(
+            variant.model_name,
+            model_dir=target.path,
+            method=variant.method.kind,
+            options=runtime_options(variant.method, draft),
+            threads=self.config.threads,
+            instances=max(self.config.instances, variant.parallel),
+            adaptive_draft_length=self.config.draft_length == "adaptive",
+            relaxed_topk=self.config.relaxed_topk,
+        )
+
+    def render(self, variant: Variant, target: ModelArtifact, draft: ModelArtifact | None, out_dir: Path) -> None:
+        write_python_model(out_dir, self._config(variant, target, draft))
+
+    def launch(self, variant: Variant, repo: Path, log_path: Path) -> TritonProcessServer:
+        triton = TritonServer(
+            repo,
+            log_path,
+            backend_dir=cache_root() / "triton-backends",
+            host=self.serving.host,
+            exit_timeout_s=self.config.exit_timeout_s,
+        )
+        return start_triton(triton, self.serving.ready_timeout_s, self.serving.stop_timeout_s)
+
+    def generate(self, server: TritonProcessServer, variant: Variant, prompt: str, max_tokens: int) -> str:
+        return client.generate(server.endpoint, variant.model_name, prompt, max_tokens, temperature=0.0,
+                               timeout_s=self.serving.request_timeout_s)
+
+    def acceptance_source(self, variant: Variant) -> str:
+        return ACCEPTANCE_SOURCE
+
+    def acceptance(self, server: TritonProcessServer, variant: Variant, settle: bool = False) -> Acceptance | None:
+        metrics = client.read_metrics(server.endpoint)
+        return Acceptance(
+            ACCEPTANCE_SOURCE,
+            metrics.get("spec_decode_num_drafts", 0.0),
+            metrics.get("spec_decode_num_draft_tokens", 0.0),
+            metrics.get("spec_decode_num_accepted_tokens", 0.0),
+            accepted_per_position=client.accepted_per_position(metrics),
+            num_steps=metrics.get("spec_decode_num_steps", 0.0),
+            num_emitted_tokens=metrics.get("spec_decode_num_emitted_tokens", 0.0),
+            draft_seconds=metrics.get("spec_decode_draft_seconds", 0.0),
+            verify_seconds=metrics.get("spec_decode_verify_seconds", 0.0),
+        )
+
+    def bench_target(self, server: TritonProcessServer | None, variant: Variant) -> BenchTarget:
+        return BenchTarget(model=variant.model_name, endpoints=self.endpoints(server), streaming=True)
+
+    def served(self) -> dict[str, str | None]:
+        import torch  # noqa: PLC0415
+
+        return {"image": None, "framework": f"specops runtime (torch {torch.__version__}, CPU)",
+                "version_source": "this host's Python environment"}
+
+    def plan(self, variant: Variant, target: ModelArtifact | None, draft: ModelArtifact | None) -> list[PlanStep]:
+        model_path = target.path if target else Path("<target checkpoint from the download step>")
+        stand_in = ModelArtifact(model_path, self.deployment.target_source, "")
+        draft_stand_in = draft or ModelArtifact(Path("<draft checkpoint>"), "", "")
+        config = to_pbtxt(self._config(variant, stand_in, draft_stand_in))
+        repo = f"repository/{variant.model_name}"
+        staged = Path(f"artifacts/{self.deployment.profile}/<run-id>/repository/{variant.name}")
+        serve = TritonServer.describe_command(staged,
+                                              host=self.serving.host,
+                                              exit_timeout_s=self.config.exit_timeout_s,
+                                              backend_dir=cache_root() / "triton-backends")
+        return [
+            PlanStep("render", files={f"{repo}/config.pbtxt": config,
+                                      f"{repo}/1/model.py": f"(copy of {TRITON_MODEL_FILE})"}),
+            PlanStep("serve", commands=[shlex.join(serve)]),
+        ]

@@ -1,0 +1,186 @@
+"""Process and port plumbing for servers we launch: free ports, spawn with a death signal, kill trees."""
+from __future__ import annotations
+
+import ctypes
+import logging
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+from specops.host import guard
+
+log = logging.getLogger(__name__)
+
+_PR_SET_PDEATHSIG = 1
+# PR_SET_PDEATHSIG fires when the *thread* that forked the child exits, not the process. Prefect
+# runs tasks in pool threads that come and go, so every spawn happens on this one long-lived
+# thread: the signal then fires only when our process dies.
+_spawners: dict[int, ThreadPoolExecutor] = {}  # per pid: a forked child has no spawner thread
+_spawners_lock = threading.Lock()
+_LIBC = ctypes.CDLL(None, use_errno=True)  # loaded before any fork: no dlopen in the child
+
+
+def port_is_free(host: str, port: int) -> bool:
+    """True when nothing listens on host:port (bind with SO_REUSEADDR, as servers do)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((host, port))
+        except OSError:
+            return False
+    return True
+
+
+def pick_free_ports(host: str, count: int, avoid: Iterable[int] = ()) -> list[int]:
+    """`count` distinct ports the kernel hands out as free on `host` (racy by nature: retry on clash)."""
+    avoid = set(avoid)
+    ports: list[int] = []
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    for _ in range(count * 20):
+        with socket.socket(family, socket.SOCK_STREAM) as sock:
+            sock.bind((host, 0))
+            port = sock.getsockname()[1]
+        if port not in avoid and port not in ports:
+            ports.append(port)
+        if len(ports) == count:
+            return ports
+    raise RuntimeError(f"could not find {count} free ports on {host}")
+
+
+def wait_ports_free(host: str, ports: Sequence[int], timeout_s: float) -> list[int]:
+    """Poll until every port is free or the bound passes; return the ports still busy."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        busy = [p for p in ports if not port_is_free(host, p)]
+        if not busy or time.monotonic() >= deadline:
+            return busy
+        time.sleep(0.1)
+
+
+def _preexec(death_signal: int, parent_pid: int) -> None:  # in the child between fork and exec
+    _LIBC.prctl(_PR_SET_PDEATHSIG, death_signal, 0, 0, 0)
+    if os.getppid() != parent_pid:  # the parent died before prctl took effect
+        os.kill(os.getpid(), death_signal)
+
+
+def spawn(
+    cmd: Sequence[str],
+    env: Mapping[str, str],
+    log_path: Path,
+    death_signal: int = signal.SIGKILL,
+) -> subprocess.Popen:
+    """Start `cmd` in its own session, output appended to `log_path`, killed if we die."""
+    with open(log_path, "ab") as log_fh:
+        return popen_dying_with_us(cmd, death_signal, env=dict(env), stdin=subprocess.DEVNULL, stdout=log_fh,
+                                   stderr=subprocess.STDOUT, start_new_session=True)
+
+
+def spawn_guarded(cmd: Sequence[str], env: Mapping[str, str], **popen_kwargs: Any) -> subprocess.Popen:
+    """Start `cmd` under specops/host/guard.py in its own session: the guard, `cmd` and everything
+    `cmd` starts (however it daemonizes) die when this process dies, even by SIGKILL."""
+    guarded = [sys.executable, "-S", guard.__file__, "--parent", str(os.getpid()), "--", *cmd]
+    return popen_dying_with_us(guarded, guard.PARENT_GONE, env=dict(env), start_new_session=True, **popen_kwargs)
+
+
+def popen_dying_with_us(cmd: Sequence[str], death_signal: int, **popen_kwargs: Any) -> subprocess.Popen:
+    """subprocess.Popen(cmd, **popen_kwargs) that receives `death_signal` when this process dies."""
+    parent_pid = os.getpid()
+
+    def _start() -> subprocess.Popen:
+        return subprocess.Popen(list(cmd), preexec_fn=lambda: _preexec(death_signal, parent_pid), **popen_kwargs)
+
+    with _spawners_lock:
+        spawner = _spawners.get(os.getpid())
+        if spawner is None:
+            spawner = _spawners[os.getpid()] = ThreadPoolExecutor(1, thread_name_prefix="specops-spawner")
+    return spawner.submit(_start).result()
+
+
+def descendants(pid: int) -> list[psutil.Process]:
+    try:
+        return psutil.Process(pid).children(recursive=True)
+    except psutil.Error:
+        return []
+
+
+# A SIGKILLed process is gone only once the kernel has freed its memory: seconds for a vLLM worker
+# with a GiB of KV cache on a busy host (CI saw one alive 5 s after its SIGKILL).
+KILLED_EXIT_S = 15.0
+
+
+def kill_process_tree(proc: subprocess.Popen, timeout_s: float) -> list[psutil.Process]:
+    """SIGTERM the process group, SIGKILL after `timeout_s`, then reap strays; return survivors.
+
+    Descendants are recorded before signalling: once the leader dies they are re-parented and
+    can no longer be found from it (and they may have left the group).
+    """
+    tree = descendants(proc.pid)
+    _signal_group(proc.pid, signal.SIGTERM)
+    # A stopped process (SIGSTOP: a frozen server the watchdog caught) keeps SIGTERM pending
+    # until it is continued; without this it would always wait out the bound for SIGKILL.
+    _signal_group(proc.pid, signal.SIGCONT)
+    try:
+        proc.wait(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        log.warning("pid %d ignored SIGTERM for %.1fs: SIGKILL to its process group", proc.pid, timeout_s)
+        _signal_group(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=10)
+    tree += [p for p in descendants(proc.pid) if p not in tree]
+    alive = wait_gone(tree, timeout_s=max(1.0, timeout_s / 2))
+    for p in alive:
+        log.warning("killing leftover process %d (%s)", p.pid, _described(p))
+        _kill(p)
+    return wait_gone(alive, timeout_s=KILLED_EXIT_S)
+
+
+def wait_gone(procs: list[psutil.Process], timeout_s: float) -> list[psutil.Process]:
+    """Poll until none runs; return those still running. A zombie counts as gone: an orphan's
+    parent is init, and this host's init reaps nothing (psutil.wait_procs would wait out every
+    zombie's whole timeout)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        alive = [p for p in procs if running(p)]
+        if not alive or time.monotonic() >= deadline:
+            return alive
+        time.sleep(0.05)
+
+
+def running(p: psutil.Process) -> bool:
+    """Alive and not a zombie."""
+    try:
+        return p.is_running() and p.status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+def _signal_group(pgid: int, sig: int) -> None:
+    try:
+        os.killpg(pgid, sig)
+    except ProcessLookupError:
+        pass
+
+
+def _kill(p: psutil.Process) -> None:
+    try:
+        p.kill()
+    except psutil.NoSuchProcess:
+        pass
+
+
+def _described(p: psutil.Process) -> str:
+    """Its name and state (e.g. `VLLM::Worker, disk-sleep`), for the log."""
+    try:
+        return f"{p.name()}, {p.status()}"
+    except psutil.Error:
+        return "gone"

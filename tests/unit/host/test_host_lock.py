@@ -1,0 +1,86 @@
+"""The host lock with real processes: a second holder waits and names the first, a SIGKILLed holder
+releases it at once, a nested hold does not wait on itself, and the default directory is shared."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from specops.host import host_lock
+from specops.host.host_lock import LOCK_DIR_ENV, hold_host_locks, holder_of, lock_dir
+
+HOLD = """
+import sys, time
+from specops.host.host_lock import hold_host_locks
+with hold_host_locks(sys.argv[1].split(","), sys.argv[2], print) as waited:
+    print(f"held after {waited:.2f}s", flush=True)
+    time.sleep(float(sys.argv[3]))
+print("released", flush=True)
+"""
+REPO = Path(__file__).resolve().parents[3]
+
+
+def holder(names: str, who: str, hold_s: float, env: dict) -> subprocess.Popen:
+    proc = subprocess.Popen([sys.executable, "-c", HOLD, names, who, str(hold_s)], cwd=REPO, env=env,
+                            stdout=subprocess.PIPE, text=True)
+    assert proc.stdout.readline().startswith("held after"), proc.poll()
+    return proc
+
+
+@pytest.fixture
+def env(tmp_path, monkeypatch) -> dict:
+    monkeypatch.setenv(LOCK_DIR_ENV, str(tmp_path / "locks"))
+    return dict(os.environ)
+
+
+def test_a_second_run_waits_for_the_first_and_names_it(env):
+    first = holder("cpu:h", "ngram-local run first", 1.5, env)
+    said: list[str] = []
+    start = time.monotonic()
+    with hold_host_locks(["cpu:h"], "ngram-local run second", said.append) as waited:
+        assert first.poll() is not None or first.stdout.readline() == "released\n"  # it let go before we held
+        assert holder_of("cpu:h").startswith("ngram-local run second (pid ")
+    assert waited >= 1.0 and time.monotonic() - start >= 1.0
+    assert len(said) == 1 and "waiting for the host lock cpu:h" in said[0]
+    assert f"held by ngram-local run first (pid {first.pid}, since " in said[0], said
+    assert first.wait(timeout=10) == 0
+    assert holder_of("cpu:h") == "unknown"  # released: no stale name for the next waiter
+
+
+def test_a_sigkilled_holder_releases_the_lock_at_once(env):
+    first = holder("cpu:h", "killed run", 600, env)
+    first.kill()
+    first.wait()
+    said: list[str] = []
+    with hold_host_locks(["cpu:h"], "next", said.append) as waited:
+        assert waited < 1.0 and said == []
+
+
+def test_other_slots_do_not_wait_and_a_nested_hold_does_not_wait_on_itself(env):
+    other = holder("gpu:h:GPU-1", "run on GPU 1", 600, env)
+    try:
+        said: list[str] = []
+        with hold_host_locks(["gpu:h:GPU-0"], "run on GPU 0", said.append) as waited:
+            with hold_host_locks(["gpu:h:GPU-0"], "a nested step", said.append) as nested:
+                assert waited < 1.0 and nested < 1.0 and said == []
+            # the nested step's end did not release the outer hold
+            assert json.loads(host_lock.lock_path("gpu:h:GPU-0").read_text())["who"] == "run on GPU 0"
+    finally:
+        other.kill()
+        other.wait()
+
+
+def test_the_default_directory_is_shared_by_every_user_and_has_a_fallback(monkeypatch, tmp_path):
+    monkeypatch.delenv(LOCK_DIR_ENV)
+    shared, fallback = tmp_path / "run-lock" / "specops", tmp_path / "tmp-locks"
+    monkeypatch.setattr(host_lock, "DEFAULT_DIRS", (shared, fallback))
+    assert lock_dir() == shared and shared.stat().st_mode & 0o7777 == 0o1777
+    blocked = tmp_path / "not-a-directory"
+    blocked.write_text("")  # no /run/lock on this host: the directory cannot be made
+    monkeypatch.setattr(host_lock, "DEFAULT_DIRS", (blocked / "specops", fallback))
+    assert lock_dir() == fallback and fallback.stat().st_mode & 0o7777 == 0o1777

@@ -1,0 +1,172 @@
+"""The janitor on real processes: it stops what runs that are gone left behind, per kind, and never
+what a live run started; by owner for the flow hooks; everything with `everything=True`."""
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import psutil
+import pytest
+
+from specops.host import janitor, tracking
+
+REPO_ROOT = Path(__file__).resolve().parents[3]
+# A run that starts a process with nothing tying it to its own life, records it, then idles.
+DEAD_RUN = """
+import subprocess, sys
+from specops.host import tracking
+tracking.set_owner_lookup(lambda: "flow-run-dead")
+proc = subprocess.Popen(["sleep", "300"], start_new_session=True)
+tracking.track_process(proc.pid, sys.argv[1], "left behind")
+print(proc.pid, flush=True)
+sys.stdin.read()
+"""
+
+
+@pytest.fixture(autouse=True)
+def cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("SPECOPS_CACHE", str(tmp_path / "cache"))
+
+
+def running(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+def dead_run(kind: str) -> int:
+    """A recorded process whose run was SIGKILLed: its pid."""
+    owner = subprocess.Popen([sys.executable, "-c", DEAD_RUN, kind], cwd=REPO_ROOT, stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, text=True)
+    pid = int(owner.stdout.readline())
+    owner.kill()
+    owner.wait()
+    return pid
+
+
+def ended_pid() -> int:
+    ended = subprocess.Popen(["true"])
+    ended.wait()
+    return ended.pid
+
+
+@pytest.fixture
+def live_process():
+    proc = subprocess.Popen(["sleep", "300"], start_new_session=True)
+    yield proc
+    proc.kill()
+    proc.wait()
+
+
+def test_only_what_dead_runs_left_is_stopped_and_reported_per_kind(live_process):
+    left = [dead_run("bench-tool"), dead_run("prefect-server")]
+    tracking.set_owner_lookup(lambda: "flow-run-live")
+    try:
+        mine = tracking.track_process(live_process.pid, "server", "a live run's server")
+    finally:
+        tracking.set_owner_lookup(lambda: None)
+    assert mine["owner"] == "flow-run-live" and mine["owner_pid"] == psutil.Process().pid
+    messages = []
+    stopped = janitor.sweep(timeout_s=5, log=messages.append)
+    del stopped[janitor.SHM_REGION]  # whatever killed servers elsewhere on this host left (test_janitor covers it)
+    assert stopped == {"bench-tool": 1, "prefect-server": 1}
+    assert not any(running(pid) for pid in left)
+    assert running(live_process.pid) and janitor.live_records() == 1
+    assert janitor.summary(stopped, kept=1) == (
+        "janitor: stopped 1 bench-tool, 1 prefect-server; left 1 process(es)/container(s) of live runs alone")
+    assert janitor.sweep(timeout_s=5) - Counter({janitor.SHM_REGION: 1_000_000}) == Counter()
+    assert janitor.summary(Counter()) == "janitor: stopped nothing"
+
+
+def test_a_flow_run_hook_stops_its_own_processes_while_its_process_lives(live_process):
+    tracking.register({"pid": live_process.pid, "create_time": psutil.Process(live_process.pid).create_time(),
+                       "owner": "flow-run-1", "what": "server"})
+    assert janitor.reap(owner="someone-else", timeout_s=5) == 0 and running(live_process.pid)
+    assert janitor.reap(owner="flow-run-1", timeout_s=5) == 1
+    live_process.wait(timeout=5)
+    assert list(janitor.live_dir().glob("*.json")) == []
+
+
+def test_everything_stops_live_runs_too_and_ended_processes_only_lose_their_record(live_process):
+    tracking.track_process(live_process.pid, "trainer", "live")
+    ended = subprocess.Popen(["true"])
+    record = tracking.track_process(ended.pid, "bench-tool", "ended")
+    ended.wait()
+    assert record["create_time"] > 0
+    start = time.monotonic()
+    assert janitor.sweep(everything=True, timeout_s=5) == {"trainer": 1}
+    assert time.monotonic() - start < 5  # sleep dies at SIGTERM; a zombie is not waited for
+    assert list(janitor.live_dir().glob("*.json")) == []
+
+
+def test_a_recycled_pid_is_never_signalled(live_process):
+    tracking.register({"pid": live_process.pid, "create_time": 12345.0, "kind": "server"})  # another process's
+    assert janitor.sweep(everything=True, timeout_s=1) == {}
+    assert running(live_process.pid)
+
+
+def test_what_is_left_of_a_group_whose_leader_was_killed_is_stopped():
+    # A guard SIGKILLed together with its run: the tool it led keeps the group, with no leader.
+    leader = subprocess.Popen(["bash", "-c", "sleep 300 & echo $!; exec sleep 300"], stdout=subprocess.PIPE,
+                              text=True, start_new_session=True)
+    member = int(leader.stdout.readline())
+    record = tracking.track_process(leader.pid, "bench-tool", "genai-perf")
+    tracking.register(record | {"owner_pid": ended_pid()})  # as if its run had died
+    leader.kill()
+    leader.wait()
+    assert running(member)
+    assert janitor.sweep(timeout_s=5) == {"bench-tool": 1}
+    assert not running(member)
+
+
+def test_the_orchestrator_decides_for_the_flow_runs_it_knows(live_process):
+    """A run the Prefect API calls running keeps what it started even when its specops process is not
+    to be seen here (another PID namespace, a shared cache); one it calls over loses it even while
+    its process lives; owners it does not know fall back to the process rule."""
+    unseen_owner = tracking.register({"pid": live_process.pid, "create_time": psutil.Process(live_process.pid)
+                                      .create_time(), "owner": "flow-run-running", "owner_pid": ended_pid()})
+    gone_pid = dead_run("bench-tool")  # owner "flow-run-dead", its process SIGKILLed
+    record = {"owner": "flow-run-dead", "owner_pid": ended_pid()}
+    assert janitor.run_alive({"owner": "flow-run-running", "owner_pid": ended_pid()}, {"flow-run-running": True})
+    assert not janitor.run_alive({"owner": "flow-run-x", "owner_pid": psutil.Process().pid,
+                                  "owner_create_time": psutil.Process().create_time()}, {"flow-run-x": False})
+    assert not janitor.run_alive(record, {"flow-run-running": True})  # unknown to the API: process rule
+    assert janitor.run_alive({"owner": "other", "owner_pid": psutil.Process().pid,
+                              "owner_create_time": psutil.Process().create_time()}, {})
+    runs = {"flow-run-running": True, "flow-run-dead": True}
+    assert janitor.owners() == {"flow-run-running", "flow-run-dead"}
+    assert janitor.sweep(runs=runs, timeout_s=5) == {} and running(gone_pid) and running(live_process.pid)
+    assert janitor.live_records(runs) == 2 and janitor.live_records() == 0
+    assert janitor.sweep(runs={"flow-run-running": True}, timeout_s=5) == {"bench-tool": 1}
+    assert not running(gone_pid) and running(live_process.pid) and unseen_owner.exists()
+    assert janitor.sweep(runs={"flow-run-running": False}, timeout_s=5) == {"server": 1}
+
+
+def test_removing_a_runs_containers_without_docker_is_quiet(monkeypatch):
+    monkeypatch.setenv("DOCKER_HOST", "unix:///nonexistent/docker.sock")
+    messages = []
+    assert janitor.remove_containers("flow-run-1", timeout_s=2, log=messages.append) == 0
+    assert messages == []
+
+
+def test_the_janitor_removes_shared_memory_of_dead_specops_processes_only():
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    dead_pid = int(gone.stdout)
+    shm = Path("/dev/shm")
+    stale = shm / f"specops{dead_pid}_a1b2c3_stub"
+    mine = shm / f"specops{psutil.Process().pid}_d4e5f6_stub"
+    for region in (stale, mine):
+        region.write_bytes(b"\0" * 1024)
+    try:
+        lines = []
+        stopped = janitor.sweep(everything=True, log=lines.append)
+        assert not stale.exists() and mine.exists()
+        assert stopped[janitor.SHM_REGION] >= 1 and any(str(stale) in line for line in lines), lines
+        assert "removed 1 shared-memory region(s)" in janitor.summary(Counter({janitor.SHM_REGION: 1}))
+    finally:
+        stale.unlink(missing_ok=True)
+        mine.unlink(missing_ok=True)

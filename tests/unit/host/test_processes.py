@@ -1,0 +1,68 @@
+"""Free ports, port checks, spawning with a death signal and killing process trees."""
+import os
+import signal
+import socket
+import time
+
+import psutil
+
+from specops.host.processes import kill_process_tree, pick_free_ports, port_is_free, spawn, wait_ports_free
+
+
+def test_picked_ports_are_distinct_and_free():
+    ports = pick_free_ports("127.0.0.1", 3)
+    assert len(set(ports)) == 3
+    assert all(port_is_free("127.0.0.1", p) for p in ports)
+
+
+def test_avoided_ports_are_not_picked():
+    first = pick_free_ports("127.0.0.1", 3)
+    again = pick_free_ports("127.0.0.1", 3, avoid=first)
+    assert not set(first) & set(again)
+
+
+def test_listening_port_is_busy_until_closed():
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen()
+    port = sock.getsockname()[1]
+    assert not port_is_free("127.0.0.1", port)
+    assert not port_is_free("0.0.0.0", port)  # a wildcard bind clashes with the loopback listener
+    assert wait_ports_free("127.0.0.1", [port], timeout_s=0.3) == [port]
+    sock.close()
+    assert wait_ports_free("127.0.0.1", [port], timeout_s=2) == []
+
+
+def test_spawned_child_outlives_the_thread_that_asked(tmp_path):
+    # PR_SET_PDEATHSIG fires when the forking *thread* exits: spawn() forks on a long-lived thread
+    import threading
+
+    box = {}
+    thread = threading.Thread(target=lambda: box.update(p=spawn(["sleep", "30"], {"PATH": "/usr/bin:/bin"}, tmp_path / "log")))
+    thread.start()
+    thread.join()
+    time.sleep(0.3)
+    child = box["p"]
+    try:
+        assert child.poll() is None
+        assert os.getpgid(child.pid) == child.pid  # its own session and process group
+    finally:
+        assert kill_process_tree(child, timeout_s=5) == []
+    assert child.returncode == -signal.SIGTERM
+
+
+def test_kill_process_tree_escalates_and_reaps_the_group(tmp_path):
+    script = "trap '' TERM; sleep 30 & sleep 30 & wait"
+    parent = spawn(["bash", "-c", script], {"PATH": "/usr/bin:/bin"}, tmp_path / "log")
+    # Both sleeps started (so the trap, set before them, is in place), however slowly this host
+    # runs bash: a bound on a hang, not a timed assertion.
+    deadline = time.monotonic() + 30
+    while len(children := psutil.Process(parent.pid).children(recursive=True)) < 2:
+        assert time.monotonic() < deadline, f"bash started {len(children)} of its 2 sleeps in 30 s"
+        time.sleep(0.02)
+    assert len(children) == 2
+    t0 = time.monotonic()
+    assert kill_process_tree(parent, timeout_s=1) == []
+    assert time.monotonic() - t0 < 5
+    assert parent.returncode == -signal.SIGKILL
+    assert not any(c.is_running() and c.status() != psutil.STATUS_ZOMBIE for c in children)
