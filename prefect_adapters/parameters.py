@@ -9,7 +9,7 @@ description is written there too (`described`).
 
 A profile is a choice of the shipped profiles: an `enum` in the schema only. The server checks a
 deployment run's parameters against the schema (enforce_parameter_schema, true by default:
-prefect/server/api/fleet/deployments.py create_flow_run_from_deployment answers 409), and a worker runs a
+prefect/server/api/deployments.py create_flow_run_from_deployment answers 409), and a worker runs a
 clone of the deployed commit, which holds the shipped profiles and no other file. A flow called in
 Python validates the type alone, a str: `specops run path/to/x.yaml` still runs a profile file.
 """

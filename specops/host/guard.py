@@ -153,7 +153,7 @@ def main(argv: list[str]) -> None:
     if argv[:1] == ["--"]:
         argv = argv[1:]
     if not argv:
-        print("usage: host/guard.py [--parent PID] -- CMD ARGS...", file=sys.stderr)
+        print("usage: guard.py [--parent PID] -- CMD ARGS...", file=sys.stderr)
         os._exit(2)
     signal.signal(PARENT_GONE, _parent_gone)
     libc = ctypes.CDLL(None, use_errno=True)
