@@ -60,7 +60,7 @@ def hf_rows(rows: list[dict], overrides: list[str]) -> list[dict]:
     from specops.bench.hf_compare import HF_SPECULATION, compare
     from specops.bench.prompts import load_prompts
     from specops.profile.loader import load_profile
-    from specops.run.rundir import cache_root
+    from specops.run.roots import cache_root
     from specops.sources.schemes import fetch
 
     out = []
@@ -106,8 +106,8 @@ def main() -> None:
     parser.add_argument("--set", dest="overrides", action="append", default=None)
     parser.add_argument("--no-hf", action="store_true", help="skip the HF transformers comparison")
     args = parser.parse_args()
-    from cli.main import prefect_defaults
-    from specops.run.rundir import artifacts_root
+    from cli.common import prefect_defaults
+    from specops.run.roots import artifacts_root
 
     prefect_defaults()
     overrides = args.overrides or DEFAULTS

@@ -25,7 +25,7 @@ ROWS = Path("artifacts") / "eagle3-study" / "rows.jsonl"
 def _target():
     """The target `eagle3-local` trains on, from its profile."""
     from specops.profile.loader import load_profile
-    from specops.run.rundir import cache_root
+    from specops.run.roots import cache_root
     from specops.sources.schemes import fetch
 
     source = load_profile("eagle3-local").profile.target.source

@@ -49,7 +49,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--set", dest="overrides", action="append", default=None)
     args = parser.parse_args()
-    from cli.main import prefect_defaults
+    from cli.common import prefect_defaults
 
     prefect_defaults()
     from flows.specdec import run_specdec

@@ -34,11 +34,11 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--designs", nargs="+", default=list(DESIGNS), choices=list(DESIGNS))
     args = parser.parse_args()
-    from cli.main import prefect_defaults
+    from cli.common import prefect_defaults
 
     prefect_defaults()
     from flows.specdec import run_specdec
-    from specops.run.rundir import artifacts_root
+    from specops.run.roots import artifacts_root
 
     rows = []
     for design in args.designs:

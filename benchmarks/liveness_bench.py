@@ -17,6 +17,8 @@ import statistics
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 
@@ -30,6 +32,19 @@ def probe_latencies(server, stop: threading.Event, every_s: float = 0.2) -> list
         out.append(time.monotonic() - t0 if ok else float("inf"))
         stop.wait(every_s)
     return out
+
+
+@contextmanager
+def probing(server) -> Iterator[list[float]]:
+    """The watchdog probe's latencies while the block runs."""
+    stop, latencies = threading.Event(), []
+    prober = threading.Thread(target=lambda: latencies.extend(probe_latencies(server, stop)))
+    prober.start()
+    try:
+        yield latencies
+    finally:
+        stop.set()
+        prober.join()
 
 
 def summary(name: str, values: list[float]) -> str:
@@ -48,13 +63,12 @@ def main() -> None:
     args = parser.parse_args()
 
     from specops.bench.tool_registry import bench_tool
-    from specops.host.liveness import STALL_S
     from specops.pipeline.backend import backend_for
     from specops.pipeline.benchmark import bench_job, bench_prompts
     from specops.pipeline.check import Pace, smoke
     from specops.pipeline.render import render_repository, stage_repository
     from specops.profile.loader import load_profile
-    from specops.run.rundir import cache_root
+    from specops.run.roots import cache_root
     from specops.run.variant import SPECULATIVE, variants_of
     from specops.sources.schemes import fetch
 
@@ -66,33 +80,28 @@ def main() -> None:
     variant = next(v for v in variants_of(profile.method, profile.comparison.baseline) if v.name == SPECULATIVE)
     repo = render_repository(backend, variant, target, None, cache_root())
     work = Path(tempfile.mkdtemp(prefix="liveness-"))
-    server = backend.launch(variant, stage_repository(repo, work / "repository"), work / "server.log")
+    server = backend.launch(variant, stage_repository(repo.value, work / "repository"), work / "server.log")
     try:
         pace = Pace()
         smoke(backend, server, variant, pace)
-        stop = threading.Event()
-        idle: list[float] = []
-        idle_thread = threading.Thread(target=lambda: idle.extend(probe_latencies(server, stop)))
-        idle_thread.start()
-        time.sleep(5)
-        stop.set()
-        idle_thread.join()
-
+        with probing(server) as idle:
+            time.sleep(5)
         job = bench_job(tool, backend, server, variant, target.path, profile.benchmark,
                         bench_prompts(profile.benchmark), work, 0, pace)
-        stop = threading.Event()
-        loaded: list[float] = []
-        prober = threading.Thread(target=lambda: loaded.extend(probe_latencies(server, stop)))
-        prober.start()
-        t0 = time.monotonic()
-        try:
-            tool.run(job)
-        finally:
-            wall = time.monotonic() - t0
-            stop.set()
-            prober.join()
+        with probing(server) as loaded:
+            t0 = time.monotonic()
+            try:
+                tool.run(job)
+            finally:
+                wall = time.monotonic() - t0
     finally:
         server.stop(profile.serving.stop_timeout_s)
+    report(idle, loaded, pace, job, tool.name, wall)
+
+
+def report(idle: list[float], loaded: list[float], pace, job, tool: str, wall: float) -> None:
+    from specops.host.liveness import STALL_S
+
     print(summary("idle  ", idle))
     print(summary("loaded", loaded))
     failed = sum(1 for v in loaded if v == float("inf"))
@@ -100,7 +109,7 @@ def main() -> None:
           f"{STALL_S / max(v for v in loaded if v != float('inf')):.0f}x the worst answered probe")
     print(f"smoke pace {pace.per_token_s * 1000:.0f} ms per requested token; derived bound {job.timeout_s:.0f}s "
           f"for {job.requests} x {job.output_tokens} tokens at concurrency {job.concurrency}; "
-          f"{tool.name} took {wall:.0f}s ({job.timeout_s / wall:.1f}x headroom)")
+          f"{tool} took {wall:.0f}s ({job.timeout_s / wall:.1f}x headroom)")
 
 
 if __name__ == "__main__":

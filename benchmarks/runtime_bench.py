@@ -2,31 +2,27 @@
 
     python benchmarks/runtime_bench.py [--prompts 5] [--max-tokens 64] [--k 2 4 8]
 
-Uses the converted SmolLM2 checkpoint (fetched into $SPECOPS_CACHE or .cache/specops on
-first use) and the first HumanEval prompts, greedy, one thread. Every ngram output is
-checked token for token against plain decoding.
+Uses the converted SmolLM2 checkpoint (fetched into specops' cache, $SPECOPS_CACHE else
+~/.cache/specops, on first use) and the first HumanEval prompts, greedy, one thread. Every
+ngram output is checked token for token against plain decoding.
 """
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import time
-from pathlib import Path
 
 import torch
 
+from specops.run.roots import cache_root
 from specops.runtime.engine import DecodingEngine
 from specops.runtime.proposers import make_proposer
 from specops.sources.embedded import fetch_embedded
 
-ROOT = Path(__file__).resolve().parents[1]
-
 
 def main() -> None:
     args = _parse_args()
-    cache = Path(os.environ.get("SPECOPS_CACHE", ROOT / ".cache" / "specops"))
-    model_dir = fetch_embedded(cache, log=lambda line: None).path
+    model_dir = fetch_embedded(cache_root(), log=lambda line: None).path
     base = DecodingEngine.load(model_dir, "none", {}, threads=args.threads)
     prompts = _humaneval_prompts(base.tokenizer, args.prompts)
     base.generate_ids(prompts[0], 8)  # warm-up: first calls pay allocator and kernel setup

@@ -39,7 +39,7 @@ def main() -> None:
     from specops.pipeline.benchmark import bench_job, bench_prompts
     from specops.pipeline.render import render_repository, stage_repository
     from specops.profile.loader import load_profile
-    from specops.run.rundir import cache_root
+    from specops.run.roots import cache_root
     from specops.run.variant import BASE, variants_of
     from specops.sources.schemes import fetch
     from specops.triton.client import read_metrics
@@ -57,7 +57,7 @@ def main() -> None:
     repo = render_repository(backend, base, target, None, cache_root())
     prompts = bench_prompts(profile.benchmark)
     work = Path(tempfile.mkdtemp(prefix="tool-agreement-"))
-    server = backend.launch(base, stage_repository(repo, work / "repository"), work / "server.log")
+    server = backend.launch(base, stage_repository(repo.value, work / "repository"), work / "server.log")
     rows = []
     try:
         emitted = lambda: read_metrics(server.endpoint, base.model_name).get(  # noqa: E731
@@ -67,25 +67,31 @@ def main() -> None:
                 job = bench_job(tool, backend, server, base, target.path, profile.benchmark, prompts, work, round_)
                 job = dataclasses.replace(job, artifact_dir=work / name / f"round-{round_}",
                                           log_path=work / "logs" / f"{name}-{round_}.log")
-                tokens0, server0, client0, t0 = emitted(), server.cpu_seconds(), children_cpu_s(), time.monotonic()
-                run = tool.run(job)
-                rows.append({"tool": name, "round": round_, "api": job.api.value,
-                             "tok_s": run.metrics.output_token_throughput_tok_s,
-                             "server_tokens": emitted() - tokens0, "server_cpu_s": server.cpu_seconds() - server0,
-                             "tool_cpu_s": children_cpu_s() - client0, "wall_s": time.monotonic() - t0,
-                             "itl_ms": run.metrics.inter_token_latency_ms_avg,
-                             "ttft_ms": run.metrics.time_to_first_token_ms_avg})
-                r = rows[-1]
+                rows.append(r := {"tool": name, "round": round_} | measure(tool, job, server, emitted))
                 print(f"{name:10} round {round_}: {r['tok_s']:.3f} tok/s, server emitted {r['server_tokens']:.0f}, "
                       f"server CPU {r['server_cpu_s']:.1f}s, tool CPU {r['tool_cpu_s']:.1f}s, wall {r['wall_s']:.0f}s",
                       flush=True)
     finally:
         server.stop(profile.serving.stop_timeout_s)
+    print_table(rows, args.rounds, work)
+
+
+def measure(tool, job, server, emitted) -> dict:
+    """One run of `tool`: what it reports, and what the server emitted and both spent meanwhile."""
+    tokens0, server0, client0, t0 = emitted(), server.cpu_seconds(), children_cpu_s(), time.monotonic()
+    run = tool.run(job)
+    return {"api": job.api.value, "tok_s": run.metrics.output_token_throughput_tok_s,
+            "server_tokens": emitted() - tokens0, "server_cpu_s": server.cpu_seconds() - server0,
+            "tool_cpu_s": children_cpu_s() - client0, "wall_s": time.monotonic() - t0,
+            "itl_ms": run.metrics.inter_token_latency_ms_avg, "ttft_ms": run.metrics.time_to_first_token_ms_avg}
+
+
+def print_table(rows: list[dict], rounds: int, work: Path) -> None:
     print()
     print("| round | genai-perf tok/s | AIPerf tok/s | ratio | ITL ms (G / A) | tool CPU s (G / A) |")
     print("|---|---|---|---|---|---|")
     by = {(r["tool"], r["round"]): r for r in rows}
-    for round_ in range(args.rounds):
+    for round_ in range(rounds):
         g, a = by["genai-perf", round_], by["aiperf", round_]
         print(f"| {round_} | {g['tok_s']:.3f} | {a['tok_s']:.3f} | {a['tok_s'] / g['tok_s']:.3f} | {g['itl_ms']:.1f} / "
               f"{a['itl_ms']:.1f} | {g['tool_cpu_s']:.1f} / {a['tool_cpu_s']:.1f} |")

@@ -3,25 +3,22 @@
     python benchmarks/verify_gemm_bench.py [--reps 7] [--max-rows 12]
 
 Two tables, medians of interleaved repetitions (so a busy neighbour slows both alike), one
-torch thread, the converted SmolLM2 target (fetched into $SPECOPS_CACHE or .cache/specops):
+torch thread, the converted SmolLM2 target (fetched into specops' cache, $SPECOPS_CACHE else ~/.cache/specops):
 the target's weight matrices alone (every nn.Linear, lm_head included), and one KV-cached
 forward of the whole model after a 200-token context, as the engine's verification runs it.
 """
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import time
-from pathlib import Path
 
 import torch
 import torch.nn.functional as F
 
+from specops.run.roots import cache_root
 from specops.runtime.verify_gemm import use_verify_gemm, verify_linear
 from specops.sources.embedded import fetch_embedded
-
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def main() -> None:
@@ -32,8 +29,7 @@ def main() -> None:
     torch.set_num_threads(1)
     from transformers import AutoModelForCausalLM
 
-    cache = Path(os.environ.get("SPECOPS_CACHE", ROOT / ".cache" / "specops"))
-    model_dir = fetch_embedded(cache, log=lambda line: None).path
+    model_dir = fetch_embedded(cache_root(), log=lambda line: None).path
     stock = AutoModelForCausalLM.from_pretrained(str(model_dir), dtype=torch.float32).eval()
     routed = AutoModelForCausalLM.from_pretrained(str(model_dir), dtype=torch.float32).eval()
     use_verify_gemm(routed)

@@ -6,10 +6,10 @@ import argparse
 import socket
 import sys
 
+from cli.common import EXIT_FAILED, EXIT_PREREQUISITES
 from specops.fleet.deployments import ALERT_BLOCK
 from specops.settings import env_name, is_http_url, secret, settings
 
-EXIT_FAILED, EXIT_PREREQUISITES = 1, 4
 TEST_SUBJECT = "specops test alert"
 
 
@@ -74,6 +74,7 @@ def _test(args, api: str) -> int:
 def add_parser(sub) -> None:
     alert = sub.add_parser("alert", help="the notification block regression and no-worker alerts go through: "
                            "`alert setup` saves it, `alert test` sends one")
+    alert.set_defaults(handler=cmd_alert)
     alert_sub = alert.add_subparsers(dest="alert_command", required=True)
     setup = alert_sub.add_parser("setup", help=f"create or update the Webhook block posting to "
                                  f"${env_name('specops_alert_url')} (read from the environment: `make up` passes "

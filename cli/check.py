@@ -6,18 +6,18 @@ versions, the preloaded libraries, the CPU's instruction sets), and starts nothi
 """
 from __future__ import annotations
 
-import argparse
 import sys
 
-EXIT_PREREQUISITES = 4
+from cli.common import EXIT_PREREQUISITES
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
+def add_parser(sub) -> None:
     check = sub.add_parser("check", help="can this host run the profile's engine and benchmark tool? (starts "
                            "nothing; exit 4 with the reasons in one line when it cannot)")
     check.add_argument("profile", help="profile name (profiles/<name>.yaml) or a YAML path")
     check.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                        help="override a profile field (repeatable)")
+    check.set_defaults(handler=cmd_check)
 
 
 def cmd_check(args) -> int:

@@ -1,9 +1,35 @@
-"""`specops deployments`: prefect.yaml from the profiles, and the work pools' base job templates."""
+"""`specops schema` and `specops deployments`: the profile JSON schema, prefect.yaml, the work pools' templates."""
 from __future__ import annotations
 
 import json
 import sys
 from pathlib import Path
+
+
+def add_parser(sub) -> None:
+    schema = sub.add_parser("schema", help="print the profile JSON schema")
+    schema.add_argument("-o", "--output", type=Path)
+    schema.set_defaults(handler=cmd_schema)
+    deployments = sub.add_parser("deployments", help="write prefect.yaml from the profiles (or a work pool's "
+                                 "base job template)")
+    deployments.add_argument("-o", "--output", type=Path)
+    deployments.add_argument("--pool-template", metavar="POOL", help="print POOL's base job template instead "
+                             "(for `prefect work-pool create/update --base-job-template`)")
+    deployments.add_argument("--pool-description", metavar="POOL", help="print POOL's description instead (the "
+                             "worker command and the blocks its runs need; for `prefect work-pool update "
+                             "--description`)")
+    deployments.set_defaults(handler=cmd_deployments)
+
+
+def cmd_schema(args) -> int:
+    from specops.profile.schema import Profile
+
+    text = json.dumps(Profile.model_json_schema(), indent=2) + "\n"
+    if args.output:
+        args.output.write_text(text)
+    else:
+        sys.stdout.write(text)
+    return 0
 
 
 def pool_template(pool: str) -> dict:
@@ -22,7 +48,8 @@ def pool_template(pool: str) -> dict:
 
 
 def cmd_deployments(args) -> int:
-    from specops.fleet.deployments import CPU_POOL, GPU_POOL, render
+    from specops.fleet.deployments import CPU_POOL, GPU_POOL
+    from specops.fleet.prefect_yaml import render
 
     if args.pool_description:
         if args.pool_description not in (CPU_POOL, GPU_POOL):

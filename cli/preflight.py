@@ -17,14 +17,8 @@ from specops.http_client import Client, HttpError, StatusError, is_loopback
 from specops.profile.errors import ProfileError
 from specops.profile.loader import LoadedProfile
 from specops.results.store import results_problems
-from specops.run.rundir import (
-    RunDirError,
-    artifacts_root,
-    cache_root,
-    existing_ancestor,
-    free_space_problem,
-    validate_run_id,
-)
+from specops.run.roots import artifacts_root, cache_root, existing_ancestor, free_space_problem
+from specops.run.rundir import RunDirError, validate_run_id
 from specops.settings import env_name, settings
 from specops.sources.local import missing_target_files
 from specops.sources.schemes import parse_source

@@ -13,9 +13,9 @@ from prefect.states import State
 from flows.specdec import RunFailed, run_specdec
 from prefect_adapters.parameters import CalibrationRuns, Overrides, ProfileName, RunId
 from prefect_adapters.refusal import refused_profiles
-from specops.report.artifact_names import CALIBRATE_TAG
 from specops.results.calibration import AA_OVERRIDE, Calibration
 from specops.results.model import RunResult
+from specops.results.role import CALIBRATE, RunRole
 from tasks.calibrate import publish_calibration, validate_calibration
 
 
@@ -28,11 +28,11 @@ def calibrate(profile: ProfileName = "ngram-local", runs: CalibrationRuns = 20, 
         return refused
     loaded = validate_calibration(profile, overrides, runs)
     results: list[RunResult] = []
-    with tags(CALIBRATE_TAG):  # each A/A run is tagged, and publishes under calibrate-<profile>-* keys
+    with tags(CALIBRATE):  # a label for people; the role makes each A/A run publish under calibrate-<profile>-*
         for i in range(runs):
             get_run_logger().info("A/A run %d of %d", i + 1, runs)
             try:
-                results.append(run_specdec(profile, [*overrides, AA_OVERRIDE]))
+                results.append(run_specdec(profile, [*overrides, AA_OVERRIDE], role=RunRole(kind=CALIBRATE)))
             except RunFailed as failed:  # recorded and reported; its line says FAILED
                 get_run_logger().error("%s", failed)
                 results.append(failed.result)

@@ -13,8 +13,8 @@ from prefect.states import State
 from flows.specdec import RunFailed, run_specdec
 from prefect_adapters.parameters import Overrides, ProfileNames, RunId
 from prefect_adapters.refusal import refused_profiles
-from specops.report.artifact_names import COMPARE_TAG
 from specops.results.model import RunResult
+from specops.results.role import COMPARE, RunRole
 from tasks.compare import publish_comparison, validate_comparison
 
 
@@ -26,10 +26,10 @@ def compare(profiles: ProfileNames, overrides: Overrides = (), run_id: RunId = "
         return refused
     validate_comparison(profiles, overrides)
     results: list[RunResult] = []
-    with tags(COMPARE_TAG):  # each member's run is tagged, and publishes under compare-<profile>-* keys
+    with tags(COMPARE):  # a label for people; the role makes each run publish under compare-<profile>-* keys
         for profile in profiles:
             try:
-                results.append(run_specdec(profile, overrides))
+                results.append(run_specdec(profile, overrides, role=RunRole(kind=COMPARE)))
             except RunFailed as failed:  # recorded and reported; its row says FAILED
                 get_run_logger().error("%s", failed)
                 results.append(failed.result)

@@ -9,16 +9,14 @@ from pathlib import Path
 from flows.serving import served
 from prefect_adapters.slot_limits import hold_slots
 from specops.backends.base import Backend
-from specops.draft.gpu_synthesis import SYNTHESIS
 from specops.draft.train_result import TrainResult
 from specops.host.slots import run_slots
-from specops.pipeline.backend import synthesis_backend_for
+from specops.pipeline.answer_sources import answer_source
 from specops.pipeline.summarize import RunFacts
 from specops.profile.loader import LoadedProfile
 from specops.run.rundir import RunDir
-from specops.run.variant import Variant, base_method
 from specops.sources.base import ModelArtifact
-from specops.sources.integrity import Stored
+from specops.sources.entry_lock import Stored
 from tasks.draft import find_training_data, publish_training, synthesize_training_data, train_draft_module
 from tasks.models import check_draft_vocabulary, download_model
 from tasks.render import build_engine, render_repository
@@ -69,12 +67,9 @@ def synthesize(loaded: LoadedProfile, backend: Backend, target: ModelArtifact, r
     """Answer the prompts with the target served with speculation off: on the seed's vLLM container
     (draft.train.data.server) or the profile's backend; an endpoint (draft.train.data.endpoint) needs no server."""
     profile = loaded.profile
-    data = profile.draft.train.data
-    # On the profile's backend, with as many instances as requests in flight.
-    variant = Variant(SYNTHESIS.name, base_method(), parallel=data.concurrency)
-    if data.server is not None:
-        backend, variant = synthesis_backend_for(profile), SYNTHESIS
-    elif data.endpoint:
+    source = answer_source(profile.draft.train.data)
+    backend, variant = source.serving(profile, backend)
+    if not source.served:
         return synthesize_training_data(profile, backend, None, variant, target, cache_dir, run)
     engines = build_engine(backend, variant, target, None, cache_dir, run).value
     repo = render_repository(backend, variant, target, None, cache_dir, engines, run).value

@@ -10,12 +10,12 @@ Scheduled nightly by cron in prefect.yaml.
 """
 from __future__ import annotations
 
-from prefect import flow, get_run_logger, task
-from prefect.cache_policies import NO_CACHE
+from prefect import flow, get_run_logger
 from prefect.deployments import run_deployment
 from prefect.states import Failed, State
 
 from flows.specdec import RunFailed, run_specdec
+from prefect_adapters.step import step
 from specops.fleet.deployments import dispatched
 from specops.profile.loader import LoadedProfile
 from specops.regression.policy import RegressionPolicy
@@ -40,7 +40,7 @@ class RegressionFound(RuntimeError):
         return type(self), (self.verdicts,)
 
 
-@task(cache_policy=NO_CACHE)
+@step
 def validate_suite(suite: list[SuiteEntry]) -> list[LoadedProfile]:
     """Every profile of the suite loaded and validated, and each GPU one known to have a deployment,
     before any of them runs."""

@@ -16,9 +16,9 @@ from prefect.states import Failed, State
 from flows.finish import finish, set_final_status
 from flows.prepare import noted_result, prepare_models
 from flows.serving import measure_group, served_together
-from prefect_adapters.parameters import Overrides, ProfileName, RunId
+from prefect_adapters.parameters import Overrides, ProfileName, Role, RunId
 from prefect_adapters.reaping import reap_servers
-from prefect_adapters.refusal import refused_profiles
+from prefect_adapters.refusal import loaded_or_refused
 from prefect_adapters.slot_limits import hold_slots
 from specops.backends.base import Backend
 from specops.bench.tool import BenchTool
@@ -28,10 +28,12 @@ from specops.pipeline.benchmark import bench_prompts
 from specops.pipeline.summarize import RunFacts
 from specops.profile.loader import LoadedProfile
 from specops.results.model import Failure, RunResult, Status, Verdict, Window
-from specops.run.rundir import RunDir, cache_root
+from specops.results.role import RunRole
+from specops.run.roots import cache_root
+from specops.run.rundir import RunDir
 from specops.run.variant import BASE, SPECULATIVE, Variant, variants_of
 from tasks.check import compare_check_outputs
-from tasks.profile import check_prerequisites, check_result_storage, create_run_dir, validate_profile
+from tasks.profile import check_prerequisites, check_result_storage, create_run_dir
 from tasks.render import build_engine, render_repository
 from tasks.report import summarize_run
 
@@ -123,12 +125,13 @@ def measure(loaded: LoadedProfile, backend: Backend, tool: BenchTool, run: RunDi
 
 @flow(name="specdec", on_cancellation=[reap_servers], on_crashed=[reap_servers], log_prints=True)
 def specdec(profile: ProfileName = "ngram-local", overrides: Overrides = (),
-            run_id: RunId = "") -> RunResult | State:
-    """Deploy and benchmark one speculative-decoding profile against its base model. Ends Completed
-    with the RunResult, or Failed: RunFailed raised (a step failed), RunInvalid (outputs differ)."""
-    if (refused := refused_profiles([profile], overrides)) is not None:
-        return refused
-    loaded = validate_profile(profile, list(overrides or []))
+            run_id: RunId = "", role: Role = RunRole()) -> RunResult | State:
+    """Deploy and benchmark one speculative-decoding profile against its base model, as a run of its own or in
+    the role its caller gives it (a member of a comparison, ...). Ends Completed with the RunResult, or Failed:
+    RunFailed raised (a step failed), RunInvalid (outputs differ)."""
+    loaded = loaded_or_refused(profile, overrides)  # the run's one load of its profile, handed to every step
+    if isinstance(loaded, State):
+        return loaded
     run = create_run_dir(loaded, run_id)
     backend, tool = backend_for(loaded.profile), tool_for(loaded.profile)  # built once, handed to every step
     facts = RunFacts()
@@ -139,7 +142,7 @@ def specdec(profile: ProfileName = "ngram-local", overrides: Overrides = (),
     except BaseException as error:
         report, result = None, None
         try:
-            result = summarize_run(loaded, run, backend, tool, facts, error)
+            result = summarize_run(loaded, run, backend, tool, facts, error, role)
             set_final_status(run, result)  # first: a report that fails must not leave "running"
             report = finish(result, run)
         except Exception as unreported:  # the original error matters more than a failed report
@@ -151,7 +154,7 @@ def specdec(profile: ProfileName = "ngram-local", overrides: Overrides = (),
         if isinstance(error, Exception):
             raise RunFailed(result, report) from error
         raise  # cancellation and interrupts stay what they are
-    result = summarize_run(loaded, run, backend, tool, facts)
+    result = summarize_run(loaded, run, backend, tool, facts, role=role)
     try:
         report = finish(result, run)
     except BaseException as error:
@@ -163,10 +166,11 @@ def specdec(profile: ProfileName = "ngram-local", overrides: Overrides = (),
     return final_state(result, report)
 
 
-def run_specdec(profile: str, overrides: list[str] | None = None, run_id: str | None = None) -> RunResult:
+def run_specdec(profile: str, overrides: list[str] | None = None, run_id: str | None = None,
+                role: RunRole = RunRole()) -> RunResult:
     """specdec() for callers that want the measurement either way: an INVALID run's RunResult is
     returned (its Prefect state is Failed all the same); a failed run raises RunFailed."""
     try:
-        return specdec(profile, list(overrides or []), run_id)
+        return specdec(profile, list(overrides or []), run_id, role)
     except RunInvalid as invalid:
         return invalid.result

@@ -32,8 +32,10 @@ from specops.pipeline.backend import backend_for, tool_for
 from specops.pipeline.benchmark import bench_prompts
 from specops.pipeline.summarize import RunFacts
 from specops.profile.loader import LoadedProfile, load_profile
-from specops.results.model import SWEEP_CELL_NOTE, Lossless, RunResult, VariantRecord, Window
-from specops.run.rundir import RunDir, cache_root, end_open_statuses
+from specops.results.model import Lossless, RunResult, VariantRecord, Window
+from specops.results.role import SWEEP_CELL, RunRole
+from specops.run.roots import cache_root
+from specops.run.rundir import RunDir, end_open_statuses
 from specops.run.variant import BASE, SPECULATIVE, Variant, base_method
 from specops.sweep.analysis import Cell, best_k, crossover
 from specops.sweep.cells import BaseCell, CellStore
@@ -128,18 +130,18 @@ def measure_k(sweep: Sweep, k: int, concurrencies: list[int], bases: dict[int, B
                              servers={**bases[c].servers, **sweep.facts.servers},
                              window=Window(started_at=held.started_at, finished_at=time.time(), slots=held.names,
                                            waited_s=round(held.waited_s, 3)))
-            result = summarize_cell(cell, cell_run, sweep, facts)
+            result = summarize_cell(cell, cell_run, sweep, facts, name)
             keep_cell(sweep.store, sweep.key(k, c, schedule), result)
             results[(k, c)] = result
             sweep.measured.append(f"{name}-c{c}")
     return results
 
 
-def summarize_cell(cell: LoadedProfile, cell_run: RunDir, sweep: Sweep, facts: RunFacts) -> RunResult:
-    """The cell's RunResult: its report in its directory, its row in the results database."""
-    result = summarize_run(cell, cell_run, sweep.backend, sweep.tool, facts)
-    note = f"{SWEEP_CELL_NOTE} of {sweep.run.path}: {' '.join(cell.overrides[len(sweep.overrides):])}"
-    result = result.model_copy(update={"notes": [note, *result.notes]})
+def summarize_cell(cell: LoadedProfile, cell_run: RunDir, sweep: Sweep, facts: RunFacts, series: str) -> RunResult:
+    """The cell's RunResult, a sweep cell of `series`: its report in its directory, its row in the results
+    database."""
+    role = RunRole(kind=SWEEP_CELL, of=str(sweep.run.path), series=series)
+    result = summarize_run(cell, cell_run, sweep.backend, sweep.tool, facts, role=role)
     finish(result, cell_run)
     set_final_status(cell_run, result)
     return result

@@ -10,20 +10,20 @@ from prefect.states import State
 from flows.prepare import prepare_trained_draft
 from prefect_adapters.parameters import Overrides, ProfileName, RunId
 from prefect_adapters.reaping import reap_servers
-from prefect_adapters.refusal import refused_profiles
+from prefect_adapters.refusal import loaded_or_refused
 from specops.pipeline.backend import backend_for, tool_for
-from specops.run.rundir import cache_root
+from specops.run.roots import cache_root
 from tasks.models import download_model
-from tasks.profile import check_prerequisites, create_run_dir, validate_profile
+from tasks.profile import check_prerequisites, create_run_dir
 
 
 @flow(name="train-draft", on_cancellation=[reap_servers], on_crashed=[reap_servers], log_prints=True)
 def train_draft(profile: ProfileName = "eagle3-local", overrides: Overrides = (),
                 run_id: RunId = "") -> dict | State:
     """Train (or find cached) the draft module a profile's `draft.train` section describes."""
-    if (refused := refused_profiles([profile], overrides)) is not None:
-        return refused
-    loaded = validate_profile(profile, list(overrides or []))
+    loaded = loaded_or_refused(profile, overrides)
+    if isinstance(loaded, State):
+        return loaded
     if loaded.profile.draft is None or loaded.profile.draft.train is None:
         raise ValueError(f"profile {loaded.profile.name}: no draft.train section; nothing to train")
     run = create_run_dir(loaded, run_id)

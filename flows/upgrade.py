@@ -18,8 +18,9 @@ from prefect.states import State
 from flows.specdec import RunFailed, run_specdec
 from prefect_adapters.parameters import Overrides, ProfileName, RunId, described
 from prefect_adapters.refusal import refused_profiles
-from specops.report.artifact_names import UPGRADE_TAG
 from specops.results.model import RunResult
+from specops.results.role import UPGRADE, RunRole
+from specops.upgrade.sides import changes_engine
 from tasks.upgrade import publish_upgrade, validate_upgrade
 
 # Only backend fields: the method, target and benchmark stay the profile's, so a change is the engine's.
@@ -41,9 +42,12 @@ def upgrade(profile: ProfileName, before: BackendOverrides, after: BackendOverri
     sides = validate_upgrade(profile, list(before), list(after), overrides)
     results: list[RunResult | None] = []
     for side in sides:
-        with tags(UPGRADE_TAG):  # its specdec run publishes as a member of this check, not as the profile's own
+        # A member of this check, not the profile's own run; a side on another engine than the profile ships with
+        # stays out of the profile's regression baselines (a side as shipped is a run of it like any other).
+        role = RunRole(kind=UPGRADE, of=side.label, off_engine=changes_engine(side.overrides))
+        with tags(UPGRADE):  # a label for people
             try:
-                results.append(run_specdec(profile, list(side.overrides)))
+                results.append(run_specdec(profile, list(side.overrides), role=role))
             except RunFailed as failed:  # recorded and reported; its column says FAILED and where
                 get_run_logger().error("%s side: %s", side.label, failed)
                 results.append(failed.result)

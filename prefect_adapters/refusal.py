@@ -9,6 +9,8 @@ handle_retry: "Task run failed with exception", exc_info=True), the flow's (flow
 returned by the flow ends the run the same way with the first two gone; the third is Prefect's for every
 Failed flow run of a deployment (run_flow re-raises the final state's exception to its caller), so it stays,
 its traceback Prefect's frames alone. The flow's own tasks keep their tracebacks: those are faults, not input.
+So the load happens here, in the flow's own body, not in a task (a task that returned the Failed state would
+log "Finished in state Failed" at ERROR: a second line).
 """
 from __future__ import annotations
 
@@ -18,7 +20,18 @@ from prefect import get_run_logger
 from prefect.states import Failed, State
 
 from specops.profile.errors import ProfileError
-from specops.profile.loader import load_profile
+from specops.profile.loader import LoadedProfile, load_profile
+
+
+def loaded_or_refused(profile: str, overrides: Sequence[str] | None) -> LoadedProfile | State:
+    """The profile loaded with the overrides, which the flow hands to every step (its run's one load of it);
+    or the Failed state the flow returns at once."""
+    try:
+        loaded = load_profile(profile, list(overrides or []))
+    except ProfileError as error:
+        return _refused(error)
+    get_run_logger().info("profile %s (%s) valid, sha256 %s", loaded.profile.name, loaded.path, loaded.sha256[:12])
+    return loaded
 
 
 def refused_profiles(profiles: Sequence[str], overrides: Sequence[str]) -> State | None:
@@ -27,8 +40,12 @@ def refused_profiles(profiles: Sequence[str], overrides: Sequence[str]) -> State
         for profile in profiles:
             load_profile(profile, list(overrides))
     except ProfileError as error:
-        get_run_logger().error("%s", error)
-        # A Python caller of the flow gets the ProfileError raised (Prefect raises a Failed state's data);
-        # without its traceback, the deployment run's engine line shows no specops frame either.
-        return Failed(message=str(error), data=error.with_traceback(None))
+        return _refused(error)
     return None
+
+
+def _refused(error: ProfileError) -> State:
+    get_run_logger().error("%s", error)
+    # A Python caller of the flow gets the ProfileError raised (Prefect raises a Failed state's data);
+    # without its traceback, the deployment run's engine line shows no specops frame either.
+    return Failed(message=str(error), data=error.with_traceback(None))

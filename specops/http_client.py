@@ -10,6 +10,7 @@ import functools
 import ipaddress
 import json
 import ssl
+from contextlib import closing
 from typing import Any
 
 import httpx
@@ -56,6 +57,11 @@ class Client:
     def text(self, method: str, url: str, timeout_s: float, *, body: Any = None,
              headers: dict[str, str] | None = None) -> str:
         """The answer's body as text (undecodable bytes replaced); `body`, when given, is sent as JSON."""
+        return self.content(method, url, timeout_s, body=body, headers=headers).decode("utf-8", "replace")
+
+    def content(self, method: str, url: str, timeout_s: float, *, body: Any = None,
+                headers: dict[str, str] | None = None) -> bytes:
+        """The answer's body; `body`, when given, is sent as JSON."""
         headers = dict(headers or {})
         content = None
         if body is not None:
@@ -72,11 +78,10 @@ class Client:
             raise HttpError(_redact(f"{url}: {type(exc).__name__} ({exc})", headers)) from None
         except httpx.InvalidURL as exc:  # not an HTTPError in httpx
             raise HttpError(f"{url}: not a URL ({exc})") from None
-        text = response.content.decode("utf-8", "replace")
-        if not response.is_success:
-            shown = _redact(text, headers)[:ERROR_BODY_CHARS]  # redacted first: a cut must not expose part of a key
+        if not response.is_success:  # the body redacted first: a cut must not expose part of a key
+            shown = _redact(response.content.decode("utf-8", "replace"), headers)[:ERROR_BODY_CHARS]
             raise StatusError(f"{url}: HTTP {response.status_code}: {shown}", response.status_code)
-        return text
+        return response.content
 
     def close(self) -> None:
         self._client.close()
@@ -122,6 +127,12 @@ def get_json(url: str, timeout_s: float) -> Any:
 def post_json(url: str, body: Any, timeout_s: float, headers: dict[str, str] | None = None) -> Any:
     """POST `body` as JSON to one of our servers; their answer, parsed."""
     return json.loads(_direct().text("POST", url, timeout_s, body=body, headers=headers))
+
+
+def download(url: str, timeout_s: float, headers: dict[str, str] | None = None) -> bytes:
+    """GET a remote file (GitHub's, PyPI's) through the environment's proxy settings: its bytes."""
+    with closing(Client(env_proxy=True)) as client:
+        return client.content("GET", url, timeout_s, headers=headers)
 
 
 def _redact(text: str, headers: dict[str, str]) -> str:

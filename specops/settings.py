@@ -49,6 +49,8 @@ class Settings(BaseSettings):
                                            "`make install` builds in the checkout")
     specops_aiperf: Path | None = Field(None, description="AIPerf executable; unset: the one in the venv "
                                         "`make install` builds in the checkout, else `aiperf` on PATH")
+    specops_vllm_cache: Path = Field(Path("/tmp/vllm-sdists"), description="where tools/versions/extract_vllm.py "
+                                     "keeps the vLLM archives it downloads from PyPI (its --cache)")
     # docker-py's own default on Linux (docker/constants.py DEFAULT_UNIX_SOCKET); docker-py reads the variable itself.
     docker_host: str = Field("unix:///var/run/docker.sock", description="Docker daemon address, as docker-py "
                              "reads it; specops reads it to say where it looked and whether the daemon is local")

@@ -4,10 +4,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from prefect import get_run_logger, task
-from prefect.cache_policies import NO_CACHE
+from prefect import get_run_logger
 
 from prefect_adapters.alert_block import deliver
+from prefect_adapters.step import step
 
 
 def alert_text(payload: dict[str, Any]) -> tuple[str, str]:
@@ -19,7 +19,7 @@ def alert_text(payload: dict[str, Any]) -> tuple[str, str]:
     return subject, body
 
 
-@task(cache_policy=NO_CACHE, persist_result=False, retries=2, retry_delay_seconds=10)
+@step(retries=2, retry_delay_seconds=10)
 def send_alert(block: str, payload: dict[str, Any]) -> None:
     """POST the regression's payload to a Webhook block, or notify() through a notification block (Slack,
     email...). `block` is "<block type slug>/<block name>", e.g. webhook/specops-regression."""
@@ -28,7 +28,7 @@ def send_alert(block: str, payload: dict[str, Any]) -> None:
     get_run_logger().info("alert sent through %s to %s: %s", block, sent.where, json.dumps(payload)[:500])
 
 
-@task(cache_policy=NO_CACHE, persist_result=False, retries=2, retry_delay_seconds=10)
+@step(retries=2, retry_delay_seconds=10)
 def send_notification(block: str, subject: str, body: str, payload: dict[str, Any]) -> None:
     """One alert, its text given, through `block` (as send_alert)."""
     sent = deliver(block, subject, body, payload)

@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from prefect import get_run_logger, task
-from prefect.cache_policies import NO_CACHE
+from prefect import get_run_logger
 from prefect.runtime import flow_run
 
 from prefect_adapters.progress_artifacts import ProgressArtifact
+from prefect_adapters.step import step
 from specops.acceptance.model import Acceptance
 from specops.backends.base import Backend, Server
 from specops.bench.tool import BenchJob, BenchTool
@@ -24,7 +24,7 @@ from specops.run.variant import Variant
 _PROGRESS: dict[tuple[str, str], ProgressArtifact] = {}
 
 
-@task(cache_policy=NO_CACHE, persist_result=False)
+@step
 def benchmark_round(tool: BenchTool, backend: Backend, server: Server, variant: Variant, tokenizer: Path,
                     bench: Benchmark, prompts: list[str], run: RunDir, round_: int,
                     pace: Pace | None = None) -> Measured:
@@ -44,7 +44,7 @@ def benchmark_round(tool: BenchTool, backend: Backend, server: Server, variant: 
     return measured
 
 
-@task(cache_policy=NO_CACHE, persist_result=False)
+@step
 def benchmark_interleaved_round(tool: BenchTool, servers: list[Server], jobs: list[BenchJob], run: RunDir,
                                 round_: int, rounds: int) -> list[Measured]:
     """One round in which the variants' requests alternate, in `jobs` order, in one run of the tool; its files
@@ -87,7 +87,7 @@ def _variant_progress(name: str) -> ProgressArtifact:
     return _PROGRESS[key]
 
 
-@task(cache_policy=NO_CACHE, persist_result=False)
+@step
 def read_acceptance(backend: Backend, server: Server, variant: Variant, settle: bool = False) -> Acceptance | None:
     """Read the cumulative speculation counters from the backend's own source."""
     return backend.acceptance(server, variant, settle)

@@ -1,26 +1,27 @@
 """Check that a profile can be calibrated; publish its A/A calibration."""
 from __future__ import annotations
 
-from prefect import get_run_logger, task
+from prefect import get_run_logger
 from prefect.artifacts import create_markdown_artifact
-from prefect.cache_policies import NO_CACHE
 
+from prefect_adapters.step import step
 from specops.atomic_file import write_text
 from specops.profile.calibration import load_calibration
 from specops.profile.loader import LoadedProfile
 from specops.report.artifact_names import artifact_key
 from specops.report.links import link_markdown
 from specops.results.calibration import Calibration, format_calibration
-from specops.run.rundir import artifacts_root, new_run_id, validate_run_id
+from specops.run.roots import artifacts_root
+from specops.run.rundir import new_run_id, validate_run_id
 
 
-@task(cache_policy=NO_CACHE)
+@step
 def validate_calibration(profile: str, overrides: list[str], runs: int) -> LoadedProfile:
     """The profile as its A/A runs serve it (method none), validated before any of them runs."""
     return load_calibration(profile, overrides, runs)
 
 
-@task(cache_policy=NO_CACHE, persist_result=False)
+@step
 def publish_calibration(calibration: Calibration, run_id: str | None) -> str:
     """calibration.md under artifacts/calibrate/<profile>/<id>/ and as an artifact; returns its text."""
     out = artifacts_root() / "calibrate" / calibration.profile / validate_run_id(run_id or new_run_id())

@@ -1,9 +1,9 @@
 """Smoke request and the lossless check (temperature 0, same prompts, identical text)."""
 from __future__ import annotations
 
-from prefect import get_run_logger, task
-from prefect.cache_policies import NO_CACHE
+from prefect import get_run_logger
 
+from prefect_adapters.step import step
 from specops.backends.base import Backend, Server
 from specops.pipeline.check import Pace, greedy_outputs, smoke
 from specops.pipeline.lossless import compare_outputs
@@ -12,7 +12,7 @@ from specops.run.rundir import RunDir
 from specops.run.variant import Variant
 
 
-@task(cache_policy=NO_CACHE, persist_result=False)
+@step
 def send_smoke_request(backend: Backend, server: Server, variant: Variant, run: RunDir) -> Pace:
     """One short request; fails the run early if the server answers nothing. Returns its pace."""
     pace = Pace()
@@ -22,7 +22,7 @@ def send_smoke_request(backend: Backend, server: Server, variant: Variant, run: 
     return pace
 
 
-@task(cache_policy=NO_CACHE, persist_result=False)
+@step
 def generate_check_outputs(backend: Backend, server: Server, variant: Variant, prompts: list[str], max_tokens: int,
                            run: RunDir) -> tuple[list[str], Pace]:
     """Greedy outputs for the lossless prompts, saved into the run directory, and their pace."""
@@ -34,7 +34,7 @@ def generate_check_outputs(backend: Backend, server: Server, variant: Variant, p
     return outputs, pace
 
 
-@task(cache_policy=NO_CACHE, persist_result=False)
+@step
 def compare_check_outputs(base: list[str], speculative: list[str], run: RunDir) -> Lossless:
     """Compare base and speculative outputs; a mismatch makes the run INVALID."""
     result = compare_outputs(base, speculative)

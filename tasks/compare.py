@@ -1,28 +1,29 @@
 """Check that profiles can be compared; publish their comparison."""
 from __future__ import annotations
 
-from prefect import get_run_logger, task
+from prefect import get_run_logger
 from prefect.artifacts import create_markdown_artifact
-from prefect.cache_policies import NO_CACHE
 
+from prefect_adapters.step import step
 from specops.atomic_file import write_text
 from specops.profile.comparison import check_comparable
 from specops.profile.loader import load_profile
 from specops.report.artifact_names import artifact_key
 from specops.report.links import figure_markdown, link_markdown
+from specops.report.plot import write_compare_plot
 from specops.results.model import RunResult
-from specops.run.rundir import artifacts_root, new_run_id, validate_run_id
-from specops.sweep.plots import write_compare_plot
+from specops.run.roots import artifacts_root
+from specops.run.rundir import new_run_id, validate_run_id
 from specops.sweep.table import format_compare
 
 
-@task(cache_policy=NO_CACHE)
+@step
 def validate_comparison(profiles: list[str], overrides: list[str]) -> None:
     """Every profile valid with the overrides, all different and on one target model, before any of them runs."""
     check_comparable([load_profile(p, overrides) for p in profiles])
 
 
-@task(cache_policy=NO_CACHE, persist_result=False)
+@step
 def publish_comparison(results: list[RunResult], run_id: str | None) -> str:
     """compare.md and compare.png under artifacts/compare/<id>/, the table as an artifact; returns the table."""
     out = artifacts_root() / "compare" / validate_run_id(run_id or new_run_id())

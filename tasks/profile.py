@@ -1,26 +1,20 @@
-"""Validate the profile, open the run directory, check this machine can run it."""
+"""Open the run directory of the profile its flow loaded, check this machine can run it."""
 from __future__ import annotations
 
-from prefect import get_run_logger, task
-from prefect.cache_policies import NO_CACHE
+from prefect import get_run_logger
 
+from prefect_adapters.step import step
 from specops.backends.base import Backend, PrerequisiteError
 from specops.bench.tool import BenchTool
 from specops.pipeline.backend import preflight
-from specops.profile.loader import LoadedProfile, load_profile
-from specops.results.store import masked, results_problems, results_url
-from specops.run.rundir import RunDir, free_space_problem
+from specops.profile.loader import LoadedProfile
+from specops.results.database import masked, results_url
+from specops.results.store import results_problems
+from specops.run.roots import free_space_problem
+from specops.run.rundir import RunDir
 
 
-@task(cache_policy=NO_CACHE)
-def validate_profile(profile: str, overrides: list[str]) -> LoadedProfile:
-    """Load and fully validate a profile (unknown keys, methods, backends and pairs fail here)."""
-    loaded = load_profile(profile, overrides)
-    get_run_logger().info("profile %s (%s) valid, sha256 %s", loaded.profile.name, loaded.path, loaded.sha256[:12])
-    return loaded
-
-
-@task(cache_policy=NO_CACHE)
+@step
 def check_prerequisites(backend: Backend, tool: BenchTool, run: RunDir) -> None:
     """Stop at once, saying what is missing, when this machine cannot run the backend or the tool."""
     with run.timed("preflight", backend.config.kind):
@@ -30,7 +24,7 @@ def check_prerequisites(backend: Backend, tool: BenchTool, run: RunDir) -> None:
     get_run_logger().info("backend %s and %s: prerequisites present", backend.config.kind, tool.name)
 
 
-@task(cache_policy=NO_CACHE)
+@step
 def check_result_storage(run: RunDir, profile: str) -> None:
     """Where the result goes takes it, before any download: the results database a row (were it lost
     later, the result would still be kept in the run directory), the artifacts disk its minimum of space."""
@@ -41,7 +35,7 @@ def check_result_storage(run: RunDir, profile: str) -> None:
     get_run_logger().info("results database %s takes rows", masked(results_url()))
 
 
-@task(cache_policy=NO_CACHE)
+@step
 def create_run_dir(loaded: LoadedProfile, run_id: str | None) -> RunDir:
     """Create artifacts/<profile>/<run-id>/ and write the resolved profile into it."""
     run = RunDir.create(loaded.profile.name, run_id)

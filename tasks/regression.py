@@ -4,15 +4,16 @@ from __future__ import annotations
 import socket
 from pathlib import Path
 
-from prefect import get_run_logger, task
+from prefect import get_run_logger
 from prefect.artifacts import create_link_artifact, create_markdown_artifact
-from prefect.cache_policies import NO_CACHE
 from prefect.events import emit_event
 
+from prefect_adapters.step import step
 from specops.regression.policy import RegressionPolicy
+from specops.regression.runs import profile_runs
 from specops.regression.suite import EVENT, resource_id
 from specops.regression.trend import trend_dir, write_trend
-from specops.regression.verdict import HISTORY_LIMIT, MetricVerdict, evaluate, profile_runs, verdict_table
+from specops.regression.verdict import HISTORY_LIMIT, MetricVerdict, evaluate, verdict_table
 from specops.report.artifact_names import artifact_key
 from specops.report.links import figure_markdown, link_markdown, public_url
 from specops.results.compat import ReadNotes
@@ -20,7 +21,7 @@ from specops.results.model import RunResult
 from specops.results.store import ResultsStore
 
 
-@task(cache_policy=NO_CACHE, persist_result=False)
+@step
 def read_history(profile: str) -> list[RunResult]:
     """The profile's runs in the results database, every host, oldest first (a sweep's cells left out).
     A row this specops cannot read (a newer one's) is left out with a warning, never the end of the judging."""
@@ -32,7 +33,7 @@ def read_history(profile: str) -> list[RunResult]:
     return sorted(profile_runs(runs), key=lambda r: r.started_at)
 
 
-@task(cache_policy=NO_CACHE, persist_result=False)
+@step
 def judge_newest_run(history: list[RunResult], policy: RegressionPolicy) -> list[MetricVerdict]:
     """Each metric of the newest run against the median of the runs before it."""
     verdicts = evaluate(history, policy)
@@ -41,7 +42,7 @@ def judge_newest_run(history: list[RunResult], policy: RegressionPolicy) -> list
     return verdicts
 
 
-@task(cache_policy=NO_CACHE, persist_result=False)
+@step
 def announce_regression(verdict: MetricVerdict) -> None:
     """One `specops.regression.detected` event: what prefect.yaml's automation notifies about."""
     payload = {"profile": verdict.profile, "metric": verdict.metric, "baseline": verdict.baseline,
@@ -53,7 +54,7 @@ def announce_regression(verdict: MetricVerdict) -> None:
                              verdict.value, verdict.baseline, ", ".join(u[:12] for u in verdict.violating_uids))
 
 
-@task(cache_policy=NO_CACHE, persist_result=False)
+@step
 def publish_trend(profile: str, history: list[RunResult], policy: RegressionPolicy,
                   verdicts: list[MetricVerdict]) -> tuple[Path, Path]:
     """trend.html (interactive) and trend.png under artifacts/trends/<profile>/, linked from the flow run."""

@@ -3,20 +3,20 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from prefect import get_run_logger, task
-from prefect.cache_policies import NO_CACHE
+from prefect import get_run_logger
 
+from prefect_adapters.step import step
 from specops.backends.base import Backend
 from specops.pipeline.render import build_engines
 from specops.pipeline.render import render_repository as render
 from specops.run.rundir import RunDir
 from specops.run.variant import Variant
 from specops.sources.base import ModelArtifact
-from specops.sources.integrity import Stored
+from specops.sources.entry_lock import Stored
 
 
 # The cache is looked up by the store itself, never through Prefect's task cache: nothing outside it points into it.
-@task(cache_policy=NO_CACHE, persist_result=False)
+@step
 def build_engine(backend: Backend, variant: Variant, target: ModelArtifact, draft: ModelArtifact | None,
                  cache_dir: Path, run: RunDir) -> Stored[Path | None]:
     """Convert and build the variant's engines (TRT-LLM engine backend; nothing for the others)."""
@@ -27,7 +27,7 @@ def build_engine(backend: Backend, variant: Variant, target: ModelArtifact, draf
     return engines
 
 
-@task(cache_policy=NO_CACHE, persist_result=False)
+@step
 def render_repository(backend: Backend, variant: Variant, target: ModelArtifact, draft: ModelArtifact | None,
                       cache_dir: Path, engines: Path | None, run: RunDir) -> Stored[Path]:
     """Render the variant's model repository into the cache (content-addressed)."""

@@ -4,17 +4,16 @@ from __future__ import annotations
 import socket
 from pathlib import Path
 
-from prefect import get_run_logger, task
+from prefect import get_run_logger
 from prefect.artifacts import create_link_artifact, create_markdown_artifact, create_table_artifact
-from prefect.cache_policies import NO_CACHE
-from prefect.runtime import flow_run
 
 from prefect_adapters.run_logs import forward_specops_logs
+from prefect_adapters.step import step
 from specops.backends.base import Backend
 from specops.bench.tool import BenchTool
 from specops.pipeline.summarize import RunFacts, run_result
 from specops.profile.loader import LoadedProfile
-from specops.report.artifact_names import UPGRADE_TAG, member_of, run_names
+from specops.report.artifact_names import run_names
 from specops.report.links import public_url
 from specops.report.rounding import rounded_records
 from specops.report.tables import comparison_frame
@@ -23,27 +22,24 @@ from specops.report.writer import write_report as write
 from specops.results import durable
 from specops.results.manifest import MANIFEST
 from specops.results.manifest import save_result as save
-from specops.results.model import UPGRADE_SIDE_NOTE, RunResult
+from specops.results.model import RunResult
+from specops.results.role import RunRole
 from specops.results.store import ResultsError, ResultsStore
 from specops.run.rundir import RunDir
-from specops.upgrade.sides import changes_engine
 
 # The process that runs a flow (`specops run`, a worker's flow-run process) imports the flow's
 # module, which imports this one: from here on specops' own log lines reach the run's logs.
 forward_specops_logs()
 
 
-@task(cache_policy=NO_CACHE, persist_result=False)
+@step
 def summarize_run(loaded: LoadedProfile, run: RunDir, backend: Backend, tool: BenchTool, facts: RunFacts,
-                  error: BaseException | None = None) -> RunResult:
-    """Everything the run measured (or where it failed) as one RunResult; an upgrade check's side on another engine
-    than the profile's says so, so that the profile's regression baselines leave it out (a side of the profile as
-    shipped is a run of it like any other)."""
-    side = member_of(flow_run.tags or []) == UPGRADE_TAG and changes_engine(loaded.overrides)
-    return run_result(loaded, run, backend, tool, facts, error, notes=[UPGRADE_SIDE_NOTE] if side else None)
+                  error: BaseException | None = None, role: RunRole = RunRole()) -> RunResult:
+    """Everything the run measured (or where it failed) as one RunResult, in the role its caller gave it."""
+    return run_result(loaded, run, backend, tool, facts, error, role)
 
 
-@task(cache_policy=NO_CACHE, persist_result=False)
+@step
 def write_report(result: RunResult, run: RunDir) -> ReportFiles:
     """report.md, comparison.csv, comparison.png and manifest.json into the run directory."""
     files = write(result, run.path)
@@ -51,11 +47,11 @@ def write_report(result: RunResult, run: RunDir) -> ReportFiles:
     return files
 
 
-@task(cache_policy=NO_CACHE, persist_result=False)
+@step
 def publish_artifacts(result: RunResult, files: ReportFiles) -> None:
     """The comparison table (rounded), the report with its plot inline and the run directory's link as Prefect
     artifacts on the flow run, under the keys of what the run is (a run of its own, a sweep cell, a member)."""
-    names = run_names(result, member_of(flow_run.tags or []))
+    names = run_names(result)
     create_table_artifact(key=names.key("comparison"), table=rounded_records(comparison_frame(result)),
                           description=f"{names.title}: {result.verdict.value}")
     create_markdown_artifact(key=names.key("report"), markdown=report_artifact(result, files, names.title),
@@ -66,13 +62,13 @@ def publish_artifacts(result: RunResult, files: ReportFiles) -> None:
                          description=f"{names.title}: the run directory on {host} (report, logs, exports)")
 
 
-@task(cache_policy=NO_CACHE, persist_result=False)
+@step
 def save_result(result: RunResult, run: RunDir) -> Path:
     """manifest.json, the whole RunResult, into the run directory: where the result lives first."""
     return save(result, run.path)
 
 
-@task(cache_policy=NO_CACHE, persist_result=False)
+@step
 def record_result(result: RunResult) -> bool:
     """Append the RunResult to the results database ($SPECOPS_RESULTS_URL, else SQLite under artifacts/),
     and what earlier runs could not. A database that is gone costs only this append: the result stays

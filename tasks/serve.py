@@ -3,16 +3,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from prefect import get_run_logger, runtime, task
-from prefect.cache_policies import NO_CACHE
+from prefect import get_run_logger, runtime
 
+from prefect_adapters.step import step
 from specops.backends.base import Backend, Server
 from specops.pipeline.serve import start_variant, stop_variant
 from specops.run.rundir import RunDir
 from specops.run.variant import Variant
 
 
-@task(cache_policy=NO_CACHE, persist_result=False)
+@step
 def start_server(backend: Backend, variant: Variant, repo: Path, run: RunDir) -> Server:
     """Start the variant's server and wait until it and the model are ready."""
     with run.timed("serve", variant.name):
@@ -21,7 +21,7 @@ def start_server(backend: Backend, variant: Variant, repo: Path, run: RunDir) ->
     return server
 
 
-@task(cache_policy=NO_CACHE, persist_result=False)
+@step
 def stop_server(server: Server, timeout_s: float, run: RunDir, variant: Variant) -> None:
     """Stop a server within timeout_s (SIGTERM, then SIGKILL), its children included."""
     with run.timed("serve", variant.name, announce=False):  # also teardown: not a step

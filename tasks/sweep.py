@@ -4,23 +4,23 @@ from __future__ import annotations
 import socket
 from pathlib import Path
 
-from prefect import get_run_logger, task
+from prefect import get_run_logger
 from prefect.artifacts import create_link_artifact, create_markdown_artifact
-from prefect.cache_policies import NO_CACHE
 
+from prefect_adapters.step import step
 from specops.atomic_file import write_text
 from specops.profile.loader import LoadedProfile
 from specops.report.artifact_names import artifact_key
 from specops.report.links import figure_markdown, link_markdown, public_url
+from specops.report.plot import write_sweep_plots
 from specops.results.model import RunResult
 from specops.run.rundir import RunDir
 from specops.sweep.cells import BaseCell, CellStore
 from specops.sweep.grid import SweepGrid, validate_grid
 from specops.sweep.outcome import SweepOutcome
-from specops.sweep.plots import write_sweep_plots
 
 
-@task(cache_policy=NO_CACHE)
+@step
 def validate_sweep(profile: str, overrides: list[str], grid: SweepGrid) -> LoadedProfile:
     """The profile loaded with every cell's overrides, before anything starts; a sweep needs the base."""
     loaded = validate_grid(profile, overrides, grid)
@@ -32,7 +32,7 @@ def validate_sweep(profile: str, overrides: list[str], grid: SweepGrid) -> Loade
     return loaded
 
 
-@task(cache_policy=NO_CACHE, persist_result=False)
+@step
 def find_measured_cells(store: CellStore, keys: dict[tuple[int | None, int], str]
                         ) -> tuple[dict[tuple[int, int], RunResult], dict[int, BaseCell]]:
     """The speculative cells (k, c) and base cells (c) an earlier sweep of the same settings measured."""
@@ -42,17 +42,17 @@ def find_measured_cells(store: CellStore, keys: dict[tuple[int | None, int], str
     return results, bases  # type: ignore[return-value]
 
 
-@task(cache_policy=NO_CACHE, persist_result=False)
+@step
 def keep_cell(store: CellStore, key: str, result: RunResult) -> None:
     store.put_result(key, result)
 
 
-@task(cache_policy=NO_CACHE, persist_result=False)
+@step
 def keep_base_cell(store: CellStore, key: str, cell: BaseCell) -> None:
     store.put_base(key, cell)
 
 
-@task(cache_policy=NO_CACHE, persist_result=False)
+@step
 def publish_sweep(outcome: SweepOutcome, run: RunDir) -> list[Path]:
     """sweep.md, sweep.json and the plots into the sweep's run directory; the table with the plots inline and a
     link to the directory (every cell's report is under it) as artifacts."""

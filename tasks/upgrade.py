@@ -1,27 +1,28 @@
 """Check an upgrade's two sides before they run; publish the side-by-side table."""
 from __future__ import annotations
 
-from prefect import get_run_logger, task
+from prefect import get_run_logger
 from prefect.artifacts import create_markdown_artifact
-from prefect.cache_policies import NO_CACHE
 
+from prefect_adapters.step import step
 from specops.atomic_file import write_text
 from specops.report.artifact_names import artifact_key
 from specops.report.links import figure_markdown, link_markdown
 from specops.results.model import RunResult
-from specops.run.rundir import artifacts_root, new_run_id, validate_run_id
+from specops.run.roots import artifacts_root
+from specops.run.rundir import new_run_id, validate_run_id
 from specops.upgrade.plot import write_upgrade_plot
 from specops.upgrade.sides import Side, load_sides
 from specops.upgrade.table import format_upgrade, speedup_line
 
 
-@task(cache_policy=NO_CACHE)
+@step
 def validate_upgrade(profile: str, before: list[str], after: list[str], overrides: list[str]) -> list[Side]:
     """Both sides valid, each setting backend fields only, and two different engines, before either runs."""
     return load_sides(profile, before, after, overrides)
 
 
-@task(cache_policy=NO_CACHE, persist_result=False)
+@step
 def publish_upgrade(profile: str, sides: list[Side], results: list[RunResult | None], run_id: str | None) -> str:
     """upgrade.md and upgrade.png under artifacts/upgrade/<profile>/<id>/, the table as a markdown artifact;
     returns the table."""

@@ -8,18 +8,14 @@ cached final hidden states, so the target runs once over the data.
 from __future__ import annotations
 
 import copy
-import time
 from collections.abc import Callable
 from pathlib import Path
 
 import torch
 import torch.nn.functional as F
 
-from specops.draft.hidden import cache_hidden_states
-from specops.draft.loop import run_loop, shuffled_epochs
-from specops.draft.sequences import load_sequences, token_count
+from specops.draft.prepare import prepare_training
 from specops.draft.spec import TrainSpec
-from specops.draft.target import draft_vocabulary, load_target, pad_id
 from specops.draft.train_result import TrainResult
 from specops.run.progress import Progress
 
@@ -59,18 +55,13 @@ def train_distill(spec: TrainSpec, target_dir: Path, data_path: Path, out_dir: P
                   log: Callable[[str], None], draft_length: int = 0,
                   progress: Progress | None = None) -> TrainResult:
     """Derive, distill and save the draft model (HF checkpoint + tokenizer) to out_dir/export."""
-    torch.manual_seed(spec.seed)
-    target, tokenizer = load_target(target_dir, spec.threads)
-    seqs = load_sequences(data_path, tokenizer, spec.seq_len, spec.seed)
-    t0 = time.monotonic()
-    cached = cache_hidden_states(target, seqs, spec.batch_size, pad_id(tokenizer, target))
-    cache_s = time.monotonic() - t0
+    training = prepare_training(spec, target_dir, data_path)
+    training.cache()
+    target, tokenizer = training.model, training.tokenizer
     draft, layers = derive_draft(target, spec.draft_layers)
     log(f"distill: draft keeps layers {layers} of {target.config.num_hidden_layers}; "
-        f"{len(seqs)} sequences, {token_count(seqs)} tokens; target cached in {cache_s:.0f}s")
-    rows = None
-    if spec.loss_vocab_size and spec.loss_vocab_size < target.config.vocab_size:
-        rows = draft_vocabulary(seqs, spec.loss_vocab_size, target.config.vocab_size)
+        f"{training.size}; target cached in {training.cache_s:.0f}s")
+    rows = training.loss_rows()
     head = target.lm_head.weight if rows is None else target.lm_head.weight[rows]
     # Embeddings and lm_head stay the target's (tied, and they carry the shared vocabulary).
     for name, p in draft.named_parameters():
@@ -90,15 +81,10 @@ def train_distill(spec: TrainSpec, target_dir: Path, data_path: Path, out_dir: P
         return loss, {"top1_agreement": float(agree)}
 
     draft.train()
-    stats = run_loop(params, step, shuffled_epochs(cached, spec.seed), epochs=spec.epochs,
-                     steps_per_epoch=len(cached),
-                     max_steps=spec.max_steps, lr=spec.lr, log=log, label="train distill",
-                     progress=progress)
+    stats = training.run(params, step, log, "train distill", progress)
     draft.eval()
     export_dir = out_dir / "export"
     draft.save_pretrained(str(export_dir))
     tokenizer.save_pretrained(str(export_dir))
     log(f"distill: draft saved to {export_dir}")
-    return TrainResult(mode="distill", export_dir=export_dir, sequences=len(seqs), tokens=token_count(seqs),
-                       steps=stats.steps, train_seconds=stats.seconds, prepare_seconds=cache_s,
-                       final_loss=stats.final_loss, train_accuracy=stats.last_metrics)
+    return training.result("distill", export_dir, stats)

@@ -7,17 +7,14 @@ mode), so each epoch costs only the head. Export uses ModelOpt's
 from __future__ import annotations
 
 import copy
-import time
 from collections.abc import Callable
 from pathlib import Path
 
 import torch
 
-from specops.draft.hidden import cache_hidden_states
-from specops.draft.loop import run_loop, shuffled_epochs
-from specops.draft.sequences import load_sequences, token_count
+from specops.draft.prepare import prepare_training
 from specops.draft.spec import TrainSpec
-from specops.draft.target import draft_vocabulary, load_target, pad_id
+from specops.draft.target import draft_vocabulary
 from specops.draft.train_result import TrainResult
 from specops.run.progress import Progress
 
@@ -74,37 +71,26 @@ def train_eagle(spec: TrainSpec, target_dir: Path, data_path: Path, out_dir: Pat
     """Train, export to out_dir/export, keep ModelOpt's state in out_dir/modelopt."""
     import modelopt.torch.speculative as mtsp
 
-    torch.manual_seed(spec.seed)
-    model, tokenizer = load_target(target_dir, spec.threads)
-    seqs = load_sequences(data_path, tokenizer, spec.seq_len, spec.seed)
+    training = prepare_training(spec, target_dir, data_path)
+    model, seqs = training.model, training.seqs
     config = eagle_config(spec, model.config)
     arch = config["eagle_architecture_config"]
     aux_ids = list(arch.get("eagle_aux_hidden_state_layer_ids") or []) if arch["use_aux_hidden_state"] else []
-    log(f"{spec.mode}: {len(seqs)} sequences, {token_count(seqs)} tokens; caching the target's hidden states")
-    t0 = time.monotonic()
+    log(f"{spec.mode}: {training.size}; caching the target's hidden states")
     # ModelOpt caches its train-time-test attention masks per step for the first sequence
     # length it sees, so every batch is padded to one length (as its own data collator does).
-    cached = cache_hidden_states(model, seqs, spec.batch_size, pad_id(tokenizer, model), aux_ids,
-                                 pad_to=max(len(s) for s in seqs))
-    cache_s = time.monotonic() - t0
-    log(f"{spec.mode}: hidden states of {len(cached)} batches cached in {cache_s:.0f}s")
+    cached = training.cache(aux_ids, pad_to=max(len(s) for s in seqs))
+    log(f"{spec.mode}: hidden states of {len(cached)} batches cached in {training.cache_s:.0f}s")
     base_lm_head = model.lm_head.weight.detach().clone()
     mtsp.convert(model, [("eagle", config)])
     _init_draft_vocab(model, seqs, base_lm_head)
     params = [p for p in model.eagle_module.parameters() if p.requires_grad]
     model.train()
 
-    stats = run_loop(params, _eagle_step(model), shuffled_epochs(cached, spec.seed), epochs=spec.epochs,
-                     steps_per_epoch=len(cached),
-                     max_steps=spec.max_steps, lr=spec.lr, log=log, label=f"train {spec.mode}",
-                     progress=progress)
+    stats = training.run(params, _eagle_step(model), log, f"train {spec.mode}", progress)
     export_dir = _export(model, out_dir)
     log(f"{spec.mode}: exported to {export_dir}")
-    return TrainResult(
-        mode=spec.mode, export_dir=export_dir, sequences=len(seqs), tokens=token_count(seqs),
-        steps=stats.steps, train_seconds=stats.seconds, prepare_seconds=cache_s,
-        final_loss=stats.final_loss, train_accuracy=stats.last_metrics,
-    )
+    return training.result(spec.mode, export_dir, stats)
 
 
 def _eagle_step(model) -> Callable:

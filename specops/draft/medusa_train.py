@@ -15,11 +15,8 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from specops.draft.hidden import cache_hidden_states
-from specops.draft.loop import run_loop, shuffled_epochs
-from specops.draft.sequences import load_sequences, token_count
+from specops.draft.prepare import prepare_training
 from specops.draft.spec import TrainSpec
-from specops.draft.target import draft_vocabulary, load_target, pad_id
 from specops.draft.train_result import TrainResult
 from specops.run.progress import Progress
 from specops.runtime.medusa_proposer import MEDUSA_WEIGHTS
@@ -32,22 +29,17 @@ def train_medusa(spec: TrainSpec, target_dir: Path, data_path: Path, out_dir: Pa
                  log: Callable[[str], None], draft_length: int,
                  progress: Progress | None = None) -> TrainResult:
     """Train one Medusa head per drafted token and export them to out_dir/export."""
-    import time
-
     import modelopt.torch.opt as mto
     import modelopt.torch.speculative as mtsp
 
-    torch.manual_seed(spec.seed)
-    model, tokenizer = load_target(target_dir, spec.threads)
-    seqs = load_sequences(data_path, tokenizer, spec.seq_len, spec.seed)
-    t0 = time.monotonic()
-    cached = cache_hidden_states(model, seqs, spec.batch_size, pad_id(tokenizer, model))
-    cache_s = time.monotonic() - t0
-    log(f"medusa: {len(seqs)} sequences, {token_count(seqs)} tokens; hidden states cached in {cache_s:.0f}s")
+    training = prepare_training(spec, target_dir, data_path)
+    training.cache()
+    model = training.model
+    log(f"medusa: {training.size}; hidden states cached in {training.cache_s:.0f}s")
     options = {"medusa_num_heads": draft_length, "medusa_num_layers": 1} | dict(spec.options)
     mtsp.convert(model, [("medusa", options)])
     heads = model.medusa_heads
-    rows = _loss_rows(seqs, spec.loss_vocab_size, model.config.vocab_size)
+    rows = training.loss_rows()
     with torch.no_grad():
         for head in heads:
             head[-1].weight.copy_(model.lm_head.weight)
@@ -59,23 +51,14 @@ def train_medusa(spec: TrainSpec, target_dir: Path, data_path: Path, out_dir: Pa
         return _medusa_loss(heads, hidden, ids, mask, rows)
 
     heads.train()
-    stats = run_loop(params, step, shuffled_epochs(cached, spec.seed), epochs=spec.epochs,
-                     steps_per_epoch=len(cached),
-                     max_steps=spec.max_steps, lr=spec.lr, log=log, label="train medusa",
-                     progress=progress)
+    stats = training.run(params, step, log, "train medusa", progress)
     heads.eval()
     export_dir = export_medusa(heads, model.config, out_dir / "export", str(target_dir))
     (out_dir / "modelopt").mkdir(parents=True, exist_ok=True)
     torch.save({"modelopt_state": mto.modelopt_state(model), "medusa_heads": heads.state_dict()},
                out_dir / "modelopt" / "medusa_heads.pth")
     log(f"medusa: exported to {export_dir}")
-    return TrainResult(mode="medusa", export_dir=export_dir, sequences=len(seqs), tokens=token_count(seqs),
-                       steps=stats.steps, train_seconds=stats.seconds, prepare_seconds=cache_s,
-                       final_loss=stats.final_loss, train_accuracy=stats.last_metrics)
-
-
-def _loss_rows(seqs, size: int | None, vocab: int) -> torch.Tensor | None:
-    return None if not size or size >= vocab else draft_vocabulary(seqs, size, vocab)
+    return training.result("medusa", export_dir, stats)
 
 
 def _medusa_loss(heads, hidden, ids, mask, rows):

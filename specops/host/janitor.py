@@ -31,7 +31,7 @@ from specops.host.tracking import (
     unregister,
 )
 from specops.run.rundir import mark_abandoned
-from specops.triton.server import sweep_stale_shm_regions
+from specops.triton.shm_regions import sweep_stale_shm_regions
 
 SHM_REGION = "shm-region"  # counted with what was stopped, reported as removed
 _ABANDONED = ("the run's process (pid {}) ended without finishing; specops janitor stopped what it "

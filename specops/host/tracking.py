@@ -16,7 +16,7 @@ from typing import Any
 import psutil
 
 from specops.atomic_file import write_text
-from specops.run.rundir import cache_root
+from specops.run.roots import cache_root
 
 CREATE_TIME_TOLERANCE_S = 1.0  # psutil derives create_time from boot time + start ticks
 

@@ -15,7 +15,7 @@ from specops.profile.schema import Profile
 from specops.report.writer import REPORT_NAMES
 from specops.results.model import Design
 from specops.run.plan_step import PlanStep
-from specops.run.rundir import cache_root
+from specops.run.roots import cache_root
 from specops.run.variant import BASE, SPECULATIVE, Variant, base_method, variants_of
 
 

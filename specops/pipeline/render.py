@@ -1,8 +1,8 @@
 """Render a variant's model repository into a content-addressed directory of the cache.
 
 Each repository and engine directory records its files in its `.complete` marker when it is
-published and is verified against it when used (specops/sources/integrity.py), which also makes
-each once across concurrent runs and says whether a step found its entry there.
+published and is verified against it when used (specops/sources/integrity.py); specops/sources/entry_lock.py
+makes each once across concurrent runs and says whether a step found its entry there.
 """
 from __future__ import annotations
 
@@ -15,7 +15,8 @@ from pathlib import Path
 from specops.backends.base import Backend
 from specops.run.variant import Variant
 from specops.sources.base import ModelArtifact
-from specops.sources.integrity import Entry, Stored, produce_once, publish, rename_into_place, verify
+from specops.sources.entry_lock import Stored, produce_once
+from specops.sources.integrity import Entry, publish, rename_into_place, verify
 from specops.versions import facts_digest
 
 RECIPE = "repository-4"  # bump when a rendered repository or engine layout changes

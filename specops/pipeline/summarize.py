@@ -27,6 +27,7 @@ from specops.results.model import (
     Verdict,
     Window,
 )
+from specops.results.role import RunRole
 from specops.results.speedup import paired_speedup
 from specops.run.rundir import RunDir
 from specops.run.variant import BASE, SPECULATIVE, Variant
@@ -134,8 +135,8 @@ def status_of(verdict: Verdict, require_lossless: bool) -> Status:
 
 
 def run_result(loaded: LoadedProfile, run: RunDir, backend: Backend, tool: BenchTool, facts: RunFacts,
-               error: BaseException | None = None, notes: list[str] | None = None) -> RunResult:
-    """The run's record: status failed when `error` is given, invalid when outputs differ."""
+               error: BaseException | None = None, role: RunRole = RunRole()) -> RunResult:
+    """The run's record, in its role: status failed when `error` is given, invalid when outputs differ."""
     p = loaded.profile
     now = time.time()
     failure = failure_of(run, error) if error is not None else None
@@ -151,7 +152,8 @@ def run_result(loaded: LoadedProfile, run: RunDir, backend: Backend, tool: Bench
     return RunResult(
         uid=uuid.uuid4().hex, run_id=run.run_id, run_dir=str(run.path), profile=p.name,
         profile_sha256=loaded.sha256, profile_source=str(loaded.path), overrides=list(loaded.overrides),
-        method=p.method.kind, backend=p.backend.kind, started_at=run.progress.started_at, finished_at=now,
+        role=role, method=p.method.kind, draft_length=p.method.draft_length() or None, backend=p.backend.kind,
+        started_at=run.progress.started_at, finished_at=now,
         status=status, verdict=verdict, reasons=reasons,
         models=[ModelRecord(role=role, source=a.source, revision=a.revision, sha256=a.sha256, path=str(a.path))
                 for role, a in facts.models.items()],
@@ -159,5 +161,5 @@ def run_result(loaded: LoadedProfile, run: RunDir, backend: Backend, tool: Bench
         served=ServedRecord(backend=p.backend.kind, servers=dict(facts.servers), **backend.served()),
         benchmark=benchmark_record(loaded, backend, tool, Variant(SPECULATIVE, p.method), facts.design),
         variants=list(facts.variants), speedup=speedup, lossless=facts.lossless, phases=phases(run, now),
-        cached_steps=dict(facts.cached_steps), failure=failure, notes=list(notes or []), window=facts.window,
+        cached_steps=dict(facts.cached_steps), failure=failure, window=facts.window,
     )

@@ -21,9 +21,10 @@ from plotly.subplots import make_subplots  # noqa: E402
 from specops.atomic_file import replacing, write_figure
 from specops.regression.metrics import metric, metric_values, order_key  # noqa: E402
 from specops.regression.policy import RegressionPolicy  # noqa: E402
-from specops.regression.verdict import Point, baseline_key, chronological, lossless_failed, series  # noqa: E402
+from specops.regression.runs import baseline_key, chronological, lossless_failed
+from specops.regression.verdict import Point, series  # noqa: E402
 from specops.results.model import RunResult  # noqa: E402
-from specops.run.rundir import artifacts_root  # noqa: E402
+from specops.run.roots import artifacts_root
 
 HTML_NAME, PNG_NAME = "trend.html", "trend.png"
 COLORS = ["#4c72b0", "#dd8452", "#55a868", "#8172b3", "#937860"]  # one per baseline key

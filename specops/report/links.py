@@ -12,7 +12,7 @@ import socket
 from pathlib import Path
 from urllib.parse import quote
 
-from specops.run.rundir import artifacts_root
+from specops.run.roots import artifacts_root
 from specops.settings import settings
 
 

@@ -1,4 +1,6 @@
-"""A PNG comparing the variants: throughput and latency side by side."""
+"""The PNGs of a run (its variants side by side), of a sweep (speedup vs concurrency per K; acceptance per draft
+position per K) and of a comparison, and what every specops figure shares: how it is written (atomically, then
+closed) and how an acceptance-per-draft-position panel is labelled."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -8,8 +10,34 @@ import matplotlib
 matplotlib.use("Agg")  # no display on servers and workers
 import matplotlib.pyplot as plt  # noqa: E402
 
-from specops.report.figure import save_figure  # noqa: E402
-from specops.results.model import RunResult  # noqa: E402
+from specops.atomic_file import write_figure  # noqa: E402
+from specops.results.model import LEVEL, RunResult  # noqa: E402
+from specops.sweep.analysis import Cell  # noqa: E402
+
+
+def save_figure(fig, path: Path, dpi: int = 110) -> Path:
+    """The figure laid out and written to `path` atomically, then closed (pyplot keeps every open figure)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.tight_layout()
+    try:
+        write_figure(fig, path, dpi=dpi)
+    finally:
+        plt.close(fig)
+    return path
+
+
+def label_acceptance_axes(ax, title: str) -> None:
+    """Axes of acceptance rate per draft position; a legend of the lines drawn, or why there are none."""
+    ax.set_xlabel("draft position")
+    ax.set_ylabel("acceptance rate")
+    ax.set_ylim(0, 1.05)
+    ax.set_title(title, fontsize=10)
+    if ax.lines:
+        ax.legend(fontsize=8)
+    else:
+        ax.text(0.5, 0.5, "no per-position acceptance measured", ha="center", va="center", transform=ax.transAxes)
+
 
 PANELS = [
     ("output_token_throughput_tok_s", "output tokens/s"),
@@ -31,4 +59,70 @@ def write_plot(path: Path, result: RunResult) -> Path:
         ax.tick_params(labelsize=8)
     speedup = f", {result.speedup.text()}" if result.speedup else ""
     fig.suptitle(f"{result.profile} ({result.verdict.value}{speedup})", fontsize=10)
+    return save_figure(fig, path)
+
+
+def _per_k(cells: list[Cell]) -> dict[int, list[Cell]]:
+    out: dict[int, list[Cell]] = {}
+    for cell in sorted(cells, key=lambda c: (c.k, c.concurrency)):
+        if cell.usable:
+            out.setdefault(cell.k, []).append(cell)
+    return out
+
+
+def _speedup_plot(cells: list[Cell], path: Path) -> Path:
+    fig, ax = plt.subplots(figsize=(6, 4))
+    concurrencies = sorted({c.concurrency for c in cells})
+    for k, group in _per_k(cells).items():
+        xs, ys = [c.concurrency for c in group], [c.speedup for c in group]
+        line, = ax.plot(xs, ys, marker="o", label=f"K={k}")
+        lows = [c.speedup_low if c.speedup_low is not None else c.speedup for c in group]
+        highs = [c.speedup_high if c.speedup_high is not None else c.speedup for c in group]
+        ax.fill_between(xs, lows, highs, color=line.get_color(), alpha=0.15)
+    ax.axhline(1.0, color="#555555", linestyle="--", linewidth=1, label="base")
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(concurrencies, [str(c) for c in concurrencies])
+    ax.set_xlabel("concurrency")
+    ax.set_ylabel("speedup over the base")
+    ax.set_title(f"Speedup vs concurrency per draft length ({LEVEL:.0%} interval)", fontsize=10)
+    ax.legend(fontsize=8)
+    return save_figure(fig, path)
+
+
+def _acceptance_plot(cells: list[Cell], path: Path) -> Path:
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for k, group in _per_k(cells).items():
+        rated = [c for c in group if c.position_rates]
+        if not rated:
+            continue
+        # One line per K: the lowest concurrency's rates (acceptance depends on the draft, not the load).
+        rates = rated[0].position_rates
+        ax.plot(range(1, len(rates) + 1), rates, marker="o", label=f"K={k} (concurrency {rated[0].concurrency})")
+    label_acceptance_axes(ax, "Acceptance rate per draft position")
+    return save_figure(fig, path)
+
+
+def write_sweep_plots(cells: list[Cell], out_dir: Path) -> list[Path]:
+    out_dir = Path(out_dir)
+    return [_speedup_plot(cells, out_dir / "sweep-speedup.png"),
+            _acceptance_plot(cells, out_dir / "sweep-acceptance.png")]
+
+
+def write_compare_plot(results: list[RunResult], path: Path) -> Path:
+    """Speedup per profile with its interval, against the base line at 1.0."""
+    measured = [r for r in results if r.speedup is not None]
+    fig, ax = plt.subplots(figsize=(max(4.0, 1.4 * len(measured) + 2), 3.6))
+    names = [r.profile for r in measured]
+    points = [r.speedup.point for r in measured]
+    errors = [[max(0.0, r.speedup.point - (r.speedup.low if r.speedup.low is not None else r.speedup.point))
+               for r in measured],
+              [max(0.0, (r.speedup.high if r.speedup.high is not None else r.speedup.point) - r.speedup.point)
+               for r in measured]]
+    colors = ["#4c72b0" if r.verdict.value in ("VALID", "UNCHECKED") else "#c44e52" for r in measured]
+    bars = ax.bar(names, points, yerr=errors, capsize=4, color=colors)
+    ax.bar_label(bars, fmt="%.2fx", fontsize=8)
+    ax.axhline(1.0, color="#555555", linestyle="--", linewidth=1)
+    ax.set_ylabel("speedup over the base")
+    ax.set_title(f"Speedup per profile ({LEVEL:.0%} interval; red: not VALID)", fontsize=10)
+    ax.tick_params(axis="x", labelrotation=20, labelsize=8)
     return save_figure(fig, path)

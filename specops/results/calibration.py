@@ -21,10 +21,10 @@ import statistics
 from dataclasses import dataclass
 
 from specops.results.model import LEVEL, Design, RunResult, Speedup, Status
+from specops.results.role import CALIBRATE
 
 # The override that turns a profile into its A/A run (the `none` method has no other field).
 AA_OVERRIDE = 'method={"kind": "none"}'
-AA_METHOD = "none"
 MAD_SCALE = 1.4826  # MAD x this estimates the standard deviation of normally distributed noise
 MIN_RUNS = 2  # one A/A run says nothing about coverage
 # Each A/A run is a whole run of the profile: past this a calibration takes hours on a CPU profile, and
@@ -34,7 +34,7 @@ MAX_RUNS = 100
 
 def is_calibration(result: RunResult) -> bool:
     """An A/A run: both arms serve the base model."""
-    return result.method == AA_METHOD
+    return result.role.kind == CALIBRATE
 
 
 def covers_one(speedup: Speedup) -> bool:

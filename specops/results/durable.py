@@ -17,7 +17,7 @@ from specops.atomic_file import write_text
 from specops.results.manifest import MANIFEST, ManifestError, read_result
 from specops.results.model import SCHEMA_VERSION, RunResult
 from specops.results.store import ResultsStore
-from specops.run.rundir import artifacts_root
+from specops.run.roots import artifacts_root
 
 log = logging.getLogger(__name__)
 

@@ -7,25 +7,18 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from specops.acceptance.model import Acceptance, analytical_bound
 from specops.results.metrics import BenchMetrics, RequestSample
+from specops.results.role import RunRole, legacy_role
 
 # Of the RunResult JSON; bump with every change of its fields (and a migration of stored records
 # when old ones no longer load). 2: window, image identity, compute capability; 3: the pairing design
-# (benchmark.design, speedup.design); 4: phases.measured_s (steps that overlapped counted once). Older records
-# load as they are (their design was rounds), and a specops of an older schema refuses newer records naming both
-# versions.
-SCHEMA_VERSION = 4
-
-# RunResult.notes of a sweep's cells begin with this: they are points of a grid, not runs of the
-# profile as it is served, so regression baselines and trends leave them out.
-SWEEP_CELL_NOTE = "sweep cell"
-# ... and of an upgrade check's sides (flows/upgrade.py): the profile on an engine it is not (yet) served on.
-UPGRADE_SIDE_NOTE = "upgrade-check side"
-# The notes of runs that are not the profile as it is served.
-NOT_AS_SERVED_NOTES = (SWEEP_CELL_NOTE, UPGRADE_SIDE_NOTE)
+# (benchmark.design, speedup.design); 4: phases.measured_s (steps that overlapped counted once); 5: role and
+# draft_length. Older records load as they are (design rounds, the role their notes said), and a specops of an
+# older schema refuses newer records naming both versions.
+SCHEMA_VERSION = 5
 
 # The speedup interval's level: what results record and every label prints.
 LEVEL = 0.95
@@ -258,7 +251,9 @@ class RunResult(Record):
     profile_sha256: str
     profile_source: str
     overrides: list[str] = []
+    role: RunRole = RunRole()
     method: str
+    draft_length: int | None = None  # K the speculative variant served (None: its method has none)
     backend: str
     started_at: float
     finished_at: float
@@ -278,6 +273,13 @@ class RunResult(Record):
     failure: Failure | None = None
     notes: list[str] = Field(default_factory=list)
     window: Window | None = None  # None: no server was started (and records from before it existed)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _role_of_old_records(cls, data):
+        if isinstance(data, dict) and data.get("schema_version", 1) < 5 and "role" not in data:
+            data = {**data, "role": legacy_role(data)}
+        return data
 
     @property
     def waited_s(self) -> float:

@@ -13,7 +13,7 @@ from typing import Any
 
 import torch
 
-from specops.runtime.proposers import Proposer
+from specops.runtime.proposers import DraftOptions, Proposer
 from specops.runtime.verify_gemm import use_verify_gemm
 
 
@@ -27,16 +27,8 @@ class DraftModelProposer(Proposer):
     name = "draft-target"
 
     @dataclasses.dataclass(frozen=True)
-    class Options:
-        draft_dir: str = ""
-        num_speculative_tokens: int = 3
-
-        def __post_init__(self) -> None:
-            if not self.draft_dir:
-                raise ValueError("draft-target: draft_dir (the draft model checkpoint) is required")
-            if not isinstance(self.num_speculative_tokens, int) or self.num_speculative_tokens < 1:
-                raise ValueError(f"draft-target: num_speculative_tokens must be an integer >= 1, "
-                                 f"got {self.num_speculative_tokens!r}")
+    class Options(DraftOptions):
+        label, checkpoint = "draft-target", "the draft model checkpoint"
 
     def __init__(self, options: Options) -> None:
         from transformers import AutoModelForCausalLM
@@ -45,10 +37,6 @@ class DraftModelProposer(Proposer):
         self.draft = AutoModelForCausalLM.from_pretrained(options.draft_dir, dtype=torch.float32).eval()
         # The draft catches up on accepted tokens a few rows at a time, as the target verifies.
         use_verify_gemm(self.draft)
-
-    @property
-    def max_draft(self) -> int:
-        return self.options.num_speculative_tokens
 
     def bind(self, target, tokenizer) -> None:
         from specops.runtime.vocab import check_same_vocabulary

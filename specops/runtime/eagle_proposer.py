@@ -19,7 +19,7 @@ from typing import Any, ClassVar
 
 import torch
 
-from specops.runtime.proposers import Proposer
+from specops.runtime.proposers import DraftOptions, Proposer
 
 
 @dataclasses.dataclass
@@ -34,16 +34,8 @@ class EagleProposer(Proposer):
     needs_hidden: ClassVar[bool] = True
 
     @dataclasses.dataclass(frozen=True)
-    class Options:
-        draft_dir: str = ""
-        num_speculative_tokens: int = 3
-
-        def __post_init__(self) -> None:
-            if not self.draft_dir:
-                raise ValueError("eagle: draft_dir (the exported EAGLE checkpoint) is required")
-            if not isinstance(self.num_speculative_tokens, int) or self.num_speculative_tokens < 1:
-                raise ValueError(f"eagle: num_speculative_tokens must be an integer >= 1, "
-                                 f"got {self.num_speculative_tokens!r}")
+    class Options(DraftOptions):
+        label, checkpoint = "eagle", "the exported EAGLE checkpoint"
 
     def __init__(self, options: Options) -> None:
         super().__init__(options)
@@ -53,10 +45,6 @@ class EagleProposer(Proposer):
         # EagleModule passes the token embeddings to its first layer through an attribute.
         self._lock = threading.Lock()
         self.embed = None
-
-    @property
-    def max_draft(self) -> int:
-        return self.options.num_speculative_tokens
 
     def bind(self, target, tokenizer) -> None:
         if target.config.hidden_size != self.config.hidden_size or target.config.vocab_size != self.config.vocab_size:

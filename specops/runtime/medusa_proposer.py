@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 import torch
 from torch import nn
 
-from specops.runtime.proposers import Proposer
+from specops.runtime.proposers import DraftOptions, Proposer
 
 MEDUSA_WEIGHTS = "medusa_lm_head.safetensors"
 
@@ -31,17 +31,12 @@ class MedusaProposer(Proposer):
     needs_hidden: ClassVar[bool] = True
 
     @dataclasses.dataclass(frozen=True)
-    class Options:
-        draft_dir: str = ""
-        num_speculative_tokens: int = 3
+    class Options(DraftOptions):
+        label, checkpoint = "medusa", "the Medusa heads checkpoint"
         medusa_choices: Any = None
 
         def __post_init__(self) -> None:
-            if not self.draft_dir:
-                raise ValueError("medusa: draft_dir (the Medusa heads checkpoint) is required")
-            if not isinstance(self.num_speculative_tokens, int) or self.num_speculative_tokens < 1:
-                raise ValueError(f"medusa: num_speculative_tokens must be an integer >= 1, "
-                                 f"got {self.num_speculative_tokens!r}")
+            super().__post_init__()
             if self.medusa_choices is not None:
                 raise ValueError("medusa: medusa_choices (tree verification) is not supported by "
                                  "the embedded runtime, which verifies one chain")
@@ -52,10 +47,6 @@ class MedusaProposer(Proposer):
         if options.num_speculative_tokens > len(self.heads):
             raise ValueError(f"medusa: num_speculative_tokens={options.num_speculative_tokens} but "
                              f"{options.draft_dir} has {len(self.heads)} heads")
-
-    @property
-    def max_draft(self) -> int:
-        return self.options.num_speculative_tokens
 
     def bind(self, target, tokenizer) -> None:
         if target.config.hidden_size != self.config["hidden_size"]:

@@ -45,8 +45,8 @@ class Proposer(ABC):
 
     @property
     def max_draft(self) -> int:
-        """Most tokens one proposal can hold (0: never drafts)."""
-        return 0
+        """Most tokens one proposal can hold: the options' num_speculative_tokens (0 without one: never drafts)."""
+        return getattr(self.options, "num_speculative_tokens", 0)
 
     def bind(self, target, tokenizer) -> None:
         """Called once with the loaded target (embeddings, config), before any request."""
@@ -65,6 +65,24 @@ class Proposer(ABC):
     @abstractmethod
     def propose(self, context_ids: Sequence[int], limit: int, state: Any) -> list[int]:
         """Up to `limit` draft tokens that would follow `context_ids` (prompt + output)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class DraftOptions:
+    """Options of a proposer drafting from a trained checkpoint: each names its method (`label`) and what
+    `draft_dir` holds (`checkpoint`) in errors, and may add fields."""
+
+    label: ClassVar[str] = "draft"
+    checkpoint: ClassVar[str] = "the draft checkpoint"
+    draft_dir: str = ""
+    num_speculative_tokens: int = 3
+
+    def __post_init__(self) -> None:
+        if not self.draft_dir:
+            raise ValueError(f"{self.label}: draft_dir ({self.checkpoint}) is required")
+        if not isinstance(self.num_speculative_tokens, int) or self.num_speculative_tokens < 1:
+            raise ValueError(f"{self.label}: num_speculative_tokens must be an integer >= 1, "
+                             f"got {self.num_speculative_tokens!r}")
 
 
 # Proposers that load torch modules of their own live in their own modules, imported on use.
@@ -133,10 +151,6 @@ class NgramProposer(Proposer):
                     f"ngram: prompt_lookup_min={self.prompt_lookup_min} > "
                     f"prompt_lookup_max={self.prompt_lookup_max}"
                 )
-
-    @property
-    def max_draft(self) -> int:
-        return self.options.num_speculative_tokens
 
     def propose(self, context_ids: Sequence[int], limit: int, state: Any) -> list[int]:
         k = min(self.options.num_speculative_tokens, limit)

@@ -15,13 +15,14 @@ import re
 import shutil
 import tarfile
 import tempfile
-import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from specops.http_client import download
 from specops.sources.base import hash_dir
-from specops.sources.integrity import Entry, produce_once, publish, rename_into_place, verify
+from specops.sources.entry_lock import produce_once
+from specops.sources.integrity import Entry, publish, rename_into_place, verify
 
 SCHEME = "github://"
 GITHUB = re.compile(r"^github://(?P<owner>[\w.-]+)/(?P<repo>[\w.-]+)@(?P<commit>[0-9a-f]{40})$")
@@ -99,8 +100,7 @@ def _download(match: re.Match, scratch: Path, log: Callable[[str], None]) -> Non
     """GitHub's tar.gz of the commit; only `<repo>-<commit>/src/` is extracted, nothing outside it."""
     url = ARCHIVE_URL.format(**match.groupdict())
     log(f"downloading {url} ...")
-    with urllib.request.urlopen(url, timeout=DOWNLOAD_TIMEOUT_S) as resp:  # noqa: S310 - a fixed https URL
-        data = resp.read()
+    data = download(url, DOWNLOAD_TIMEOUT_S)
     log(f"{len(data)} bytes, sha256 {hashlib.sha256(data).hexdigest()[:16]}...")
     prefix = f"{match['repo']}-{match['commit']}/{SUBDIR}/"
     with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:

@@ -10,8 +10,9 @@ from pathlib import Path
 
 from specops.settings import secret, settings
 from specops.sources.base import ModelArtifact
+from specops.sources.entry_lock import exclusive, lock_path
 from specops.sources.hub_files import HubFiles, selected
-from specops.sources.integrity import Entry, exclusive, lock_path, quarantine, verify
+from specops.sources.integrity import Entry, quarantine, verify
 
 SCHEME = "hf://"
 _COMMIT = re.compile(r"^[0-9a-f]{40}$")

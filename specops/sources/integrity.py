@@ -12,36 +12,24 @@ multi-GB hub checkpoint; a copied or chmod'ed entry pays it once, then is cheap 
 
 A corrupt entry is moved aside, not deleted, so the evidence stays and the next run rebuilds
 it; and the run stops with one message naming the entry, the files that differ, where it went and the fix.
-
-This store is the only cache across runs: a step looks its entry up itself (produce_once), so no
-record elsewhere can point into it, and deleting the cache directory just means every entry is made again.
-Concurrent runs make an entry once: the producer holds an flock(2) on the entry's lock file, which the
-kernel drops when the holder's process ends, however it ends; the lock file names the holder for whoever waits.
+This store is the only cache across runs; specops/sources/entry_lock.py makes each entry once.
 """
 from __future__ import annotations
 
 import errno
-import fcntl
 import hashlib
 import json
-import logging
 import os
 import secrets
 import shutil
-import socket
 import tempfile
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
-from typing import Generic, TypeVar
 
 from specops.sources.base import content_files, hash_file
 
-LOG = logging.getLogger("specops.cache")  # forwarded to the flow run's logs (prefect_adapters/run_logs.py)
-T = TypeVar("T")
 _STAT_FIELDS = ("size", "mtime_ns", "ctime_ns", "ino")
 
 
@@ -170,98 +158,6 @@ def _move_leftover_aside(dest: Path, published: Callable[[Path], bool]) -> None:
         shutil.rmtree(aside, ignore_errors=True)
     else:
         aside.unlink(missing_ok=True)
-
-
-@dataclass(frozen=True)
-class Stored(Generic[T]):
-    """What a step that makes a store entry hands back, and whether the store already held it."""
-
-    value: T
-    cached: bool  # True: found complete (made by an earlier run, or by the concurrent one this run waited for)
-
-
-def lock_path(entry: Path) -> Path:
-    """The lock file of the entry at `entry`: its sibling `<name>.lock`, which outlives the entry's quarantine."""
-    return entry.with_name(f"{entry.name}.lock")
-
-
-def produce_once(entry: Path, complete: Callable[[], bool], produce: Callable[[], None]) -> bool:
-    """Make the entry at `entry` with `produce` unless `complete()`; True when it was (a hit).
-
-    Concurrent callers make it once: one produces under the entry's lock, the others wait for it
-    and then find the entry complete, a hit for them too.
-    """
-    if complete():
-        return True
-    with exclusive(lock_path(entry)):
-        if complete():
-            return True
-        produce()
-    return False
-
-
-@contextmanager
-def exclusive(lock: Path, waiting: Callable[[], None] = lambda: None) -> Iterator[None]:
-    """Hold the flock on `lock` for the block: one process at a time (flow runs, test workers)
-    makes a cache entry. A process that has to wait logs whom it waits for (the holder writes its
-    pid and host into the file) and calls `waiting` once; the kernel drops the lock when its holder
-    dies, however it dies. The descriptor is close-on-exec, so tools started under the lock do not keep it."""
-    lock.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
-    except PermissionError:  # another user's lock file (0644 under the usual umask): flock needs no write
-        fd = os.open(lock, os.O_RDONLY | os.O_CLOEXEC)
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            started = time.monotonic()
-            LOG.info("waiting for %s: %s holds it", lock, _holder(fd))
-            waiting()
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            LOG.info("%s free after %.0f s of waiting", lock, time.monotonic() - started)
-        _HELD.add(fd)
-        _record_holder(fd, f"pid {os.getpid()} on {socket.gethostname()} "
-                           f"(since {datetime.now(UTC).isoformat(timespec='seconds')})")
-        yield
-    finally:
-        if fd in _HELD:
-            _HELD.discard(fd)
-            _record_holder(fd, "")  # a lock file left behind names nobody
-        os.close(fd)
-
-
-# Lock descriptors this process holds. A child forked without exec (a data loader's worker) shares
-# them, and a lock is released only once every copy is closed: the child closes its copies at once,
-# so a killed run's lock never outlives it in a forgotten child.
-_HELD: set[int] = set()
-
-
-def _close_held_in_child() -> None:
-    for fd in _HELD:
-        try:
-            os.close(fd)
-        except OSError:
-            pass
-    _HELD.clear()
-
-
-os.register_at_fork(after_in_child=_close_held_in_child)
-
-
-def _record_holder(fd: int, who: str) -> None:
-    try:
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, who.encode(), 0)
-    except OSError:  # opened read-only: waiters learn less, the lock holds all the same
-        pass
-
-
-def _holder(fd: int) -> str:
-    try:
-        return os.pread(fd, 200, 0).decode(errors="replace").strip() or "a process that has not named itself yet"
-    except OSError:
-        return "another process"
 
 
 def quarantine(entry: Entry, damaged: list[str] | None = None) -> Path:

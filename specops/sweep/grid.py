@@ -12,12 +12,12 @@ from specops.fields import Count
 from specops.methods import METHODS
 from specops.profile.errors import ProfileError
 from specops.profile.loader import LoadedProfile, load_profile
+from specops.results.role import SCHEDULE_SERIES
 
 # Bump when what a cell measures changes for the same inputs, so old cells are measured again.
 SWEEP_CELL_VERSION = 1
 K_KEY = "method.num_speculative_tokens"
 C_KEY = "benchmark.concurrency"
-SCHEDULE_SERIES = "schedule"
 
 
 def _distinct_sorted(values: list[int], field: str) -> list[int]:

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 import secrets
 import signal
 import subprocess
@@ -18,9 +17,10 @@ import psutil
 from specops.host import processes as proc
 from specops.host.liveness import process_state
 from specops.host.secrets import scrubbed_env
-from specops.triton import client
+from specops.triton import client, server_log
 from specops.triton.backend_dir import TritonDist, assemble_backend_dir, backend_dir_for, triton_dist
 from specops.triton.endpoint import Endpoint
+from specops.triton.shm_regions import remove_regions, sweep_stale_shm_regions
 
 log = logging.getLogger(__name__)
 
@@ -29,10 +29,6 @@ log = logging.getLogger(__name__)
 # can stay stuck after "Exiting immediately". Its stubs follow within ~0.5 s (our model file
 # exits when orphaned); the 1 MiB shm regions it leaves are swept by the next start.
 _DEATH_SIGNAL = signal.SIGKILL
-_SHM_DIR = Path("/dev/shm")
-_NOISE = re.compile(r"^\s*[|+]|CudaDriverHelper has not been initialized")  # status tables, CPU-only noise
-_EXIT_TIMEOUT = "Exit timeout expired"  # tritonserver's words when it stops with a model still loaded
-_PORT_CLASH = re.compile(r"already in use|Address already in use|failed to start .*(HTTP|GRPC|Metrics)", re.I)
 
 
 class TritonStartError(RuntimeError):
@@ -121,7 +117,7 @@ class TritonServer:
         while True:
             rc = self._proc.poll()
             if rc is not None:
-                clash = self._port_clash()
+                clash = server_log.port_clash(self._launch_log())
                 if clash and self._attempt < self.port_attempts:
                     log.warning("tritonserver ports %s clashed; relaunching on new ports", self._ports)
                     self._launch()
@@ -156,9 +152,10 @@ class TritonServer:
         t0 = time.monotonic()
         timeout_s = self.exit_timeout_s + 1.0 if timeout_s is None else timeout_s
         survivors = proc.kill_process_tree(popen, timeout_s)
-        self._remove_shm_regions()
+        remove_regions(self._shm_prefix)
         busy = proc.wait_ports_free(self.host, list(self._ports or ()), timeout_s=5.0)
-        took, note = time.monotonic() - t0, self._stop_note(popen.returncode)
+        took = time.monotonic() - t0
+        note = server_log.stop_note(popen.returncode, self._launch_log(), self.exit_timeout_s)
         if note is None:
             log.warning("tritonserver pid %d exited %s when stopped, not as a stop ends (log %s):\n%s", popen.pid,
                         popen.returncode, self.log_file, self.log_tail(10))
@@ -261,16 +258,7 @@ class TritonServer:
 
     def log_tail(self, lines: int = 25) -> str:
         """The current launch's log, ASCII tables and CUDA noise dropped, error lines kept."""
-        try:
-            with open(self.log_file, "rb") as fh:
-                fh.seek(self._log_offset)
-                text = fh.read().decode("utf-8", "replace")
-        except FileNotFoundError:
-            return "(no log)"
-        kept = [ln for ln in text.splitlines() if ln.strip() and not _NOISE.search(ln)]
-        tail = kept[-lines:]
-        errors = [ln for ln in kept[:-lines] if ln.startswith("E")][-5:]  # scrolled-off errors
-        return "\n".join([*errors, "...", *tail] if errors else tail)
+        return server_log.tail(self._launch_log(), lines)
 
     # --- internals --------------------------------------------------------------------------
     def _launch(self) -> None:
@@ -285,37 +273,8 @@ class TritonServer:
         self._proc = proc.spawn(cmd, self.environment(), self.log_file, death_signal=_DEATH_SIGNAL)
         log.info("tritonserver pid %d starting (attempt %d): %s", self._proc.pid, self._attempt, " ".join(cmd))
 
-    def _remove_shm_regions(self) -> None:
-        """Drop Python-backend shm regions a killed server left behind (our unique prefix only)."""
-        for region in _SHM_DIR.glob(f"{self._shm_prefix}*"):
-            log.info("removing leftover shared memory region %s", region)
-            region.unlink(missing_ok=True)
-
-    def _port_clash(self) -> bool:
-        return bool(_PORT_CLASH.search(self._launch_log()))
-
-    def _launch_log(self) -> str:
-        try:
-            with open(self.log_file, "rb") as fh:
-                fh.seek(self._log_offset)
-                return fh.read().decode("utf-8", "replace")
-        except FileNotFoundError:
-            return ""
-
-    def _stop_note(self, returncode: int | None) -> str | None:
-        """How a stop we asked for explains this exit ("" for a clean one), None when it does not.
-
-        tritonserver exits 1 after SIGTERM when a model is still loaded at --exit-timeout-secs (main.cc: "failed
-        to stop server: Internal - Exit timeout expired. Exiting immediately."): here most stops of the Python
-        backend end so, the stub not yet told to finalize when the timeout passes (py-spy: its worker idle,
-        finalize() not called), so this is a stop, not a failure."""
-        if returncode == 0:
-            return ""
-        if returncode == -signal.SIGKILL:
-            return " (SIGKILL: it outlived SIGTERM)"
-        if returncode == 1 and _EXIT_TIMEOUT in self._launch_log():
-            return f" (a model still loaded at its {self.exit_timeout_s}s exit timeout: tritonserver exits 1 then)"
-        return None
+    def _launch_log(self) -> str | None:
+        return server_log.launch_text(self.log_file, self._log_offset)
 
 
 def python_libdir() -> str | None:
@@ -324,29 +283,6 @@ def python_libdir() -> str | None:
     if not sysconfig.get_config_var("Py_ENABLE_SHARED") or not libdir or not soname:
         return None
     return libdir if (Path(libdir) / soname).exists() else None
-
-
-def sweep_stale_shm_regions() -> list[Path]:
-    """Remove shm regions of servers whose owning specops process is dead (SIGKILLed runs); those removed.
-    The next server start does it, and `specops janitor`."""
-    removed = []
-    for region in _SHM_DIR.glob("specops*_*"):
-        match = re.match(r"specops(\d+)_", region.name)
-        if match and not _pid_alive(int(match[1])):
-            log.info("removing stale shared memory region %s (owner pid %s is gone)", region, match[1])
-            region.unlink(missing_ok=True)
-            removed.append(region)
-    return removed
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _is_stub(p: psutil.Process) -> bool:

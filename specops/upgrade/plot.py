@@ -8,7 +8,7 @@ import matplotlib
 matplotlib.use("Agg")  # no display on servers and workers
 import matplotlib.pyplot as plt  # noqa: E402
 
-from specops.report.figure import label_acceptance_axes, save_figure  # noqa: E402
+from specops.report.plot import label_acceptance_axes, save_figure  # noqa: E402
 from specops.results.model import LEVEL, RunResult  # noqa: E402
 from specops.upgrade.sides import Side  # noqa: E402
 from specops.upgrade.table import position_estimates, speedup_estimate  # noqa: E402

@@ -7,7 +7,8 @@ from pathlib import Path
 import yaml
 
 from specops.backends import needs_gpu
-from specops.fleet.deployments import COMMAND, CPU_POOL, GPU_POOL, HF_TOKEN_BLOCK, pool_env, pool_of, render
+from specops.fleet.deployments import CPU_POOL, GPU_POOL, HF_TOKEN_BLOCK, pool_env, pool_of
+from specops.fleet.prefect_yaml import COMMAND, render
 from specops.profile.loader import list_profile_names, load_profile
 
 ROOT = Path(__file__).resolve().parents[2]

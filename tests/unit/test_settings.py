@@ -1,6 +1,8 @@
 """Every environment variable specops reads is one field of Settings: read fresh, defaulted, secrets hidden."""
 from __future__ import annotations
 
+import re
+import subprocess
 from pathlib import Path
 from typing import get_args
 
@@ -10,7 +12,8 @@ from pydantic import SecretStr
 from cli.main import main
 from specops.settings import Settings, env_name, secret, settings, table
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+ROOT = Path(__file__).resolve().parents[2]
+README = ROOT / "README.md"
 FIELDS = list(Settings.model_fields)
 SECRETS = [name for name, f in Settings.model_fields.items() if SecretStr in (f.annotation, *get_args(f.annotation))]
 
@@ -54,8 +57,9 @@ def test_defaults_hold_when_nothing_is_set():
     s = settings()
     assert s.specops_artifacts == Path("artifacts")
     assert s.docker_host == "unix:///var/run/docker.sock" and s.specops_min_free_mb == 100
+    assert s.specops_vllm_cache == Path("/tmp/vllm-sdists")
     assert all(getattr(s, name) is None for name in FIELDS
-               if name not in ("specops_artifacts", "docker_host", "specops_min_free_mb"))
+               if name not in ("specops_artifacts", "docker_host", "specops_min_free_mb", "specops_vllm_cache"))
     assert s.model_fields_set == set()
 
 
@@ -127,3 +131,33 @@ def test_a_venv_make_install_built_is_found_in_the_checkout_else_beside_the_runn
     (checkout / ".venv-aiperf" / "bin").mkdir(parents=True)
     (checkout / ".venv-aiperf" / "bin" / "aiperf").touch()
     assert installed_venv(".venv-aiperf", checkout, "bin/aiperf") == checkout / ".venv-aiperf"  # the checkout first
+
+
+# A SPECOPS_ variable read (or set) by name: os.environ[...], .get/.pop/.setdefault(...), os.getenv(...), ... in os.environ
+SPECOPS_READ = re.compile(r"""(?:getenv|environ(?:\.get|\.pop|\.setdefault)?)\s*[(\[]\s*["'](SPECOPS_\w*)"""
+                          r"""|["'](SPECOPS_\w*)["']\s+(?:not\s+)?in\s+(?:os\.)?environ\b""")
+HTTP_IMPORT = re.compile(r"^\s*(?:import|from)\s+(urllib\.request|requests)\b|^\s*from\s+urllib\s+import\s+(request)\b",
+                         re.MULTILINE)
+# A file that cannot import specops, so reads its variables itself, and one that names an HTTP library's errors.
+EXEMPT = {
+    "tools/deploy_source.py": "standard library only: prefect.yaml's build steps run it under any python3",
+    "specops/launch/docker_launcher.py": "catches docker-py's transport errors (requests'); sends no request itself",
+}
+
+
+def test_specops_variables_are_read_by_the_settings_alone_and_http_spoken_by_http_client_alone():
+    """Every tracked source file but the tests' (benchmarks/ and tools/ too): a SPECOPS_ variable is read through
+    Settings, and urllib.request or requests is imported by specops/http_client.py alone (it is on httpx)."""
+    tracked = subprocess.run(["git", "ls-files", "*.py"], cwd=ROOT, capture_output=True, text=True, check=True)
+    found = []
+    for rel in tracked.stdout.split():
+        path = ROOT / rel
+        if rel.startswith("tests/") or rel in EXEMPT or not path.is_file():  # a file deleted in the working tree
+            continue
+        text = path.read_text(encoding="utf-8")
+        if rel != "specops/settings.py":
+            found += [f"{rel} reads {''.join(m.groups(''))}" for m in SPECOPS_READ.finditer(text)]
+        if rel != "specops/http_client.py":
+            found += [f"{rel} imports {''.join(m.groups(''))}" for m in HTTP_IMPORT.finditer(text)]
+    assert not found, "\n".join(found)
+    assert all((ROOT / rel).is_file() for rel in EXEMPT)

@@ -8,11 +8,11 @@ downloads the PyPI source archive of every version in VERSIONS, checks its sha25
 the one PyPI publishes, and reads the Python files with `ast` (vLLM is never imported or
 installed).
 
-Usage (stdlib + PyYAML only; the project venv has both):
+Usage (in the project venv: PyYAML, and specops' settings and HTTP client):
 
     .venv/bin/python tools/versions/extract_vllm.py            # write the yaml
     .venv/bin/python tools/versions/extract_vllm.py --check    # exit 1 if the file differs
-    options: --cache DIR (default $SPECOPS_VLLM_CACHE or /tmp/vllm-sdists), --out FILE
+    options: --cache DIR (default $SPECOPS_VLLM_CACHE, else /tmp/vllm-sdists), --out FILE
 
 Archives: the sdist `vllm-X.tar.gz` when PyPI has one; otherwise (0.15.1 has no sdist) the
 smallest wheel, which is a zip whose `vllm/**/*.py` files are the same pure-Python sources.
@@ -73,15 +73,16 @@ import argparse
 import ast
 import hashlib
 import json
-import os
 import re
 import sys
 import tarfile
-import urllib.request
 import zipfile
 from pathlib import Path
 
 import yaml
+
+from specops.http_client import download
+from specops.settings import settings
 
 ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_OUT = ROOT / "specops" / "versions" / "data" / "vllm.yaml"
@@ -344,9 +345,8 @@ TRITON_NOTE = {
 
 # -------------------------------------------------------------------------- archive access --
 def pypi_files(dist: str = "vllm") -> list[dict]:
-    req = urllib.request.Request(SIMPLE_URL.format(dist), headers={"Accept": "application/vnd.pypi.simple.v1+json"})
-    with urllib.request.urlopen(req, timeout=120) as r:
-        return json.load(r)["files"]
+    simple = download(SIMPLE_URL.format(dist), 120, {"Accept": "application/vnd.pypi.simple.v1+json"})
+    return json.loads(simple)["files"]
 
 
 def pick_archive(version: str, files: list[dict], dist: str = "vllm", platform: str | None = None) -> dict:
@@ -376,9 +376,7 @@ def fetch(entry: dict, cache: Path) -> Path:
     if not dest.exists() or sha256_of(dest) != want:
         tmp = dest.with_suffix(dest.suffix + ".part")
         print(f"downloading {entry['filename']}", file=sys.stderr)
-        with urllib.request.urlopen(entry["url"].split("#")[0], timeout=600) as r, open(tmp, "wb") as out:
-            while chunk := r.read(1 << 20):
-                out.write(chunk)
+        tmp.write_bytes(download(entry["url"].split("#")[0], 600))
         tmp.replace(dest)
     got = sha256_of(dest)
     if got != want:
@@ -739,7 +737,7 @@ def _unknown_keys(spec: dict, src: Source) -> str:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--cache", type=Path, default=Path(os.environ.get("SPECOPS_VLLM_CACHE", "/tmp/vllm-sdists")))
+    ap.add_argument("--cache", type=Path, default=settings().specops_vllm_cache)
     ap.add_argument("--out", type=Path, default=DEFAULT_OUT)
     ap.add_argument("--check", action="store_true", help="compare with --out instead of writing it")
     opts = ap.parse_args()

@@ -15,14 +15,14 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from specops.acceptance.model import Acceptance
 from specops.backends.base import Backend
 from specops.backends.container.config import ContainerBackendConfig
-from specops.cost.container_cpu import container_cpu_seconds
+from specops.backends.container.placement import SIDECAR, Placed, PlacedModel, placeholder, read_sidecar, sidecar
+from specops.backends.container.server import ContainerServer
 from specops.host.processes import pick_free_ports
 from specops.host.teardown import teardown_quietly
 from specops.launch import (
@@ -33,11 +33,10 @@ from specops.launch import (
     LaunchError,
     Mount,
     describe_line,
-    logs,
 )
 from specops.launch.gpus import parse_gpus
 from specops.run.plan_step import PlanStep
-from specops.run.rundir import cache_root
+from specops.run.roots import cache_root
 from specops.run.variant import Variant
 from specops.settings import env_name
 from specops.sources.base import ModelArtifact
@@ -51,30 +50,7 @@ HF_CACHE_IN_CONTAINER = "/root/.cache/huggingface"
 # instead of downloading the checkpoint again (huggingface_hub reads HF_HUB_CACHE; its default is
 # $HF_HOME/hub, i.e. this path, for images that set neither).
 HF_HUB_IN_CONTAINER = f"{HF_CACHE_IN_CONTAINER}/hub"
-SIDECAR = "specops-container.json"  # written beside the rendered files: the host side of the mounts
 FREE_PORT = "<free port>"
-
-
-@dataclass(frozen=True)
-class PlacedModel:
-    """How a config names a model, and the bind mount that makes that name resolve."""
-
-    ref: str  # hub id (the container downloads it) or the path inside the container
-    host: str | None = None  # None: nothing to mount (hub access)
-    target: str | None = None
-
-
-@dataclass(frozen=True)
-class Placed:
-    target: PlacedModel
-    draft: PlacedModel | None
-
-    def mounts(self) -> list[tuple[str, str]]:
-        return [(m.host, m.target) for m in (self.target, self.draft) if m is not None and m.host and m.target]
-
-
-def placeholder(role: str) -> str:
-    return f"<{role} checkpoint from the download step>"
 
 
 def write_files(out_dir: Path, files: dict[str, str]) -> None:
@@ -82,57 +58,6 @@ def write_files(out_dir: Path, files: dict[str, str]) -> None:
         path = Path(out_dir) / rel
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(content, encoding="utf-8")
-
-
-def sidecar(mounts: list[tuple[str, str]]) -> str:
-    return json.dumps({"mounts": [list(m) for m in mounts]}, indent=2) + "\n"
-
-
-def read_sidecar(repo: Path) -> list[tuple[str, str]]:
-    path = Path(repo) / SIDECAR
-    return [(str(h), str(t)) for h, t in json.loads(path.read_text())["mounts"]] if path.is_file() else []
-
-
-@dataclass
-class ContainerServer:
-    """A ready server inside a container started by the Docker launcher."""
-
-    launcher: Any
-    handle: Any
-    log_path: Path
-    image: str
-    stop_timeout_s: float
-    endpoint: Endpoint
-    probe: Callable[[], bool] | None = None  # the backend's readiness probe for the served variant
-
-    def describe(self) -> str:
-        return f"container {self.handle.name}"
-
-    def state(self) -> str | None:
-        return self.launcher.state(self.handle)
-
-    def answers(self, timeout_s: float) -> bool:
-        # The backends' probes carry their own few-second timeouts (client.is_ready, http_ok).
-        return self.probe is None or bool(self.probe())
-
-    def log_tail(self, lines: int = 20) -> str:
-        return logs.tail(self.launcher.text(self.handle), lines)
-
-    def stop(self, timeout_s: float | None = None) -> None:
-        self.launcher.stop(self.handle, self.stop_timeout_s if timeout_s is None else timeout_s)  # idempotent
-
-    def cpu_seconds(self) -> float:
-        return container_cpu_seconds(self.launcher.client.containers.get(self.handle.id))
-
-    def version(self) -> tuple[str, str]:
-        return "container", self.image
-
-    def record(self) -> dict[str, Any]:
-        # No create_time: the process janitor never signals a container pid; it stops the
-        # container by id (specops.host.janitor), and the launcher's janitor finds it by label.
-        e = self.endpoint
-        return {"pid": 0, "tool": "docker", "image": self.image, **self.handle.record(),
-                "ports": sorted({e.http_port, e.grpc_port, e.metrics_port})}
 
 
 class ContainerBackend(Backend):

@@ -13,7 +13,7 @@ from specops.backends.triton_process import TritonProcessServer, start_triton
 from specops.bench.target import BenchTarget
 from specops.methods import MethodConfig
 from specops.run.plan_step import PlanStep
-from specops.run.rundir import cache_root
+from specops.run.roots import cache_root
 from specops.run.variant import Variant
 from specops.sources.base import ModelArtifact
 from specops.triton import client

@@ -9,7 +9,6 @@ Triton tutorial does.
 from __future__ import annotations
 
 import queue
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,8 +16,11 @@ import numpy as np
 import yaml
 
 from specops.acceptance.model import Acceptance
+from specops.acceptance.trtllm_perf_metrics import parse_perf_metrics
 from specops.backends.conformance import flag_names, not_in, request_findings
-from specops.backends.container.backend import ContainerBackend, ContainerServer, Placed
+from specops.backends.container.backend import ContainerBackend
+from specops.backends.container.placement import Placed
+from specops.backends.container.server import ContainerServer
 from specops.backends.trtllm.config import TrtllmBackendConfig
 from specops.backends.trtllm.llmapi_support import LlmApiSupport, llm_args_findings
 from specops.backends.trtllm.triton_launch import loopback_wrapper, wrapper_steps
@@ -89,25 +91,6 @@ def benchmark_inputs(config: TrtllmBackendConfig) -> dict[str, Any]:
     if config.decoupled:
         inputs["streaming"] = True
     return inputs
-
-
-def parse_perf_metrics(outputs: Mapping[str, Any]) -> tuple[float, float] | None:
-    """(total_accepted_draft_tokens, total_draft_tokens) of one response, None without them.
-
-    The llmapi config.pbtxt declares total_accepted_draft_tokens / total_draft_tokens TYPE_INT32 [1]
-    (and acceptance_rate TYPE_FP32 [1]); its model.py builds them with the text_output dtype, so they
-    arrive as strings (upstream docs: "total_draft_tokens": "0"). Both forms parse."""
-    if "total_draft_tokens" not in outputs or "total_accepted_draft_tokens" not in outputs:
-        return None
-    return _scalar(outputs["total_accepted_draft_tokens"]), _scalar(outputs["total_draft_tokens"])
-
-
-def _scalar(value: Any) -> float:
-    arr = np.asarray(value).reshape(-1)
-    item = arr[0] if arr.size else 0
-    if isinstance(item, bytes):
-        item = item.decode()
-    return float(item)
 
 
 ACCEPTANCE_SOURCE = "TRT-LLM LLM API return_perf_metrics"
@@ -272,4 +255,4 @@ def infer(endpoint: Endpoint, prompt: str, inputs: dict[str, Any], timeout_s: fl
 
 
 __all__ = ["MODEL", "TrtllmBackend", "acceptance_from", "config_addendum", "benchmark_inputs", "infer",
-           "model_yaml", "parse_perf_metrics", "request_inputs"]
+           "model_yaml", "request_inputs"]

@@ -15,7 +15,9 @@ from typing import Any
 from specops.acceptance.model import Acceptance
 from specops.acceptance.trtllm_perf_metrics import from_perf_metrics
 from specops.backends.conformance import flag_names, not_in, request_findings
-from specops.backends.container.backend import ContainerBackend, ContainerServer, Placed, write_files
+from specops.backends.container.backend import ContainerBackend, write_files
+from specops.backends.container.placement import Placed
+from specops.backends.container.server import ContainerServer
 from specops.backends.trtllm.engine_commands import (
     build_commands,
     launch_args,

@@ -17,7 +17,9 @@ import yaml
 from specops.acceptance.model import Acceptance
 from specops.acceptance.trtllm_iter_stats import accumulate
 from specops.backends.conformance import flag_names, not_in
-from specops.backends.container.backend import ContainerBackend, ContainerServer, Placed
+from specops.backends.container.backend import ContainerBackend
+from specops.backends.container.placement import Placed
+from specops.backends.container.server import ContainerServer
 from specops.backends.trtllm.llmapi_support import LlmApiSupport, llm_args_findings
 from specops.backends.trtllm.serve_config import TrtllmServeBackendConfig
 from specops.bench.target import BenchTarget

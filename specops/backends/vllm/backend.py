@@ -22,7 +22,8 @@ from typing import Any
 from specops.acceptance.model import Acceptance
 from specops.acceptance.vllm_log import from_vllm_log
 from specops.backends.conformance import not_in, request_findings
-from specops.backends.container.backend import ContainerServer, Placed
+from specops.backends.container.placement import Placed
+from specops.backends.container.server import ContainerServer
 from specops.backends.triton_process import start_triton
 from specops.backends.vllm import cpu as vllm_cpu
 from specops.backends.vllm.config import VllmBackendConfig
@@ -31,7 +32,7 @@ from specops.backends.vllm.readback import ServedConfigError, findings, from_eng
 from specops.bench.target import BenchTarget
 from specops.host.teardown import teardown_quietly
 from specops.run.plan_step import PlanStep
-from specops.run.rundir import cache_root
+from specops.run.roots import cache_root
 from specops.run.variant import Variant
 from specops.sources.backend_code import fetch_backend_code
 from specops.sources.base import ModelArtifact

@@ -11,7 +11,8 @@ import os
 import shlex
 from typing import Any
 
-from specops.backends.container.backend import ContainerBackend, Placed, PlacedModel, placeholder
+from specops.backends.container.backend import ContainerBackend
+from specops.backends.container.placement import Placed, PlacedModel, placeholder
 from specops.backends.vllm import cpu as vllm_cpu
 from specops.backends.vllm.config import VllmEngineConfig
 from specops.backends.vllm.support import SCHEDULE_KEY, VllmSupport

@@ -26,7 +26,7 @@ from specops.acceptance.model import Acceptance
 from specops.acceptance.vllm_metrics import from_vllm_metrics
 from specops.atomic_file import write_text
 from specops.backends.conformance import not_in
-from specops.backends.container.backend import Placed
+from specops.backends.container.placement import Placed
 from specops.backends.process_server import ProcessServer
 from specops.backends.vllm import cpu as vllm_cpu
 from specops.backends.vllm.config import VllmServeBackendConfig

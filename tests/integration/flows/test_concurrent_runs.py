@@ -1,6 +1,6 @@
 """Two `specops run ngram-local` at once on a cold cache (issue 14): both end VALID, the embedded model is
 converted once, and each cached step (download, build, render) is computed by one run and read from the
-cache by the other: the second waits on the entry's lock (produce_once, specops/sources/integrity.py) instead
+cache by the other: the second waits on the entry's lock (produce_once, specops/sources/entry_lock.py) instead
 of computing it again beside the first. From its first engine build to its last server stop a run holds
 the host lock (specops/host/host_lock.py), so the second run's serving and benchmark wait for the first's: two
 runs of one host never measure at the same time (issue 27).

@@ -22,8 +22,9 @@ import pytest
 
 from specops.backends.vllm import cpu as vllm_cpu
 from specops.regression.metrics import POSITION_PREFIX
-from specops.regression.verdict import Verdict, profile_runs
-from specops.results.model import UPGRADE_SIDE_NOTE, RunResult
+from specops.regression.runs import profile_runs
+from specops.regression.verdict import Verdict
+from specops.results.model import RunResult
 from specops.results.store import ResultsStore
 from specops.upgrade.defaults import CPU_REFERENCE
 from tests.integration.support import REPO_ROOT, run_regression_flow, service_env
@@ -85,7 +86,8 @@ def test_upgrade_check_on_two_cpu_engines_then_regression_of_the_vllm_profile(em
     assert len(history) == 2
     # the runtime side is another engine than the profile's: out of its history; the vLLM side is the profile
     # as shipped, a run of it like any other
-    assert {r.backend: UPGRADE_SIDE_NOTE in r.notes for r in history} == {"local": True, "vllm-serve": False}
+    assert {r.backend: (r.role.kind, r.role.as_served) for r in history} == {
+        "local": ("upgrade", False), "vllm-serve": ("upgrade", True)}
     (vllm_run,) = profile_runs(history)
     acc = vllm_run.variant("speculative").acceptance
     assert acc is not None and acc.available and "vllm:spec_decode" in acc.source

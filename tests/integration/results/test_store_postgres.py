@@ -9,19 +9,9 @@ import sqlalchemy as sa
 from alembic import command
 from sqlalchemy.dialects import postgresql
 
+from specops.results.database import alembic_config, create_engine, current_revision, head_revision, migrate
 from specops.results.model import Status
-from specops.results.store import (
-    AmbiguousRun,
-    ResultsError,
-    ResultsStore,
-    RunNotFound,
-    alembic_config,
-    create_engine,
-    current_revision,
-    head_revision,
-    migrate,
-    runs,
-)
+from specops.results.store import AmbiguousRun, ResultsError, ResultsStore, RunNotFound, runs
 from tests.results_factory import T0, append_from_processes, run_result
 
 pytestmark = pytest.mark.integration

@@ -17,11 +17,11 @@ import pytest
 
 from specops.host import processes as proc
 from specops.triton import client
-from specops.triton import server as server_module
 from specops.triton.endpoint import Endpoint
 from specops.triton.model_config import python_generate_config
 from specops.triton.repository import write_python_model
 from specops.triton.server import TritonServer, TritonStartError
+from specops.triton.shm_regions import sweep_stale_shm_regions
 
 pytestmark = pytest.mark.integration
 
@@ -226,7 +226,7 @@ def test_sigkilled_parent_leaves_no_server_behind(tmp_path):
     busy.wait(timeout=30)
     assert busy.returncode != 0  # its stream broke
     leftover = f"specops{parent.pid}_*"  # shm regions the SIGKILLed server left; the next start sweeps them
-    server_module.sweep_stale_shm_regions()
+    sweep_stale_shm_regions()
     assert list(Path("/dev/shm").glob(leftover)) == []
 
 
@@ -234,7 +234,8 @@ def test_files_specops_writes_at_the_repository_root_are_ignored_by_triton(tmp_p
     """Container backends write their sidecar (mounts) and the tritonserver wrapper beside the model
     directories; the real server loads the repository with them there (model-control-mode none: it
     loads every model directory it finds)."""
-    from specops.backends.container.backend import SIDECAR, sidecar, write_files
+    from specops.backends.container.backend import write_files
+    from specops.backends.container.placement import SIDECAR, sidecar
     from specops.backends.trtllm.triton_launch import loopback_wrapper
 
     repo = tmp_path / "repo"

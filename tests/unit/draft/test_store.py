@@ -14,7 +14,8 @@ from specops.draft import store
 from specops.draft.spec import DataSpec, TrainSpec
 from specops.draft.train_result import RESULT_FILE, TrainResult
 from specops.sources.base import ModelArtifact
-from specops.sources.integrity import CacheCorruptError, exclusive
+from specops.sources.entry_lock import exclusive
+from specops.sources.integrity import CacheCorruptError
 
 TARGET = ModelArtifact(Path("/t"), "embedded:smollm2-135m", "a" * 64)
 
@@ -115,7 +116,7 @@ _HOLD = """
 import sys, time
 from pathlib import Path
 from specops.draft import store
-from specops.sources.integrity import exclusive
+from specops.sources.entry_lock import exclusive
 with exclusive(store.data_lock(Path(sys.argv[1]))):
     print("held", flush=True)
     time.sleep(float(sys.argv[2]))

@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 import yaml
 
-from specops.fleet.deployments import ALERT_BLOCK, CPU_POOL, GPU_POOL, NO_WORKER, NO_WORKER_EVENT, render
+from specops.fleet.deployments import ALERT_BLOCK, CPU_POOL, GPU_POOL, NO_WORKER, NO_WORKER_EVENT
 from specops.fleet.pools import (
     LateRun,
     WorkerSeen,
@@ -19,6 +19,7 @@ from specops.fleet.pools import (
     pool_blocks,
     pool_description,
 )
+from specops.fleet.prefect_yaml import render
 
 NOW = datetime(2026, 11, 26, 12, 0, tzinfo=UTC)
 

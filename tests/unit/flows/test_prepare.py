@@ -10,7 +10,7 @@ import flows.prepare as prepare
 import flows.serving as seam
 from specops.draft.gpu_synthesis import SYNTHESIS
 from specops.profile.loader import load_profile
-from specops.sources.integrity import Stored
+from specops.sources.entry_lock import Stored
 
 SERVER = object()
 

@@ -4,16 +4,10 @@ from __future__ import annotations
 import pytest
 
 from specops.regression.policy import RegressionPolicy
-from specops.regression.verdict import (
-    Verdict,
-    baseline_key,
-    evaluate,
-    hardware_key,
-    profile_runs,
-    regressions,
-    verdict_table,
-)
-from specops.results.model import NOT_AS_SERVED_NOTES, Lossless, Status
+from specops.regression.runs import baseline_key, hardware_key, profile_runs
+from specops.regression.verdict import Verdict, evaluate, regressions, verdict_table
+from specops.results.model import Lossless, Status
+from specops.results.role import SWEEP_CELL, UPGRADE, RunRole
 from tests.unit.regression.runs import baseline, run
 
 POLICY = RegressionPolicy()
@@ -179,15 +173,15 @@ def test_verdict_table_and_text():
         "ngram-local speedup: regression (1.2 vs baseline 1.4, threshold x0.95, last 2 runs)")
 
 
-@pytest.mark.parametrize("note", NOT_AS_SERVED_NOTES)
-def test_sweep_cells_and_upgrade_sides_are_left_out_of_the_profiles_history(note):
+@pytest.mark.parametrize("role", [RunRole(kind=SWEEP_CELL), RunRole(kind=UPGRADE, off_engine=True)])
+def test_sweep_cells_and_upgrade_sides_are_left_out_of_the_profiles_history(role):
     """An upgrade check's side serves the profile on another engine, a sweep cell at another K or load: two slow
     ones in a row must not be called a regression of the profile (tasks/regression.py reads the history through
-    profile_runs), while the same two runs without the note are one."""
+    profile_runs), while the same two runs as runs of their own are one."""
     slow = [run(day, speedup=0.7) for day in (4, 5)]
     plain = [*baseline(4), *slow]
     assert verdicts(profile_runs(plain))["speedup"].verdict is Verdict.REGRESSION
-    marked = [*baseline(4), *(r.model_copy(update={"notes": [f"{note} of a check"]}) for r in slow)]
+    marked = [*baseline(4), *(r.model_copy(update={"role": role}) for r in slow)]
     assert profile_runs(marked) == marked[:4]
     judged = verdicts(profile_runs(marked))["speedup"]
     assert judged.verdict is Verdict.OK and judged.baseline == pytest.approx(1.40)

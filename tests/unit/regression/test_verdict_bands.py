@@ -10,6 +10,7 @@ import pytest
 from specops.regression.metrics import metric
 from specops.regression.policy import RegressionPolicy
 from specops.regression.verdict import LOG_FLOOR, Verdict, evaluate, log_band, series, verdict_table
+from specops.results.role import CALIBRATE, RunRole
 from tests.unit.regression.runs import baseline, run
 
 POLICY = RegressionPolicy()
@@ -123,8 +124,8 @@ def test_a_host_drift_run_breaks_no_streak_and_joins_later_baselines():
 
 
 def aa_run(day: float, point: float):
-    """An A/A run (method none) of the profile with this false speedup."""
-    return run(day, speedup=point, uid=f"aa{int(day * 1000):030d}").model_copy(update={"method": "none"})
+    """An A/A run (method none, role calibrate) of the profile with this false speedup."""
+    return run(day, speedup=point, uid=f"aa{int(day * 1000):030d}").model_copy(update={"method": "none", "role": RunRole(kind=CALIBRATE)})
 
 
 def test_aa_runs_are_never_judged_nor_a_baseline_and_set_the_speedups_noise_floor():

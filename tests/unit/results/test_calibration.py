@@ -8,11 +8,12 @@ import pytest
 
 from specops.results.calibration import Calibration, aa_spread, covers_one, format_calibration, is_calibration
 from specops.results.model import Speedup, Status
+from specops.results.role import CALIBRATE, RunRole
 from tests.results_factory import T0, run_result
 
 
 def aa(point: float, half: float = 0.05, status: Status = Status.OK, i: int = 0):
-    result = run_result(speedup=point, status=status, started_at=T0 + 600 * i).model_copy(update={"method": "none"})
+    result = run_result(speedup=point, status=status, started_at=T0 + 600 * i).model_copy(update={"method": "none", "role": RunRole(kind=CALIBRATE)})
     if result.speedup:
         result = result.model_copy(update={"speedup": result.speedup.model_copy(
             update={"low": point - half, "high": point + half})})

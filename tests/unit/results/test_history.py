@@ -5,6 +5,7 @@ import re
 
 from specops.results.history import RUN_FIELDS, WIDTH, format_compare, format_history
 from specops.results.model import Design, GpuRecord, Status
+from specops.results.role import CALIBRATE, RunRole
 from tests.results_factory import T0, run_result
 
 
@@ -130,7 +131,7 @@ def test_compare_warns_when_two_measurements_of_one_thing_disagree_beyond_their_
 
 
 def _aa(point: float, day: int, covers: bool):
-    result = run_result(speedup=point, started_at=T0 + day * 86_400).model_copy(update={"method": "none"})
+    result = run_result(speedup=point, started_at=T0 + day * 86_400).model_copy(update={"method": "none", "role": RunRole(kind=CALIBRATE)})
     low, high = (point - 0.05, point + 0.05) if covers else (point + 0.01, point + 0.1)
     return result.model_copy(update={"speedup": result.speedup.model_copy(update={"low": low, "high": high})})
 

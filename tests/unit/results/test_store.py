@@ -8,20 +8,9 @@ import traceback
 import pytest
 import sqlalchemy as sa
 
+from specops.results.database import create_engine, current_revision, engine_url, head_revision, migrate, results_url
 from specops.results.model import Status
-from specops.results.store import (
-    AmbiguousRun,
-    ResultsError,
-    ResultsStore,
-    RunNotFound,
-    create_engine,
-    current_revision,
-    engine_url,
-    head_revision,
-    migrate,
-    results_url,
-    runs,
-)
+from specops.results.store import AmbiguousRun, ResultsError, ResultsStore, RunNotFound, runs
 from tests.results_factory import T0, append_from_processes, run_result
 
 

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from specops.http_client import HttpError
 from specops.sources import backend_code
 from specops.sources.backend_code import SUBDIR, check_source, fetch_backend_code
 from specops.sources.base import hash_dir
@@ -198,7 +199,7 @@ def test_an_archive_without_src_is_refused_and_nothing_is_cached(tmp_path, fake_
 
 def test_a_commit_the_origin_does_not_have_fails_and_the_log_names_the_url(tmp_path, fake_origin):
     lines: list[str] = []
-    with pytest.raises(OSError, match="404"):
+    with pytest.raises(HttpError, match="404"):
         fetch_backend_code(SOURCE, tmp_path / "cache", log=lines.append)
     path = f"/triton-inference-server/vllm_backend/tar.gz/{COMMIT}"
     assert fake_origin.requests == [path]

@@ -12,8 +12,8 @@ from prefect.client.orchestration import get_client
 from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId
 from prefect.testing.utilities import prefect_test_harness
 
-from specops.report.artifact_names import COMPARE_TAG
 from specops.report.writer import write_report
+from specops.results.role import COMPARE, RunRole
 from tasks.report import publish_artifacts
 from tests.results_factory import run_result
 
@@ -45,18 +45,18 @@ def test_a_runs_own_keys_and_a_compare_members_keys(harness, tmp_path, monkeypat
     ids = []
 
     @flow(name="specdec")
-    def member() -> None:
+    def member(record) -> None:
         from prefect.runtime import flow_run
 
         ids.append(flow_run.id)
-        publish_artifacts(result, files)
+        publish_artifacts(record, files)
 
     @flow(name="compare")
     def compare() -> None:
-        with tags(COMPARE_TAG):
-            member()
+        with tags(COMPARE):  # a label for people: the role names the member's keys
+            member(result.model_copy(update={"role": RunRole(kind=COMPARE), "draft_length": 4}))
 
-    member()
+    member(result)
     own = artifacts_by_key(ids)
     assert set(own) == {"ngram-local-report", "ngram-local-comparison", "ngram-local-run-dir"}
     assert f"![comparison.png]({URL}/ngram-local/{result.run_id}/comparison.png)" in own["ngram-local-report"].data

@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 import yaml
 
+from specops.acceptance.trtllm_perf_metrics import parse_perf_metrics
 from specops.backends.trtllm.backend import (
     GENAI_PERF_INPUTS,
     MODEL,
@@ -23,7 +24,6 @@ from specops.backends.trtllm.backend import (
     acceptance_from,
     benchmark_inputs,
     config_addendum,
-    parse_perf_metrics,
 )
 from specops.bench.genai_perf_tool import GenaiPerf
 from specops.pipeline.backend import backend_for

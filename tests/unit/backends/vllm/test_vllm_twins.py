@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from specops.backends.container.backend import SIDECAR, placeholder
+from specops.backends.container.placement import SIDECAR, placeholder
 from specops.backends.vllm.serve import CONFIG_NAME
 from specops.pipeline.backend import backend_for
 from specops.run.variant import variants_of

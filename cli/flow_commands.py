@@ -1,0 +1,124 @@
+"""The commands that run a flow of several runs: `sweep`, `compare-profiles`, `upgrade-check`, `calibrate`."""
+from __future__ import annotations
+
+import signal
+import sys
+
+from cli.common import _int_list, _positive, prefect_defaults, profile_args, terminate_as_interrupt
+from specops.profile.errors import ProfileError
+
+MAX_SWEEP_CELLS = 64
+
+
+def add_parser(sub) -> None:
+    sweep = sub.add_parser("sweep", help="a profile over draft length x concurrency (Prefect flow `sweep`): the "
+                           "table, where speculation stops paying, the best draft length per concurrency")
+    profile_args(sweep)
+    sweep.add_argument("--k", type=_int_list, default=[1, 2, 4], metavar="K,K,...",
+                       help="draft lengths (method.num_speculative_tokens), default 1,2,4")
+    sweep.add_argument("--concurrency", type=_int_list, default=[1, 2, 4], metavar="C,C,...",
+                       help="benchmark.concurrency values, default 1,2,4")
+    sweep.add_argument("--run-id", help="name of the sweep's run directory (default: timestamp)")
+    sweep.add_argument("--max-cells", type=_positive, default=MAX_SWEEP_CELLS, metavar="N",
+                       help=f"refuse a grid of more cells than this (default {MAX_SWEEP_CELLS}): each cell is a "
+                       "benchmark of its own")
+    sweep.set_defaults(handler=cmd_sweep)
+    versus = sub.add_parser("compare-profiles", help="several profiles on one target, run one after another, in "
+                            "one table (Prefect flow `compare`)")
+    versus.add_argument("profiles", nargs="+", metavar="PROFILE")
+    versus.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                        help="an override for every profile (repeatable)")
+    versus.set_defaults(handler=cmd_compare_profiles)
+    upgrade = sub.add_parser("upgrade-check", help="one profile on two engine versions, one after the other "
+                             "(Prefect flow `upgrade`): the version facts that differ, speedup, acceptance per "
+                             "draft position and cost side by side")
+    profile_args(upgrade)
+    for side, example in (("before", "backend.image=nvcr.io/nvidia/tritonserver:25.01-vllm-python-py3"),
+                          ("after", "backend.image=nvcr.io/nvidia/tritonserver:25.04-vllm-python-py3")):
+        upgrade.add_argument(f"--{side}", action="append", default=[], metavar="BACKEND.KEY=VALUE",
+                             help=f"a backend override of the {side} side, e.g. {example}, or 'backend={{kind: "
+                             "local}' (repeatable; none: the profile as shipped)")
+    upgrade.add_argument("--run-id", help="name of the check's directory under artifacts/upgrade/<profile>/")
+    upgrade.set_defaults(handler=cmd_upgrade_check)
+    calibrate = sub.add_parser("calibrate", help="the profile's base against itself, RUNS times (Prefect flow "
+                               "`calibrate`): how many intervals contain 1.00x, and the false speedups' spread")
+    profile_args(calibrate)
+    calibrate.add_argument("--runs", type=int, default=20, help="A/A runs (default 20: about 19 intervals of "
+                           "20 should contain 1.00x)")
+    calibrate.add_argument("--run-id", help="name of the calibration's directory under artifacts/calibrate/<profile>/")
+    calibrate.set_defaults(handler=cmd_calibrate)
+
+
+def _flow_command(args, call):
+    """Run a flow under a private Prefect API (unless PREFECT_API_URL is set), SIGTERM as an interrupt."""
+    prefect_defaults()
+    signal.signal(signal.SIGTERM, terminate_as_interrupt)
+    from cli.prefect_api import prefect_api
+
+    if not getattr(args, "debug", False):
+        from cli.console import drop_console_tracebacks
+
+        drop_console_tracebacks()
+    with prefect_api():
+        return call()
+
+
+def cmd_sweep(args) -> int:
+    from pydantic import ValidationError
+
+    from specops.sweep.grid import SweepGrid, validate_grid
+
+    try:
+        grid = SweepGrid(draft_lengths=args.k, concurrencies=args.concurrency)
+    except ValidationError as err:
+        raise ProfileError("sweep grid", [(str(e["loc"][0]), e["msg"]) for e in err.errors()]) from None
+    cells = len(grid.cells())
+    if cells > args.max_cells:
+        raise ProfileError("sweep grid", [("--k x --concurrency", f"{len(grid.draft_lengths)} draft lengths x "
+                                           f"{len(grid.concurrencies)} concurrencies are {cells} cells, more than "
+                                           f"--max-cells {args.max_cells}; narrow the grid, or raise --max-cells")])
+    loaded = validate_grid(args.profile, args.overrides, grid)  # fail fast, before Prefect starts
+    bench = loaded.profile.benchmark
+    print(f"sweep of {loaded.profile.name}: {cells} cells ({len(grid.draft_lengths)} draft lengths x "
+          f"{len(grid.concurrencies)} concurrencies), up to {len(grid.draft_lengths) + 1} servers, "
+          f"{bench.num_requests} requests x {bench.rounds} round(s) per cell; cells measured before are reused",
+          file=sys.stderr)
+    from flows.sweep import sweep
+
+    outcome = _flow_command(args, lambda: sweep(args.profile, grid.draft_lengths, grid.concurrencies,
+                                                args.overrides, args.run_id))
+    print(f"\n{outcome.table}\n\nsweep: {outcome.run_dir}  (measured now: {', '.join(outcome.measured) or 'none'}; "
+          f"servers started: {dict(outcome.server_starts) or 'none'})")
+    return 0
+
+
+def cmd_compare_profiles(args) -> int:
+    from specops.profile.comparison import check_comparable
+    from specops.profile.loader import load_profile
+
+    check_comparable([load_profile(p, args.overrides) for p in args.profiles])  # fail fast, before Prefect starts
+    from flows.compare import compare
+
+    print("\n" + _flow_command(args, lambda: compare(args.profiles, args.overrides)))
+    return 0
+
+
+def cmd_upgrade_check(args) -> int:
+    from specops.upgrade.sides import load_sides
+
+    load_sides(args.profile, args.before, args.after, args.overrides)  # fail fast, before Prefect starts
+    from flows.upgrade import upgrade
+
+    print("\n" + _flow_command(args, lambda: upgrade(args.profile, args.before, args.after, args.overrides,
+                                                     args.run_id)))
+    return 0
+
+
+def cmd_calibrate(args) -> int:
+    from specops.profile.calibration import load_calibration
+
+    load_calibration(args.profile, args.overrides, args.runs)  # fail fast, before Prefect starts
+    from flows.calibrate import calibrate
+
+    print("\n" + _flow_command(args, lambda: calibrate(args.profile, args.runs, args.overrides, args.run_id)))
+    return 0

@@ -1,0 +1,73 @@
+"""`specops history` and `specops compare`: runs read from the results database."""
+from __future__ import annotations
+
+import sys
+
+from cli.common import _positive
+
+
+def add_parser(sub) -> None:
+    history = sub.add_parser("history", help="runs in the results database, newest first")
+    history.add_argument("profile", nargs="?", help="only this profile's runs")
+    history.add_argument("-n", "--limit", type=_positive, help="runs read (default 30; with --trend 500)")
+    history.add_argument("--trend", action="store_true", help="write each profile's trend report (HTML + PNG) "
+                         "under artifacts/trends/ and print the newest run's regression verdicts")
+    history.set_defaults(handler=cmd_history)
+    compare = sub.add_parser("compare", help="two runs side by side (run id, uid or uid prefix)")
+    compare.add_argument("runs", nargs=2, metavar="RUN")
+    compare.set_defaults(handler=cmd_compare)
+
+
+def cmd_history(args) -> int:
+    from specops.regression.verdict import HISTORY_LIMIT
+    from specops.results.compat import ReadNotes
+    from specops.results.history import format_history
+    from specops.results.store import ResultsStore
+
+    notes = ReadNotes()
+    with ResultsStore.open() as store:
+        runs = store.history(args.profile, limit=args.limit or (HISTORY_LIMIT if args.trend else 30), notes=notes)
+    _warn(notes)
+    if not runs:
+        print(f"no runs{' of ' + args.profile if args.profile else ''} in the results database")
+        return 0
+    print(_trends(runs) if args.trend else format_history(runs))
+    return 0
+
+
+def _trends(runs) -> str:
+    """Each profile's trend report written; where, and its newest run's verdicts (default policy)."""
+    from specops.regression.policy import RegressionPolicy
+    from specops.regression.runs import profile_runs
+    from specops.regression.trend import trend_dir, write_trend
+    from specops.regression.verdict import evaluate, verdict_table
+    from specops.results.history import cpu_warning, with_warning
+
+    policy, out = RegressionPolicy(), []
+    for profile in sorted({run.profile for run in runs}):
+        history = profile_runs([run for run in runs if run.profile == profile])
+        if not history:
+            continue
+        html, png = write_trend(history, policy, trend_dir(profile))
+        warning = cpu_warning([(run.run_id, run) for run in history])  # baselines keep to one CPU; the plot does not
+        out.append(with_warning(warning, f"{profile}: {len(history)} runs\n  trend: {html}\n         {png}\n"
+                                f"{verdict_table(evaluate(history, policy))}"))
+    return "\n\n".join(out)
+
+
+def cmd_compare(args) -> int:
+    from specops.results.compat import ReadNotes
+    from specops.results.history import format_compare
+    from specops.results.store import ResultsStore
+
+    notes = ReadNotes()
+    with ResultsStore.open() as store:
+        a, b = (store.get(ref, notes) for ref in args.runs)
+    _warn(notes)
+    print(format_compare(a, b))
+    return 0
+
+
+def _warn(notes) -> None:
+    for line in notes.lines():
+        print(f"specops: warning: {line}", file=sys.stderr)

@@ -1,0 +1,94 @@
+"""`specops run`: a profile end to end (Prefect flow `specdec`); `plan`: what it would do; `profiles`: which exist."""
+from __future__ import annotations
+
+import signal
+import sys
+import time
+import traceback
+from pathlib import Path
+
+from cli.common import (
+    EXIT_FAILED,
+    EXIT_INVALID,
+    EXIT_PREREQUISITES,
+    prefect_defaults,
+    profile_args,
+    terminate_as_interrupt,
+)
+from specops.backends.base import PrerequisiteError
+
+
+def add_parser(sub) -> None:
+    run = sub.add_parser("run", help="run a profile end to end (Prefect flow `specdec`)")
+    profile_args(run)
+    run.add_argument("--run-id", help="name of the run directory (default: timestamp)")
+    run.set_defaults(handler=cmd_run)
+    plan = sub.add_parser("plan", help="print the steps, commands and rendered files; start nothing")
+    profile_args(plan)
+    plan.set_defaults(handler=cmd_plan)
+    sub.add_parser("profiles", help="list profiles and the method x backend matrix").set_defaults(handler=cmd_profiles)
+
+
+def cmd_run(args) -> int:
+    from cli.preflight import check_host, check_local_target, check_run_id, environment_problems
+    from specops.pipeline.backend import backend_for, preflight, tool_for
+    from specops.profile.loader import load_profile
+
+    loaded = load_profile(args.profile, args.overrides)  # fail fast, before Prefect starts
+    check_run_id(loaded.profile.name, args.run_id)
+    check_host(loaded)
+    check_local_target(loaded)
+    problems = environment_problems(loaded) + preflight(backend_for(loaded.profile), tool_for(loaded.profile))
+    if problems:
+        raise PrerequisiteError(loaded.profile.name, problems)
+    prefect_defaults()
+    signal.signal(signal.SIGTERM, terminate_as_interrupt)
+    from cli.prefect_api import PrefectApiError, prefect_api
+    from flows.specdec import RunFailed, run_specdec
+    from specops.report.writer import summary
+    from specops.results.durable import is_unrecorded
+
+    if not getattr(args, "debug", False):  # the step and the error end the run in one line; the UI keeps tracebacks
+        from cli.console import drop_console_tracebacks
+
+        drop_console_tracebacks()
+
+    start = time.monotonic()  # Prefect's API server start-up counts as orchestration overhead
+    try:
+        with prefect_api():  # a private one, dying with this process, unless PREFECT_API_URL is set
+            result = run_specdec(args.profile, args.overrides, args.run_id)  # INVALID: Failed, still reported
+    except RunFailed as failed:
+        if getattr(args, "debug", False):
+            traceback.print_exception(failed)
+        print(f"\nspecops: {failed}", file=sys.stderr)
+        return EXIT_FAILED
+    except PrefectApiError as err:  # this machine could not run Prefect's API server: an environment problem
+        print(f"specops: {err}", file=sys.stderr)
+        return EXIT_PREREQUISITES
+    total = time.monotonic() - start
+    measured = result.phases.measured  # overlapping steps (servers starting side by side) counted once
+    queued = result.waited_s  # for the slots, behind other runs: not orchestration
+    print(f"\nreport: {Path(result.run_dir) / 'report.md'}\n{summary(result)}")
+    if is_unrecorded(result.uid):
+        print(f"specops: warning: the results database did not take this run's result; it is kept in "
+              f"{Path(result.run_dir) / 'manifest.json'}: `specops results import {result.run_dir}` records it, "
+              "or the next run does", file=sys.stderr)
+    print(f"orchestration overhead: {total - measured - queued:.1f}s of specops run's {total:.1f}s "
+          f"(Prefect start-up, validation, download, render, report; serve+check+benchmark took {measured:.1f}s"
+          + (f"; waited {queued:.1f}s for {', '.join(result.window.slots)})" if queued >= 1 else ")"))
+    return EXIT_INVALID if result.status.value == "invalid" else 0
+
+
+def cmd_plan(args) -> int:
+    from specops.pipeline.plan import format_plan
+    from specops.profile.loader import load_profile
+
+    print(format_plan(load_profile(args.profile, args.overrides)))
+    return 0
+
+
+def cmd_profiles(args) -> int:
+    from specops.profile.catalog import format_catalog
+
+    print(format_catalog())
+    return 0

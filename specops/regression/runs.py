@@ -1,0 +1,45 @@
+"""Which runs a profile's verdicts and trends read: the profile as it is served, judged or not, and which of them
+share a baseline (the hardware and the benchmark's shape)."""
+from __future__ import annotations
+
+from collections import defaultdict
+
+from specops.results.model import RunResult, Status
+
+
+def hardware_key(result: RunResult) -> str:
+    """What a baseline must share with the run: the GPUs (names and count), else the CPU and its cores."""
+    if result.host.gpus:
+        names: dict[str, int] = defaultdict(int)
+        for gpu in result.host.gpus:
+            names[gpu.name] += 1
+        return "gpu: " + " + ".join(f"{count}x {name}" for name, count in sorted(names.items()))
+    return f"cpu: {result.host.cpu_model} x{result.host.cores}"
+
+
+def baseline_key(result: RunResult) -> str:
+    """What makes two runs' figures comparable: the hardware, and the benchmark's shape (tool, API,
+    prompts, concurrency, output length): tokens/s at concurrency 4 says nothing about concurrency 1,
+    and a sweep's cells share their profile's name. Request and round counts change only precision."""
+    bench = result.benchmark
+    return (f"{hardware_key(result)}; {bench.tool} {bench.api} {bench.prompts}, concurrency {bench.concurrency}, "
+            f"{bench.output_tokens} tokens")
+
+
+def lossless_failed(result: RunResult) -> bool:
+    return result.status is Status.INVALID or (result.lossless is not None and not result.lossless.valid)
+
+
+def judged(result: RunResult) -> bool:
+    """Measured and lossless: may have metric verdicts and enter baselines."""
+    return result.status is Status.OK and not lossless_failed(result)
+
+
+def profile_runs(history: list[RunResult]) -> list[RunResult]:
+    """The runs of the profile as it is served: a sweep's cells (other draft lengths and loads) and an upgrade
+    check's sides (other engines) left out."""
+    return [r for r in history if r.role.as_served]
+
+
+def chronological(history: list[RunResult]) -> list[RunResult]:
+    return sorted(history, key=lambda r: (r.started_at, r.uid))
