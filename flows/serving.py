@@ -147,9 +147,13 @@ def _start_side_by_side(backend: Backend, variants: list[Variant], repos: dict[s
         for v, f in zip(variants, futures):
             if f.exception() is None:
                 stop(v, f.result())
-        # the error of the start the run's status names (the first to fail), so the two say the same
-        where = getattr(getattr(run, "progress", None), "failed_at", None)
-        raise failed.get(where[1] if where else "", next(iter(failed.values())))
+        # The group's first variant that failed, whichever thread failed first: when both fail alike (the profile
+        # is at fault), every run names the same server, and its status and its error say the same.
+        name, error = next(iter(failed.items()))
+        if hasattr(run, "progress"):
+            run.progress.failed_at = ("serve", name)
+            run.say_failed("serve", name, f"{type(error).__name__}: {error}")
+        raise error
     return [f.result() for f in futures]
 
 

@@ -150,6 +150,21 @@ def test_a_start_that_fails_stops_the_server_that_came_up_and_its_error_goes_on(
     assert [e for e in calls.log if e[0] in ("stop", "smoke")] == [("stop", BASE, 7.0)]
 
 
+def test_when_every_start_fails_the_groups_first_variant_is_named_whichever_failed_first(calls, monkeypatch):
+    def start(backend, v, repo, run):
+        time.sleep(0.3 if v.name == SPECULATIVE else 0.0)  # the base fails first
+        raise RuntimeError(f"{v.name} never got ready")
+    monkeypatch.setattr(seam, "start_server", start)
+    said = []
+    run = SimpleNamespace(path="run", progress=SimpleNamespace(failed_at=("serve", BASE)),
+                          say_failed=lambda step, variant, error: said.append((step, variant, error)))
+    with pytest.raises(RuntimeError, match="speculative never got ready"), \
+            seam.served_together(BACKEND, [SPEC_V, BASE_V], REPOS, run):
+        raise AssertionError("never reached")
+    assert run.progress.failed_at == ("serve", SPECULATIVE)
+    assert said == [("serve", SPECULATIVE, "RuntimeError: speculative never got ready")]
+
+
 def test_a_failing_smoke_of_the_first_stops_both(calls, monkeypatch):
     _slow_starts(monkeypatch, calls)
     monkeypatch.setattr(seam, "send_smoke_request", lambda *a: (_ for _ in ()).throw(RuntimeError("no answer")))
