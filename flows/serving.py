@@ -150,9 +150,8 @@ def _start_side_by_side(backend: Backend, variants: list[Variant], repos: dict[s
         # The group's first variant that failed, whichever thread failed first: when both fail alike (the profile
         # is at fault), every run names the same server, and its status and its error say the same.
         name, error = next(iter(failed.items()))
-        if hasattr(run, "progress"):
-            run.progress.failed_at = ("serve", name)
-            run.say_failed("serve", name, f"{type(error).__name__}: {error}")
+        if hasattr(run, "fail_at"):
+            run.fail_at("serve", name, error)
         raise error
     return [f.result() for f in futures]
 

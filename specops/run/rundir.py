@@ -197,6 +197,11 @@ class RunDir:
         except OSError as exc:
             log.error("status.json could not say the run failed at %s: %s", step, exc)
 
+    def fail_at(self, phase: str, variant: str, error: BaseException) -> None:
+        """The run failed at this step: its progress and status.json name it and the error."""
+        self.progress.failed_at = (phase, variant)
+        self.say_failed(phase, variant, f"{type(error).__name__}: {error}")
+
     def status(self) -> dict[str, Any]:
         return read_status(self.path)
 
@@ -214,9 +219,7 @@ class RunDir:
             yield
         except BaseException as error:
             if self.progress.failed_at is None:
-                self.progress.failed_at = (phase, variant)
-                # Said at once: teardown and the report come after, and may take a while.
-                self.say_failed(phase, variant, f"{type(error).__name__}: {error}")
+                self.fail_at(phase, variant, error)  # said at once: teardown and the report may take a while
             raise
         else:
             if announce and self.progress.failed_at == (phase, variant):  # a retry of the failed step worked

@@ -13,6 +13,7 @@ from specops.acceptance.model import Acceptance
 from specops.pipeline.check import Pace
 from specops.pipeline.summarize import RunFacts
 from specops.results.model import Design
+from specops.run.rundir import RunDir
 from specops.run.variant import BASE, SPECULATIVE, Variant, base_method
 
 
@@ -150,19 +151,22 @@ def test_a_start_that_fails_stops_the_server_that_came_up_and_its_error_goes_on(
     assert [e for e in calls.log if e[0] in ("stop", "smoke")] == [("stop", BASE, 7.0)]
 
 
-def test_when_every_start_fails_the_groups_first_variant_is_named_whichever_failed_first(calls, monkeypatch):
+def test_when_every_start_fails_the_groups_first_variant_is_named_whichever_failed_first(calls, monkeypatch,
+                                                                                         tmp_path):
     def start(backend, v, repo, run):
         time.sleep(0.3 if v.name == SPECULATIVE else 0.0)  # the base fails first
-        raise RuntimeError(f"{v.name} never got ready")
+        with run.timed("serve", v.name):
+            raise RuntimeError(f"{v.name} never got ready")
     monkeypatch.setattr(seam, "start_server", start)
-    said = []
-    run = SimpleNamespace(path="run", progress=SimpleNamespace(failed_at=("serve", BASE)),
-                          say_failed=lambda step, variant, error: said.append((step, variant, error)))
+    monkeypatch.setenv("SPECOPS_ARTIFACTS", str(tmp_path))
+    run = RunDir.create("ngram-local", "both-fail")
     with pytest.raises(RuntimeError, match="speculative never got ready"), \
             seam.served_together(BACKEND, [SPEC_V, BASE_V], REPOS, run):
         raise AssertionError("never reached")
     assert run.progress.failed_at == ("serve", SPECULATIVE)
-    assert said == [("serve", SPECULATIVE, "RuntimeError: speculative never got ready")]
+    status = run.status()
+    assert (status["state"], status["step"], status["variant"]) == ("failed", "serve", SPECULATIVE)
+    assert status["error"] == "RuntimeError: speculative never got ready"
 
 
 def test_a_failing_smoke_of_the_first_stops_both(calls, monkeypatch):
