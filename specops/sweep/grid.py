@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from dataclasses import dataclass
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, field_validator
@@ -61,12 +62,24 @@ def series_dir(k: int, schedule: bool = False) -> str:
     return SCHEDULE_SERIES if schedule else f"k{k}"
 
 
-def cell_overrides(k: int, c: int) -> list[str]:
-    return [f"{K_KEY}={k}", f"{C_KEY}={c}"]
+@dataclass(frozen=True)
+class Series:
+    """The cells one server of a sweep measures: the base's (k None), draft length k's or, given `schedule` (its
+    overrides), those of the per-load schedule up to draft length k."""
+
+    k: int | None
+    schedule: tuple[str, ...] = ()
+
+    @property
+    def name(self) -> str:  # its directory under the sweep's run; its cells are <name>-c<C>
+        return "base" if self.k is None else series_dir(self.k, bool(self.schedule))
+
+    def overrides(self, c: int) -> list[str]:
+        """A cell's, after the user's: the schedule's, then the draft length (not the base's) and the concurrency."""
+        return [*self.schedule, *([f"{K_KEY}={self.k}"] if self.k is not None else []), f"{C_KEY}={c}"]
 
 
-def base_overrides(c: int) -> list[str]:
-    return [f"{C_KEY}={c}"]
+BASE_SERIES = Series(None)
 
 
 def cell_key(profile_sha256: str, overrides: list[str], k: int | None, c: int) -> str:
@@ -95,5 +108,5 @@ def validate_grid(profile: str | Path, overrides: list[str], grid: SweepGrid) ->
                                      "draft length to sweep; methods with one: "
                                      f"{', '.join(swept_methods())}")])
     for k, c in grid.cells():
-        load_profile(profile, [*overrides, *cell_overrides(k, c)])
+        load_profile(profile, [*overrides, *Series(k).overrides(c)])
     return loaded

@@ -1,11 +1,16 @@
 """What a sweep returns and writes: every cell, where speculation stops paying, the best K per load."""
 from __future__ import annotations
 
+from collections import Counter
+
 from pydantic import BaseModel, ConfigDict
 
-from specops.sweep.analysis import Cell, Crossover
+from specops.run.variant import BASE, SPECULATIVE
+from specops.sweep.analysis import Cell, Crossover, best_k, crossover
 from specops.sweep.grid import SweepGrid
+from specops.sweep.plan import SweepRun
 from specops.sweep.schedule import Recommendation
+from specops.sweep.table import format_sweep
 
 
 class SweepOutcome(BaseModel):
@@ -25,3 +30,15 @@ class SweepOutcome(BaseModel):
     measured: list[str]  # cells measured by this run, e.g. "k2-c4", "base-c4"; the rest came from the cache
     server_starts: dict[str, int]  # variant -> servers this run started ("speculative" once per draft length)
     table: str  # the text table, crossovers and recommendation (specops.sweep.table.format_sweep)
+
+
+def sweep_outcome(sweep: SweepRun, grid: SweepGrid, cells: list[Cell], recommendation: Recommendation,
+                  schedule_cells: list[Cell]) -> SweepOutcome:
+    """The grid's cells and the served schedule's, analysed; what the sweep run measured, by the servers it started."""
+    crossovers, best = crossover(cells), best_k(cells)
+    return SweepOutcome(profile=sweep.loaded.profile.name, overrides=list(sweep.overrides), grid=grid,
+                        run_dir=str(sweep.run.path), cells=cells, crossovers=crossovers, best=best,
+                        recommendation=recommendation, schedule_cells=schedule_cells,
+                        measured=[f"{g.series.name}-c{c}" for g in sweep.served for c in g.concurrencies],
+                        server_starts=Counter(BASE if g.series.k is None else SPECULATIVE for g in sweep.served),
+                        table=format_sweep(cells, crossovers, best, recommendation, schedule_cells))

@@ -5,7 +5,7 @@ import pytest
 from pydantic import ValidationError
 
 from specops.profile.errors import ProfileError
-from specops.sweep.grid import SweepGrid, base_overrides, cell_key, cell_overrides, validate_grid
+from specops.sweep.grid import BASE_SERIES, Series, SweepGrid, cell_key, validate_grid
 
 
 def test_values_are_sorted_and_cells_go_through_every_concurrency_per_draft_length():
@@ -32,8 +32,15 @@ def test_a_boolean_is_no_draft_length():
 
 
 def test_overrides_of_a_cell_and_of_the_base():
-    assert cell_overrides(3, 4) == ["method.num_speculative_tokens=3", "benchmark.concurrency=4"]
-    assert base_overrides(4) == ["benchmark.concurrency=4"]
+    assert Series(3).overrides(4) == ["method.num_speculative_tokens=3", "benchmark.concurrency=4"]
+    assert BASE_SERIES.overrides(4) == ["benchmark.concurrency=4"]
+    schedule = ("method.num_speculative_tokens=3", "backend.schedule=x")
+    assert Series(3, schedule).overrides(2) == [*schedule, "method.num_speculative_tokens=3", "benchmark.concurrency=2"]
+    assert Series(None, schedule).overrides(2) == [*schedule, "benchmark.concurrency=2"]
+
+
+def test_a_series_names_its_directory_and_its_cells():
+    assert [BASE_SERIES.name, Series(2).name, Series(4, ("x=1",)).name] == ["base", "k2", "schedule"]
 
 
 def test_cell_key_is_stable_and_changes_with_every_input():
