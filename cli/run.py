@@ -34,17 +34,17 @@ def cmd_run(args) -> int:
     from specops.pipeline.backend import backend_for, preflight, tool_for
     from specops.profile.loader import load_profile
 
-    loaded = load_profile(args.profile, args.overrides)  # fail fast, before Prefect starts
+    loaded = load_profile(args.profile, args.overrides)  # fail fast, before Prefect starts; the flow takes this load
     check_run_id(loaded.profile.name, args.run_id)
     check_host(loaded)
     check_local_target(loaded)
-    problems = environment_problems(loaded) + preflight(backend_for(loaded.profile), tool_for(loaded.profile))
-    if problems:
+    if problems := environment_problems(loaded) + preflight(backend_for(loaded.profile), tool_for(loaded.profile)):
         raise PrerequisiteError(loaded.profile.name, problems)
     prefect_defaults()
     signal.signal(signal.SIGTERM, terminate_as_interrupt)
     from cli.prefect_api import PrefectApiError, prefect_api
     from flows.specdec import RunFailed, run_specdec
+    from prefect_adapters.refusal import handed_over
     from specops.report.writer import summary
     from specops.results.durable import is_unrecorded
 
@@ -55,7 +55,7 @@ def cmd_run(args) -> int:
 
     start = time.monotonic()  # Prefect's API server start-up counts as orchestration overhead
     try:
-        with prefect_api():  # a private one, dying with this process, unless PREFECT_API_URL is set
+        with prefect_api(), handed_over(args.profile, args.overrides, loaded):  # private unless PREFECT_API_URL is set
             result = run_specdec(args.profile, args.overrides, args.run_id)  # INVALID: Failed, still reported
     except RunFailed as failed:
         if getattr(args, "debug", False):

@@ -40,8 +40,7 @@ def prepare_models(loaded: LoadedProfile, backend: Backend, run: RunDir, cache_d
         facts.cached_steps["train draft"] = draft.cached
     elif p.draft is not None:
         draft = noted_result(download_model(p.draft.source, cache_dir, run, "draft", files), facts, "download draft")
-        with run.timed("download", "draft"):  # so a mismatch is reported at this step, not at "flow"
-            check_draft_vocabulary(target, draft)
+        check_draft_vocabulary(target, draft, run)
     if draft is not None:
         facts.models["draft"] = draft
     return target, draft
@@ -53,9 +52,7 @@ def prepare_trained_draft(loaded: LoadedProfile, backend: Backend, target: Model
     profile = loaded.profile
     # The synthesis server and the training use the accelerator: they hold its slots as a benchmark does.
     with hold_slots(run_slots(profile.serving.exclusive, backend.gpus()), f"{profile.name} run {run.run_id}"):
-        data = find_training_data(profile, target, cache_dir)
-        if data is None:
-            data = synthesize(loaded, backend, target, run, cache_dir)
+        data = find_training_data(profile, target, cache_dir) or synthesize(loaded, backend, target, run, cache_dir)
         # Only what shapes the draft keys its cache entry: other profile edits keep the cached draft.
         draft = train_draft_module(profile.draft.train, profile.method.draft_length(), target, data, cache_dir, run,
                                    profile.name)

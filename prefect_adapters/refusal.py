@@ -14,7 +14,9 @@ log "Finished in state Failed" at ERROR: a second line).
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 
 from prefect import get_run_logger
 from prefect.states import Failed, State
@@ -22,12 +24,26 @@ from prefect.states import Failed, State
 from specops.profile.errors import ProfileError
 from specops.profile.loader import LoadedProfile, load_profile
 
+_handed: ContextVar[dict[tuple[str, tuple[str, ...]], LoadedProfile] | None] = ContextVar("handed", default=None)
+
+
+@contextmanager
+def handed_over(profile: str, overrides: Sequence[str], loaded: LoadedProfile) -> Iterator[None]:
+    """In the block, loaded_or_refused(profile, overrides) is `loaded`, its caller's load (`specops run` loads it
+    to refuse a bad profile before Prefect starts). Not a flow parameter: a field in every deployment's form."""
+    token = _handed.set({**(_handed.get() or {}), (str(profile), tuple(overrides)): loaded})
+    try:
+        yield
+    finally:
+        _handed.reset(token)
+
 
 def loaded_or_refused(profile: str, overrides: Sequence[str] | None) -> LoadedProfile | State:
-    """The profile loaded with the overrides, which the flow hands to every step (its run's one load of it);
-    or the Failed state the flow returns at once."""
+    """The profile loaded with the overrides, which the flow hands to every step (its run's one load of it,
+    or its caller's: `handed_over`); or the Failed state the flow returns at once."""
     try:
-        loaded = load_profile(profile, list(overrides or []))
+        handed = (_handed.get() or {}).get((profile, tuple(overrides or ())))
+        loaded = handed or load_profile(profile, list(overrides or []))
     except ProfileError as error:
         return _refused(error)
     get_run_logger().info("profile %s (%s) valid, sha256 %s", loaded.profile.name, loaded.path, loaded.sha256[:12])

@@ -112,8 +112,7 @@ def _hold_limits(names: list[str]) -> Iterator[Held]:
     # Entered before the lease is taken: whatever interrupts the run after that (a cancellation
     # between two API calls) releases it, instead of leaving its renewal thread running.
     with get_client(sync_client=True) as client, ExitStack() as stack:
-        full = _ensure_limits(client, names)
-        if full:
+        if full := _ensure_limits(client, names):
             logger.info(_waiting(client, names, full))
         start = time.monotonic()
         while True:

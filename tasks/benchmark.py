@@ -24,7 +24,7 @@ from specops.run.variant import Variant
 _PROGRESS: dict[tuple[str, str], ProgressArtifact] = {}
 
 
-@step
+@step(timed="benchmark")
 def benchmark_round(tool: BenchTool, backend: Backend, server: Server, variant: Variant, tokenizer: Path,
                     bench: Benchmark, prompts: list[str], run: RunDir, round_: int,
                     pace: Pace | None = None) -> Measured:
@@ -35,8 +35,7 @@ def benchmark_round(tool: BenchTool, backend: Backend, server: Server, variant: 
              round_ + 1, bench.rounds, tool.name, job.api.value, job.requests, job.output_tokens, job.concurrency,
              job.timeout_s)
     share, on_line = _round_progress(tool, variant.name, round_, bench.rounds, tool.name)
-    with run.timed("benchmark", variant.name):
-        measured = measure_round(tool, job, server, backend.gpus(), on_line=on_line)
+    measured = measure_round(tool, job, server, backend.gpus(), on_line=on_line)
     share(1.0, f"round {round_ + 1}/{bench.rounds} done")
     m, cost = measured.run.metrics, measured.cost
     log.info("%s round %d: %.2f output tokens/s, %s CPU s per 1k tokens", variant.name, round_ + 1,
@@ -44,7 +43,7 @@ def benchmark_round(tool: BenchTool, backend: Backend, server: Server, variant: 
     return measured
 
 
-@step
+@step(timed="benchmark", label="interleaved")
 def benchmark_interleaved_round(tool: BenchTool, servers: list[Server], jobs: list[BenchJob], run: RunDir,
                                 round_: int, rounds: int) -> list[Measured]:
     """One round in which the variants' requests alternate, in `jobs` order, in one run of the tool; its files
@@ -57,8 +56,7 @@ def benchmark_interleaved_round(tool: BenchTool, servers: list[Server], jobs: li
              job.timeout_s)
     bar = " <-> ".join(sorted(j.target.model for j in jobs))  # one bar, whichever goes first
     share, on_line = _round_progress(tool, bar, round_, rounds, f"{tool.name}, interleaved")
-    with run.timed("benchmark", "interleaved"):
-        measured = measure_interleaved(tool, job, servers, on_line=on_line)
+    measured = measure_interleaved(tool, job, servers, on_line=on_line)
     share(1.0, f"round {round_ + 1}/{rounds} done")
     for j, m in zip(jobs, measured):
         log.info("%s round %d: %.2f output tokens/s over its own requests", j.target.model, round_ + 1,

@@ -12,23 +12,21 @@ from specops.run.rundir import RunDir
 from specops.run.variant import Variant
 
 
-@step
+@step(timed="check")
 def send_smoke_request(backend: Backend, server: Server, variant: Variant, run: RunDir) -> Pace:
     """One short request; fails the run early if the server answers nothing. Returns its pace."""
     pace = Pace()
-    with run.timed("check", variant.name):
-        text = smoke(backend, server, variant, pace)
+    text = smoke(backend, server, variant, pace)
     get_run_logger().info("%s smoke ok in %.1fs: %r", variant.name, pace.seconds, text[:60])
     return pace
 
 
-@step
+@step(timed="check")
 def generate_check_outputs(backend: Backend, server: Server, variant: Variant, prompts: list[str], max_tokens: int,
                            run: RunDir) -> tuple[list[str], Pace]:
     """Greedy outputs for the lossless prompts, saved into the run directory, and their pace."""
     pace = Pace()
-    with run.timed("check", variant.name):
-        outputs = greedy_outputs(backend, server, variant, prompts, max_tokens, pace)
+    outputs = greedy_outputs(backend, server, variant, prompts, max_tokens, pace)
     run.write_json(f"check/{variant.name}.json", [{"prompt": p, "output": o} for p, o in zip(prompts, outputs)])
     get_run_logger().info("%s: %d check outputs, %.3fs per token", variant.name, len(outputs), pace.per_token_s)
     return outputs, pace

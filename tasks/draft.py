@@ -37,17 +37,11 @@ def find_training_data(profile: Profile, target: ModelArtifact, cache_dir: Path)
     return found
 
 
-@step
+@step(timed="draft", label="synthesize")
 def synthesize_training_data(profile: Profile, backend: Backend, server: Server | None, variant: Variant,
                              target: ModelArtifact, cache_dir: Path, run: RunDir) -> ModelArtifact:
     """Answer the profile's prompts with the served target (the profile's backend's server, the seed's vLLM
     container, or no server: its endpoint) into data.jsonl."""
-    with run.timed("draft", "synthesize"):
-        return _synthesize(profile, backend, server, variant, target, cache_dir, run)
-
-
-def _synthesize(profile: Profile, backend: Backend, server: Server | None, variant: Variant, target: ModelArtifact,
-                cache_dir: Path, run: RunDir) -> ModelArtifact:
     log = get_run_logger()
     directory = store.data_dir(cache_dir, profile.draft.train.data, target)
     waiting = lambda: log.info("waiting for another run synthesizing %s", directory)  # noqa: E731
@@ -71,8 +65,7 @@ def _synthesize(profile: Profile, backend: Backend, server: Server | None, varia
         return store.finished_data(directory, f"synthesized:{target.source}")
 
 
-# The cache is looked up in the store (keyed by store.DRAFT_RECIPE and what shapes the draft), never through
-# Prefect's task cache: nothing outside it points into it.
+# The store's entry is keyed by store.DRAFT_RECIPE and what shapes the draft.
 @step
 def train_draft_module(train: TrainSpec, length: int, target: ModelArtifact, data: ModelArtifact,
                        cache_dir: Path, run: RunDir, profile: str = "") -> ModelArtifact:
@@ -93,7 +86,7 @@ def _train(train: TrainSpec, length: int, target: ModelArtifact, data: ModelArti
     shutil.rmtree(scratch, ignore_errors=True)
     holdout = load_prompts("humaneval")[:EVAL_PROMPTS]
     progress = ProgressArtifact(f"draft training ({train.mode})")
-    with run.timed("draft", "train"):
+    with run.timed("draft", "train"):  # not @step's: a cache hit, or another run's training waited for, is none
         train_draft(train, length, target.path, data.path, scratch, log=get_run_logger().info, eval_prompts=holdout,
                     progress=within(progress.report, 0.0, 0.9), profile=profile)  # then export, held-out acceptance
     store.publish_draft(scratch, out)

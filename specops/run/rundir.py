@@ -113,7 +113,6 @@ class RunProgress:
 
     started_at: float = field(default_factory=time.time)
     phases: dict[str, dict[str, float]] = field(default_factory=dict)
-    active: list[tuple[str, str]] = field(default_factory=list)  # (step, variant), innermost last
     failed_at: tuple[str, str] | None = None  # the innermost step an exception left
     spans: dict[str, list[tuple[float, float]]] = field(default_factory=dict)  # phase -> (start, end), monotonic
 
@@ -212,7 +211,6 @@ class RunDir:
         once; a later success of the same block (a retry) takes that back. `announce`: the block
         is the step status.json names while it runs (teardown is not)."""
         start = time.monotonic()
-        self.progress.active.append((phase, variant))
         if announce and self.progress.failed_at is None:
             self.set_status(RUNNING, phase, variant)
         try:
@@ -226,7 +224,6 @@ class RunDir:
                 self.progress.failed_at = None
                 self.set_status(RUNNING, phase, variant)
         finally:
-            self.progress.active.remove((phase, variant))  # blocks of two threads may end in any order
             end = time.monotonic()
             self.progress.spans.setdefault(phase, []).append((start, end))
             self.add_timing(phase, variant, end - start)

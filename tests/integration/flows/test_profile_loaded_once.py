@@ -1,21 +1,24 @@
-"""A run loads its profile from disk once: the `specdec` flow's load (prefect_adapters/refusal.py
-loaded_or_refused) is handed to every step, and no step loads it again.
+"""A `specops run` loads its profile from disk once: the CLI's load, which refuses a bad profile before Prefect
+starts, is handed to the `specdec` flow (prefect_adapters/refusal.py handed_over), which hands it to every step;
+neither the flow nor any step loads it again.
 
-A real run of ngram-local, shrunk by overrides, in this process (the flow called under Prefect's test harness,
-a server of its own), so that the one loader, specops.profile.loader.load_profile, is counted wherever a module
-took it by name.
+A real run of ngram-local, shrunk by overrides, through the CLI's own entry point in this process (its flow under
+Prefect's test harness, a server of its own), so that the one loader, specops.profile.loader.load_profile, is
+counted wherever a module took it by name, the CLI's modules included.
 """
 from __future__ import annotations
 
+import signal
 import sys
 import time
 
 import pytest
 from prefect.testing.utilities import prefect_test_harness
 
-from flows.specdec import run_specdec
+from cli.main import main
 from specops.profile import loader
 from specops.results.model import Status
+from specops.run.rundir import read_status
 from tests.integration.faults.support import SHRINK
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -35,9 +38,17 @@ def test_a_run_loads_its_profile_once(embedded_model, tmp_path, monkeypatch):
             monkeypatch.setattr(module, "load_profile", counted)
     monkeypatch.setenv("SPECOPS_ARTIFACTS", str(tmp_path / "artifacts"))  # the cache stays the suite's shared one
     monkeypatch.setenv("PREFECT_SERVER_ANALYTICS_ENABLED", "false")  # the harness server: no telemetry heartbeat
+    monkeypatch.setenv("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "180")  # what `specops run` would set
+    sigterm = signal.getsignal(signal.SIGTERM)  # `specops run` turns SIGTERM into an interrupt
     t0 = time.monotonic()
-    with prefect_test_harness(server_startup_timeout=180):
-        result = run_specdec("ngram-local", SHRINK, "once")
+    try:
+        with prefect_test_harness(server_startup_timeout=180):  # the CLI uses the API it finds configured
+            # --debug: the console keeps its tracebacks (the CLI would drop them from this process's logging)
+            code = main(["--debug", "run", "ngram-local", *[a for o in SHRINK for a in ("--set", o)],
+                         "--run-id", "once"])
+    finally:
+        signal.signal(signal.SIGTERM, sigterm)
     print(f"one shrunk ngram-local run: {time.monotonic() - t0:.0f}s, {len(loads)} profile load(s)")
-    assert result.status is Status.OK, result.reasons
+    status = read_status(tmp_path / "artifacts" / "ngram-local" / "once")
+    assert code == 0 and status["state"] == Status.OK, status
     assert loads == [("ngram-local", SHRINK)]

@@ -6,7 +6,6 @@ import logging
 import threading
 import warnings
 
-import pytest
 from prefect import flow, task
 from prefect.client.orchestration import get_client
 from prefect.client.schemas.filters import (
@@ -17,16 +16,9 @@ from prefect.client.schemas.filters import (
     LogFilterFlowRunId,
 )
 from prefect.logging.handlers import APILogHandler, APILogWorker
-from prefect.testing.utilities import prefect_test_harness
 
 from prefect_adapters.progress_artifacts import ProgressArtifact
 from prefect_adapters.run_logs import forward_specops_logs
-
-
-@pytest.fixture(scope="module")
-def harness():
-    with prefect_test_harness(server_startup_timeout=120):
-        yield
 
 
 def read(coroutine_fn):
