@@ -17,13 +17,18 @@ EXIT_PIPE_CLOSED = 141  # 128 + SIGPIPE, as `git log | head` ends: the reader st
 COMMANDS = (run, history, flow_commands, results, deployments, host, alert, check)
 
 
-def _parser() -> argparse.ArgumentParser:
+def _parser(argv: list[str]) -> argparse.ArgumentParser:
+    """The parser of the command argv names (the modules are asked in order until one has registered it: a run
+    builds its own parser only), else of every command (`specops --help`, a typo: argparse lists them all)."""
     parser = argparse.ArgumentParser(prog="specops", description=__doc__)
     parser.add_argument("--debug", action="store_true",
                         help="show tracebacks (on the console too, for a run's failed steps)")
     sub = parser.add_subparsers(dest="command", required=True)
+    named = next((a for a in argv if not a.startswith("-")), None)
     for module in COMMANDS:
         module.add_parser(sub)
+        if named in sub.choices:
+            break
     for command in sub.choices.values():  # also after the command: `specops run X --debug`
         command.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
     return parser
@@ -35,7 +40,8 @@ def main(argv: list[str] | None = None) -> int:
     from specops.results.store import AmbiguousRun, ResultsError, RunNotFound
     from specops.run.rundir import RunDirError
 
-    args = _parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
+    args = _parser(argv).parse_args(argv)
     try:
         return args.handler(args)
     except (ProfileError, RunDirError, ManifestError) as err:

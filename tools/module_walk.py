@@ -3,10 +3,11 @@ often control moves between them and back up to a higher tier (pyproject.toml's 
 
     .venv/bin/python tools/module_walk.py ngram-local --set benchmark.num_requests=4 ...
 
-Every thread's function calls are profiled (Prefect runs tasks in worker threads; module bodies, run by
-imports, are not); servers and benchmark tools are other processes and are not counted. A move is a distinct
-(caller module, callee module) pair; an upward move calls into a module of a higher tier than its caller's (a
-tier-6 utility calling back into a tier-3 pipeline step: a callback).
+Every thread's function calls are profiled (Prefect runs tasks in worker threads); module bodies, run by
+imports, and what they call (registrations) are loading code, not counted. Servers and benchmark tools are other
+processes and are not counted. A move is a distinct (caller module, callee module) pair; an upward move calls
+into a module of a higher tier than its caller's (a tier-6 utility calling back into a tier-3 pipeline step: a
+callback).
 Run it from the checkout to measure: it imports the code beside it, not an installed specops.
 """
 from __future__ import annotations
@@ -51,8 +52,8 @@ class Walk:
         return self._names[filename]
 
     def __call__(self, frame, event, arg):
-        if event != "call" or frame.f_back is None or frame.f_code.co_name == "<module>":
-            return  # an import runs a module's body: that is loading code, not the run's walk
+        if event != "call" or frame.f_back is None or "<module>" in (frame.f_code.co_name, frame.f_back.f_code.co_name):
+            return  # an import runs a module's body (and what it calls: registrations): loading code, not the run
         callee = self.module(frame.f_code.co_filename)
         if callee is None:
             return
@@ -79,7 +80,8 @@ def main(argv: list[str]) -> int:
           and (tb := tier_of(b, table)) is not None and tb < ta]
     print(json.dumps({"exit": code, "modules_entered": len(walk.order), "moves": len(walk.moves),
                       "upward_moves": len(up), "order": walk.order,
-                      "upward": [f"{a} -> {b}" for a, b in sorted(up)]}, indent=1))
+                      "upward": [f"{a} -> {b}" for a, b in sorted(up)],
+                      "all_moves": [f"{a} -> {b}" for a, b in sorted(walk.moves)]}, indent=1))
     return 0
 
 
