@@ -23,7 +23,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(360
 K = 3
 TRAIN = ["draft.train.data.num_samples=24", "draft.train.data.max_tokens=64", "draft.train.max_steps=60",
          "draft.train.seq_len=256"]
-MEASURE = [f"method.num_speculative_tokens={K}", "comparison.baseline=false", "benchmark.num_requests=6",
+MEASURE = [f"method.num_speculative_tokens={K}", "comparison.baseline=false", "benchmark.num_requests=4",
            "benchmark.output_tokens=64", "benchmark.warmup_requests=0", "comparison.lossless_prompts=0"]
 
 
@@ -35,7 +35,9 @@ def specops_run(env, artifacts, profile: str, *more: str) -> dict:
     assert proc.returncode == 0, proc.stdout[-5000:] + proc.stderr[-5000:]
     manifest = json.loads((artifacts / profile / "head" / "manifest.json").read_text())
     return next(v for v in manifest["variants"] if v["name"] == "speculative")["acceptance"] | {
-        "draft": next(m for m in manifest["models"] if m["role"] == "draft")}
+        "draft": next(m for m in manifest["models"] if m["role"] == "draft"),
+        "trained_here": not manifest["cached_steps"]["train draft"],
+        "synthesized": "Task run 'synthesize_training_data-" in proc.stdout + proc.stderr}
 
 
 def test_the_trained_eagle3_head_serves_in_vllm_and_accepts_like_the_runtime(embedded_model, tmp_path):
@@ -46,7 +48,10 @@ def test_the_trained_eagle3_head_serves_in_vllm_and_accepts_like_the_runtime(emb
     env = service_env(tmp_path, SPECOPS_CACHE=str(cache))
     runtime = specops_run(env, tmp_path / "artifacts", "eagle3-local", "backend.draft_length=fixed")
     vllm = specops_run(env, tmp_path / "artifacts", "eagle3-vllm-serve-cpu")
-    # One head: the second run served the checkpoint the first trained (same content hash).
+    # One head: the second run took data and draft from the cache and served the checkpoint the first trained
+    # (same content hash).
+    assert runtime["trained_here"] and runtime["synthesized"]
+    assert not vllm["trained_here"] and not vllm["synthesized"]
     assert vllm["draft"]["sha256"] == runtime["draft"]["sha256"]
     assert vllm["available"] and "vllm:spec_decode" in vllm["source"]
     assert vllm["num_drafts"] > 0 and vllm["num_accepted_tokens"] > 0
