@@ -10,7 +10,7 @@ import errno
 import os
 import secrets
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 
@@ -44,10 +44,8 @@ def replacing(path: Path) -> Iterator[Path]:
     except OSError as exc:
         raise _named(exc, path) from None
     finally:
-        try:
+        with suppress(OSError):  # a read-only file system refuses even this: the error naming the file must win
             tmp.unlink(missing_ok=True)
-        except OSError:  # a read-only file system refuses even this: the error naming the file must win
-            pass
 
 
 def write_bytes(path: Path, data: bytes) -> Path:

@@ -15,6 +15,7 @@ import os
 import signal
 import sys
 import time
+from contextlib import suppress
 from pathlib import Path
 
 import psutil
@@ -41,10 +42,8 @@ def running(proc: psutil.Process) -> bool:
 
 def signal_all(procs: list[psutil.Process], sig: int) -> None:
     for proc in procs:
-        try:
+        with suppress(psutil.NoSuchProcess):
             proc.send_signal(sig)
-        except psutil.NoSuchProcess:
-            pass
 
 
 def wait_gone(procs: list[psutil.Process], timeout_s: float) -> list[psutil.Process]:

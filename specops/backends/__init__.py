@@ -45,7 +45,6 @@ for _spec in (
     BACKENDS.register(_spec.name, _spec)
 
 
-
 def needs_gpu(config: BackendConfig) -> bool:
     """Whether a profile's backend section runs its servers on a GPU host (a vLLM backend with launch:
     process runs on this host's CPU)."""

@@ -116,10 +116,10 @@ class Backend(ABC):
         return addresses(self.registration.apis, grpc=e.grpc_url if e else f"{host}:<grpc port>",
                          http=e.http_base if e else f"http://{host}:<http port>")
 
-    @abstractmethod
     def bench_target(self, server: Server | None, variant: Variant) -> BenchTarget:
         """How a load generator reaches the served variant (server None: for a plan, with
-        placeholders where only a running server knows the value)."""
+        placeholders where only a running server knows the value); here its model by the variant's name, streamed."""
+        return BenchTarget(model=variant.model_name, endpoints=self.endpoints(server), streaming=True)
 
     @abstractmethod
     def plan(self, variant: Variant, target: ModelArtifact | None, draft: ModelArtifact | None) -> list[PlanStep]:
@@ -152,6 +152,10 @@ class Backend(ABC):
 
     def use_engines(self, variant: Variant, engines_dir: Path) -> None:
         """Take a (possibly cached) build's output before render()."""
+
+    def run_repo(self, variant: Variant) -> str:
+        """Where a run stages the variant's rendered repository, as a plan shows it."""
+        return f"artifacts/{self.deployment.profile}/<run-id>/repository/{variant.name}"
 
     def tokenizer_dir(self, target: ModelArtifact) -> Path:
         return target.path

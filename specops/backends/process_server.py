@@ -44,7 +44,7 @@ class ProcessServer:
         self.host, self.ports = endpoint.host, sorted({endpoint.http_port, endpoint.grpc_port, endpoint.metrics_port})
         self._proc: subprocess.Popen | None = None
         self._create_time: float | None = None
-        self._pid: int | None = None  # kept after stop: the janitor's record is removed by it
+        self.pid: int | None = None  # kept after stop: the janitor's record is removed by it
         self._log_offset = 0
         self._started = 0.0
 
@@ -59,8 +59,8 @@ class ProcessServer:
             self._proc = proc.spawn_guarded(self.argv, self.env, stdin=subprocess.DEVNULL, stdout=fh,
                                             stderr=subprocess.STDOUT)
         self._started = time.monotonic()
-        self._pid = self._proc.pid
-        self._create_time = psutil.Process(self._pid).create_time()
+        self.pid = self._proc.pid
+        self._create_time = psutil.Process(self.pid).create_time()
         log.info("%s pid %d starting: %s", self.name, self._proc.pid, " ".join(self.argv))
         return self
 
@@ -96,10 +96,6 @@ class ProcessServer:
                                    f"{[p.pid for p in survivors]}, ports still bound {busy}")
 
     # --- what the watchdog and the pipeline ask ------------------------------------------------
-    @property
-    def pid(self) -> int | None:
-        return self._pid
-
     def describe(self) -> str:
         return f"{self.name} pid {self.pid}"
 

@@ -17,13 +17,14 @@ from __future__ import annotations
 
 import json
 import logging
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from specops.bench.exports import ExportError, metric_stat
+from specops.bench.exports import DISTRIBUTIONS, ExportError, aggregate_metrics
 from specops.bench.tool import payload_prompt
 from specops.results.metrics import BenchMetrics, RequestSample
 
@@ -39,13 +40,6 @@ SPEC_DECODE = "spec_decode_acceptance"  # a record's speculative-decoding counts
 # RequestSpecDecodeMetrics.to_dict)
 SPEC_COUNTS = {"spec_steps": "num_spec_steps", "accepted_tokens": "num_accepted_draft_tokens",
                "draft_tokens": "num_draft_tokens"}
-
-# metric -> (unit AIPerf reports, our name's stem); the streaming-only ones are absent otherwise
-_DISTRIBUTIONS = {
-    "request_latency": ("ms", "request_latency_ms", False),
-    "time_to_first_token": ("ms", "time_to_first_token_ms", True),
-    "inter_token_latency": ("ms", "inter_token_latency_ms", True),
-}
 
 
 def _load_json(path: Path) -> Any:
@@ -66,21 +60,7 @@ def parse_metrics(artifact_dir: Path) -> BenchMetrics:
                           f"is_complete={data.get('is_complete')})")
     if data.get("error_summary"):
         raise ExportError(f"{path}: requests failed: {json.dumps(data['error_summary'])[:800]}")
-
-    def stat(key: str, unit: str, name: str = "avg", optional: bool = False) -> float | None:
-        return metric_stat(data, path, key, unit, name, optional)
-
-    figures: dict[str, Any] = {
-        "output_token_throughput_tok_s": stat("output_token_throughput", "tokens/sec"),
-        "request_throughput_req_s": stat("request_throughput", "requests/sec"),
-        "output_sequence_length_avg": stat("output_sequence_length", "tokens"),
-        "input_sequence_length_avg": stat("input_sequence_length", "tokens", optional=True),
-        "request_count": int(stat("request_count", "requests") or 0),
-    }
-    for key, (unit, stem, optional) in _DISTRIBUTIONS.items():
-        for name in ("avg", "p50", "p99"):
-            figures[f"{stem}_{name}"] = stat(key, unit, name, optional)
-    return BenchMetrics(**figures)
+    return BenchMetrics(**aggregate_metrics(data, path, "requests"))
 
 
 def conversation_prompts(artifact_dir: Path) -> dict[str, str]:
@@ -166,7 +146,7 @@ def records_metrics(records: list[dict[str, Any]]) -> BenchMetrics:
         "input_sequence_length_avg": float(np.mean(isl)) if (isl := values("input_sequence_length")) else None,
         "request_count": len(records),
     }
-    for key, (_unit, stem, _optional) in _DISTRIBUTIONS.items():
+    for key, (_unit, stem, _streaming_only) in DISTRIBUTIONS.items():
         found = latency if key == "request_latency" else values(key)
         for name, q in (("avg", None), ("p50", 50), ("p99", 99)):
             if found is None:
@@ -230,12 +210,8 @@ def request_errors(artifact_dir: Path) -> list[str]:
     path = Path(artifact_dir) / RECORDS
     if not path.is_file():
         return []
-    counts: dict[str, int] = {}
-    for line in path.read_text(encoding="utf-8").splitlines():
-        error = json.loads(line).get("error")
-        if error:
-            text = f"HTTP {error.get('code')} {error.get('type')}: {error.get('message')}"
-            counts[text] = counts.get(text, 0) + 1
+    errors = [json.loads(line).get("error") for line in path.read_text(encoding="utf-8").splitlines()]
+    counts = Counter(f"HTTP {e.get('code')} {e.get('type')}: {e.get('message')}" for e in errors if e)
     return [f"{n}x {text}" for text, n in counts.items()]
 
 

@@ -14,15 +14,14 @@ from typing import Any
 
 EXPORT_NAME = "profile_export_genai_perf.json"
 
-# export key -> (unit genai-perf reports, our name's stem, statistics we keep)
-_DISTRIBUTIONS = {
-    "request_latency": ("ms", "request_latency_ms"),
-    "time_to_first_token": ("ms", "time_to_first_token_ms"),
-    "inter_token_latency": ("ms", "inter_token_latency_ms"),
+# export key -> (unit genai-perf and AIPerf report, our name's stem, streaming only: absent from a
+# non-streaming run's export); of each we keep DISTRIBUTION_STATS
+DISTRIBUTIONS = {
+    "request_latency": ("ms", "request_latency_ms", False),
+    "time_to_first_token": ("ms", "time_to_first_token_ms", True),
+    "inter_token_latency": ("ms", "inter_token_latency_ms", True),
 }
-_STATS = ("avg", "p50", "p99")
-# Streaming-only metrics: absent from a non-streaming run's export.
-_STREAMING_ONLY = {"time_to_first_token", "inter_token_latency"}
+DISTRIBUTION_STATS = ("avg", "p50", "p99")
 
 
 class ExportError(ValueError):
@@ -59,17 +58,22 @@ def parse_exports(artifact_dir: Path) -> dict[str, Any]:
         data = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
         raise ExportError(f"{path}: not valid JSON ({exc})") from None
+    return aggregate_metrics(data, path, "count")
+
+
+def aggregate_metrics(data: dict, path: Path, count_unit: str) -> dict[str, Any]:
+    """The BenchMetrics fields from an export's aggregates, the shape genai-perf's and AIPerf's share;
+    `count_unit`: the unit the tool gives request_count in."""
     metrics: dict[str, Any] = {
         "output_token_throughput_tok_s": metric_stat(data, path, "output_token_throughput", "tokens/sec", "avg"),
         "request_throughput_req_s": metric_stat(data, path, "request_throughput", "requests/sec", "avg"),
     }
-    for key, (unit, stem) in _DISTRIBUTIONS.items():
-        optional = key in _STREAMING_ONLY
-        for stat in _STATS:
-            metrics[f"{stem}_{stat}"] = metric_stat(data, path, key, unit, stat, optional)
+    for key, (unit, stem, streaming_only) in DISTRIBUTIONS.items():
+        for stat in DISTRIBUTION_STATS:
+            metrics[f"{stem}_{stat}"] = metric_stat(data, path, key, unit, stat, streaming_only)
     metrics["output_sequence_length_avg"] = metric_stat(data, path, "output_sequence_length", "tokens", "avg")
     metrics["input_sequence_length_avg"] = metric_stat(data, path, "input_sequence_length", "tokens", "avg", True)
-    metrics["request_count"] = int(metric_stat(data, path, "request_count", "count", "avg"))
+    metrics["request_count"] = int(metric_stat(data, path, "request_count", count_unit, "avg"))
     return metrics
 
 

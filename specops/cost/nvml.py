@@ -38,6 +38,12 @@ def _session() -> Iterator[Any]:
         pynvml.nvmlShutdown()
 
 
+def _handles(nvml, indices: list[int] | None = None) -> list[tuple[int, Any]]:
+    """(index, handle) of the given devices (None: all), inside a session."""
+    wanted = range(nvml.nvmlDeviceGetCount()) if indices is None else indices
+    return [(i, nvml.nvmlDeviceGetHandleByIndex(i)) for i in wanted]
+
+
 def nvml_available() -> str | None:
     """None when NVML answers and sees at least one GPU, else why not (never raises)."""
     try:
@@ -62,9 +68,7 @@ def energy_mj(indices: list[int] | None = None) -> dict[int, int]:
 
     try:
         with _session() as nvml:
-            wanted = range(nvml.nvmlDeviceGetCount()) if indices is None else indices
-            return {i: int(nvml.nvmlDeviceGetTotalEnergyConsumption(nvml.nvmlDeviceGetHandleByIndex(i)))
-                    for i in wanted}
+            return {i: int(nvml.nvmlDeviceGetTotalEnergyConsumption(h)) for i, h in _handles(nvml, indices)}
     except pynvml.NVMLError as exc:  # NotSupported before Volta, InvalidArgument for an index out of range, ...
         raise EnergyCounterError(f"NVML total energy of GPU {indices or 'all'}: {type(exc).__name__}: {exc}") from exc
 
@@ -119,8 +123,7 @@ def gpu_host_info() -> tuple[list[dict[str, Any]], str, str]:
     """GpuRecord fields of every device, the driver version and the CUDA version it supports."""
     with _session() as nvml:
         gpus = []
-        for i in range(nvml.nvmlDeviceGetCount()):
-            handle = nvml.nvmlDeviceGetHandleByIndex(i)
+        for i, handle in _handles(nvml):
             memory = nvml.nvmlDeviceGetMemoryInfo(handle).total
             gpus.append({"index": i, "name": _text(nvml.nvmlDeviceGetName(handle)),
                          "memory_gb": round(memory / 2**30, 1), "compute_capability": _capability(nvml, handle)})
@@ -144,10 +147,8 @@ def gpu_architecture(indices: list[int] | None) -> list[dict[str, str]] | str:
     if reason is not None:
         return f"unknown: {reason}"
     with _session() as nvml:
-        wanted = range(nvml.nvmlDeviceGetCount()) if indices is None else indices
-        handles = [nvml.nvmlDeviceGetHandleByIndex(i) for i in wanted]
         return [{"name": _text(nvml.nvmlDeviceGetName(h)), "compute_capability": _capability(nvml, h)}
-                for h in handles]
+                for _, h in _handles(nvml, indices)]
 
 
 def energy_source(indices: list[int] | None) -> tuple[bool, str]:
@@ -168,5 +169,4 @@ def gpu_uuids() -> dict[int, str]:
     """Each device's UUID by index ("GPU-6f1b..."): a name that stays with the board across
     reboots and CUDA_VISIBLE_DEVICES, where indices do not."""
     with _session() as nvml:
-        return {i: _text(nvml.nvmlDeviceGetUUID(nvml.nvmlDeviceGetHandleByIndex(i)))
-                for i in range(nvml.nvmlDeviceGetCount())}
+        return {i: _text(nvml.nvmlDeviceGetUUID(h)) for i, h in _handles(nvml)}

@@ -66,7 +66,6 @@ def train_distill(spec: TrainSpec, target_dir: Path, data_path: Path, out_dir: P
     # Embeddings and lm_head stay the target's (tied, and they carry the shared vocabulary).
     for name, p in draft.named_parameters():
         p.requires_grad_(".layers." in name or name.endswith("norm.weight"))
-    params = [p for p in draft.parameters() if p.requires_grad]
 
     def step(batch):
         ids, mask, hidden, _ = batch
@@ -80,11 +79,9 @@ def train_distill(spec: TrainSpec, target_dir: Path, data_path: Path, out_dir: P
         agree = (student.argmax(-1) == teacher.argmax(-1))[valid].float().mean()
         return loss, {"top1_agreement": float(agree)}
 
-    draft.train()
-    stats = training.run(params, step, log, "train distill", progress)
-    draft.eval()
+    stats = training.run(draft, step, log, progress)
     export_dir = out_dir / "export"
     draft.save_pretrained(str(export_dir))
     tokenizer.save_pretrained(str(export_dir))
     log(f"distill: draft saved to {export_dir}")
-    return training.result("distill", export_dir, stats)
+    return training.result(export_dir, stats)

@@ -70,6 +70,7 @@ def train_eagle(spec: TrainSpec, target_dir: Path, data_path: Path, out_dir: Pat
                 progress: Progress | None = None) -> TrainResult:
     """Train, export to out_dir/export, keep ModelOpt's state in out_dir/modelopt."""
     import modelopt.torch.speculative as mtsp
+    from modelopt.torch.export import export_speculative_decoding
 
     training = prepare_training(spec, target_dir, data_path)
     model, seqs = training.model, training.seqs
@@ -84,13 +85,15 @@ def train_eagle(spec: TrainSpec, target_dir: Path, data_path: Path, out_dir: Pat
     base_lm_head = model.lm_head.weight.detach().clone()
     mtsp.convert(model, [("eagle", config)])
     _init_draft_vocab(model, seqs, base_lm_head)
-    params = [p for p in model.eagle_module.parameters() if p.requires_grad]
-    model.train()
-
-    stats = training.run(params, _eagle_step(model), log, f"train {spec.mode}", progress)
-    export_dir = _export(model, out_dir)
+    # The whole model trains (ModelOpt's forward returns the loss in train mode); only the head has trainable
+    # parameters, the base being frozen.
+    stats = training.run(model, _eagle_step(model), log, progress)
+    export_dir = out_dir / "export"
+    # ModelOpt's deployable export; its own state (to resume or inspect) in out_dir/modelopt.
+    export_speculative_decoding(model, export_dir=export_dir)
+    training.save_modelopt_state(model, out_dir, "eagle_module", model.eagle_module)
     log(f"{spec.mode}: exported to {export_dir}")
-    return training.result(spec.mode, export_dir, stats)
+    return training.result(export_dir, stats)
 
 
 def _eagle_step(model) -> Callable:
@@ -104,20 +107,6 @@ def _eagle_step(model) -> Callable:
         return out.loss, {f"acc{i}": float(a) for i, a in enumerate(out.train_acc[0])}
 
     return step
-
-
-def _export(model, out_dir: Path) -> Path:
-    """ModelOpt's deployable export in out_dir/export; its own state (to resume or inspect) in out_dir/modelopt."""
-    import modelopt.torch.opt as mto
-    from modelopt.torch.export import export_speculative_decoding
-
-    model.eval()
-    export_dir = out_dir / "export"
-    export_speculative_decoding(model, export_dir=export_dir)
-    (out_dir / "modelopt").mkdir(parents=True, exist_ok=True)
-    torch.save({"modelopt_state": mto.modelopt_state(model),
-                "eagle_module": model.eagle_module.state_dict()}, out_dir / "modelopt" / "eagle_module.pth")
-    return export_dir
 
 
 def _rope_theta(config) -> float:

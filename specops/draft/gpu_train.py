@@ -18,7 +18,6 @@ from specops.draft.train_result import TrainResult
 from specops.run.progress import Progress
 
 MEDUSA_PREFIX = "medusa_heads."
-MEDUSA_WEIGHTS = "medusa_lm_head.safetensors"  # = specops.runtime.medusa_proposer.MEDUSA_WEIGHTS
 LOG = "train-container.log"
 
 
@@ -63,7 +62,8 @@ def export_medusa_checkpoint(checkpoint: Path, export_dir: Path, target_dir: Pat
     """The Medusa layout from a ModelOpt Medusa checkpoint: head i's ResBlocks `{i}.{j}.linear.*`, then
     its projection `{i}.{layers}.weight` (ModelOpt's HFMedusaModel.medusa_heads, minus the prefix)."""
     from safetensors import safe_open
-    from safetensors.torch import save_file
+
+    from specops.runtime.medusa_proposer import write_medusa_layout
 
     tensors = {}
     for shard in sorted(Path(checkpoint).glob("*.safetensors")):
@@ -73,17 +73,8 @@ def export_medusa_checkpoint(checkpoint: Path, export_dir: Path, target_dir: Pat
                     tensors[key[len(MEDUSA_PREFIX):]] = handle.get_tensor(key)
     if not tensors:
         raise RuntimeError(f"{checkpoint}: no {MEDUSA_PREFIX}* tensors in its safetensors files")
-    heads = 1 + max(int(key.split(".")[0]) for key in tensors)
-    layers = max(int(key.split(".")[1]) for key in tensors)  # the last index of a head is its projection
     target = json.loads((Path(target_dir) / "config.json").read_text())
-    export_dir.mkdir(parents=True, exist_ok=True)
-    save_file({k: v.contiguous() for k, v in tensors.items()}, str(export_dir / MEDUSA_WEIGHTS))
-    dtype = str(next(iter(tensors.values())).dtype).removeprefix("torch.")
-    config = {"medusa_num_heads": heads, "medusa_num_layers": layers, "hidden_size": target["hidden_size"],
-              "vocab_size": target["vocab_size"], "base_model_name_or_path": str(target_dir),
-              "architectures": ["MedusaModel"], "torch_dtype": dtype}
-    (export_dir / "config.json").write_text(json.dumps(config, indent=2))
-    return export_dir
+    return write_medusa_layout(tensors, export_dir, target["hidden_size"], target["vocab_size"], str(target_dir))
 
 
 def _lines(path: Path) -> int:

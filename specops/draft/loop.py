@@ -82,7 +82,6 @@ def _lr_factor(step: int, warmup: int, total: int) -> float:
 def _progress(log, label: str, stats: LoopStats, total: int, start: float) -> None:
     elapsed = time.monotonic() - start
     eta = elapsed / stats.steps * (total - stats.steps)
-    recent = stats.losses[-10:]
     extra = " ".join(f"{k}={v:.3f}" for k, v in stats.last_metrics.items())
-    log(f"{label}: step {stats.steps}/{total} loss {sum(recent) / len(recent):.3f} {extra} "
+    log(f"{label}: step {stats.steps}/{total} loss {stats.final_loss:.3f} {extra} "
         f"({elapsed:.0f}s, eta {eta:.0f}s)")

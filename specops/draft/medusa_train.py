@@ -8,7 +8,6 @@ gives t+1). Exported in the Medusa checkpoint layout (see specops/runtime/medusa
 """
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from pathlib import Path
 
@@ -19,7 +18,7 @@ from specops.draft.prepare import prepare_training
 from specops.draft.spec import TrainSpec
 from specops.draft.train_result import TrainResult
 from specops.run.progress import Progress
-from specops.runtime.medusa_proposer import MEDUSA_WEIGHTS
+from specops.runtime.medusa_proposer import write_medusa_layout
 
 # ModelOpt's HFMedusaModel.forward weighs head i by coefficient * decay**i; same here.
 HEADS_COEFFICIENT, DECAY = 0.2, 0.8
@@ -29,7 +28,6 @@ def train_medusa(spec: TrainSpec, target_dir: Path, data_path: Path, out_dir: Pa
                  log: Callable[[str], None], draft_length: int,
                  progress: Progress | None = None) -> TrainResult:
     """Train one Medusa head per drafted token and export them to out_dir/export."""
-    import modelopt.torch.opt as mto
     import modelopt.torch.speculative as mtsp
 
     training = prepare_training(spec, target_dir, data_path)
@@ -44,21 +42,16 @@ def train_medusa(spec: TrainSpec, target_dir: Path, data_path: Path, out_dir: Pa
         for head in heads:
             head[-1].weight.copy_(model.lm_head.weight)
             head[-1].weight.requires_grad_(False)
-    params = [p for p in heads.parameters() if p.requires_grad]
 
     def step(batch):
         ids, mask, hidden, _ = batch
         return _medusa_loss(heads, hidden, ids, mask, rows)
 
-    heads.train()
-    stats = training.run(params, step, log, "train medusa", progress)
-    heads.eval()
+    stats = training.run(heads, step, log, progress)
     export_dir = export_medusa(heads, model.config, out_dir / "export", str(target_dir))
-    (out_dir / "modelopt").mkdir(parents=True, exist_ok=True)
-    torch.save({"modelopt_state": mto.modelopt_state(model), "medusa_heads": heads.state_dict()},
-               out_dir / "modelopt" / "medusa_heads.pth")
+    training.save_modelopt_state(model, out_dir, "medusa_heads", heads)
     log(f"medusa: exported to {export_dir}")
-    return training.result("medusa", export_dir, stats)
+    return training.result(export_dir, stats)
 
 
 def _medusa_loss(heads, hidden, ids, mask, rows):
@@ -88,15 +81,5 @@ def _medusa_loss(heads, hidden, ids, mask, rows):
 
 def export_medusa(heads, target_config, export_dir: Path, base: str) -> Path:
     """Write the Medusa checkpoint layout: config.json + medusa_lm_head.safetensors."""
-    from safetensors.torch import save_file
-
-    export_dir.mkdir(parents=True, exist_ok=True)
-    num_layers = len(heads[0]) - 1
-    save_file({k: v.detach().contiguous() for k, v in heads.state_dict().items()}, str(export_dir / MEDUSA_WEIGHTS))
-    config = {
-        "medusa_num_heads": len(heads), "medusa_num_layers": num_layers,
-        "hidden_size": target_config.hidden_size, "vocab_size": target_config.vocab_size,
-        "base_model_name_or_path": base, "architectures": ["MedusaModel"], "torch_dtype": "float32",
-    }
-    (export_dir / "config.json").write_text(json.dumps(config, indent=2))
-    return export_dir
+    return write_medusa_layout(heads.state_dict(), export_dir, target_config.hidden_size, target_config.vocab_size,
+                               base)

@@ -49,18 +49,32 @@ class Training:
         size, vocab = self.spec.loss_vocab_size, self.model.config.vocab_size
         return None if not size or size >= vocab else draft_vocabulary(self.seqs, size, vocab)
 
-    def run(self, params: list, step: Callable, log: Callable[[str], None], label: str,
+    def run(self, module: torch.nn.Module, step: Callable, log: Callable[[str], None],
             progress: Progress | None) -> LoopStats:
-        """run_loop over the cached batches in a new seeded order every epoch, as long as the spec says."""
+        """Train `module`'s trainable parameters with run_loop over the cached batches, in a new seeded order every
+        epoch, as long as the spec says; the module is in train mode for the loop and in eval mode after it."""
         spec = self.spec
-        return run_loop(params, step, shuffled_epochs(self.cached, spec.seed), epochs=spec.epochs,
-                        steps_per_epoch=len(self.cached), max_steps=spec.max_steps, lr=spec.lr, log=log,
-                        label=label, progress=progress)
+        params = [p for p in module.parameters() if p.requires_grad]
+        module.train()
+        stats = run_loop(params, step, shuffled_epochs(self.cached, spec.seed), epochs=spec.epochs,
+                         steps_per_epoch=len(self.cached), max_steps=spec.max_steps, lr=spec.lr, log=log,
+                         label=f"train {spec.mode}", progress=progress)
+        module.eval()
+        return stats
 
-    def result(self, mode: str, export_dir: Path, stats: LoopStats) -> TrainResult:
-        return TrainResult(mode=mode, export_dir=export_dir, sequences=len(self.seqs), tokens=token_count(self.seqs),
-                           steps=stats.steps, train_seconds=stats.seconds, prepare_seconds=self.cache_s,
-                           final_loss=stats.final_loss, train_accuracy=stats.last_metrics)
+    def save_modelopt_state(self, model, out_dir: Path, name: str, module: torch.nn.Module) -> None:
+        """ModelOpt's state and the trained module's weights in out_dir/modelopt/<name>.pth (to resume or inspect)."""
+        import modelopt.torch.opt as mto
+
+        (out_dir / "modelopt").mkdir(parents=True, exist_ok=True)
+        torch.save({"modelopt_state": mto.modelopt_state(model), name: module.state_dict()},
+                   out_dir / "modelopt" / f"{name}.pth")
+
+    def result(self, export_dir: Path, stats: LoopStats) -> TrainResult:
+        return TrainResult(mode=self.spec.mode, export_dir=export_dir, sequences=len(self.seqs),
+                           tokens=token_count(self.seqs), steps=stats.steps, train_seconds=stats.seconds,
+                           prepare_seconds=self.cache_s, final_loss=stats.final_loss,
+                           train_accuracy=stats.last_metrics)
 
 
 def prepare_training(spec: TrainSpec, target_dir: Path, data_path: Path) -> Training:

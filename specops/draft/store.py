@@ -19,6 +19,7 @@ import hashlib
 import json
 import shutil
 from collections.abc import Callable
+from itertools import zip_longest
 from pathlib import Path
 
 from specops.draft.datasets import fetch_dataset_file, is_dataset_uri
@@ -136,9 +137,5 @@ def prompt_items(data: DataSpec, chat_template: Callable[[str], str] | None = No
             # A raw-completion server needs the chat template applied by us.
             items = [PromptItem(i.id, i.source, chat_template(i.text)) for i in items]
         pools.append(items)
-    picked: list[PromptItem] = []
-    index = 0
-    while len(picked) < data.num_samples and any(index < len(pool) for pool in pools):
-        picked.extend(pool[index] for pool in pools if index < len(pool))
-        index += 1
+    picked = [item for row in zip_longest(*pools) for item in row if item is not None]
     return picked[:data.num_samples]

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import math
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
@@ -108,13 +109,7 @@ def _chat_content(url: str, text: str) -> str:
 
 
 def _check_unique(items: Sequence[PromptItem]) -> None:
-    seen: set[str] = set()
-    repeated = []
-    for item in items:
-        if item.id in seen:
-            repeated.append(item.id)
-        seen.add(item.id)
-    if repeated:
+    if repeated := [i for i, n in Counter(item.id for item in items).items() if n > 1]:
         raise ValueError(f"prompt ids repeat: {repeated[:5]}")
 
 

@@ -94,37 +94,36 @@ def train_draft_deployments(profiles: list[Profile]) -> list[dict[str, Any]]:
             if p.draft is not None and p.draft.train is not None]
 
 
+def _per_pool(profiles: list[Profile], entrypoint: str, tag: str, offered: Callable[[Profile], bool],
+              what: str) -> list[dict[str, Any]]:
+    """A deployment per pool, of its SWEEP_PROFILES profile: described by `what` and the pool's `offered` profiles."""
+    by_name = {p.name: p for p in profiles}
+    out = []
+    for pool, name in SWEEP_PROFILES.items():
+        spec = deployment(by_name[name], entrypoint, ["specops", tag])
+        choices = [p.name for p in profiles if pool_of(p) == pool and offered(p)]
+        spec["description"] = f"{what.format(pool=pool)} Profiles this pool runs: {', '.join(choices)}"
+        out.append(spec)
+    return out
+
+
 def calibrate_deployments(profiles: list[Profile]) -> list[dict[str, Any]]:
     """`calibrate/<profile>` for one profile of each pool (SWEEP_PROFILES), unscheduled (20 runs are long: an
     operator schedules it, e.g. weekly, or after a host or image change); the form's `profile` takes any other
     with a baseline that the pool runs (the description lists them). One per pool, not per profile: `prefect
     deploy` pays seconds per deployment, and the form's choice already offers every profile."""
-    by_name = {p.name: p for p in profiles}
-    out = []
-    for pool, name in SWEEP_PROFILES.items():
-        spec = deployment(by_name[name], CALIBRATE, ["specops", "calibrate"])
-        choices = [p.name for p in profiles if pool_of(p) == pool and p.comparison.baseline]
-        spec["description"] = (f"A profile's base against itself, `runs` times, on {pool}: how often the 95% "
-                               "interval contains 1.00x and how far false speedups stray. Profiles this pool "
-                               f"runs: {', '.join(choices)}")
-        out.append(spec)
-    return out
+    return _per_pool(profiles, CALIBRATE, "calibrate", lambda p: p.comparison.baseline,
+                     "A profile's base against itself, `runs` times, on {pool}: how often the 95% interval contains "
+                     "1.00x and how far false speedups stray.")
 
 
 def sweep_deployments(profiles: list[Profile]) -> list[dict[str, Any]]:
     """`sweep/<profile>` for one profile of each pool (SWEEP_PROFILES), unscheduled: the form's `profile`
     takes any other that the pool runs (the description lists them), its grid, overrides and run id are
     the form's too (flows/sweep.py)."""
-    by_name = {p.name: p for p in profiles}
-    out = []
-    for pool, name in SWEEP_PROFILES.items():
-        spec = deployment(by_name[name], SWEEP, ["specops", "sweep"])
-        choices = [p.name for p in profiles if pool_of(p) == pool and p.method.kind in swept_methods()]
-        spec["description"] = (f"A profile over draft length K x concurrency on {pool}, each cell against the base "
-                               "at its concurrency: where speculation stops paying, the best K per load. Profiles "
-                               f"this pool runs: {', '.join(choices)}")
-        out.append(spec)
-    return out
+    return _per_pool(profiles, SWEEP, "sweep", lambda p: p.method.kind in swept_methods(),
+                     "A profile over draft length K x concurrency on {pool}, each cell against the base at its "
+                     "concurrency: where speculation stops paying, the best K per load.")
 
 
 def comparable_sets(profiles: list[Profile]) -> dict[str, list[Profile]]:
@@ -164,6 +163,13 @@ def compare_deployments(profiles: list[Profile]) -> list[dict[str, Any]]:
     return out
 
 
+def _reactive(name: str, description: str, match: dict[str, str], event: str, parameters: dict[str, str],
+              **more: Any) -> dict[str, Any]:
+    """An automation trigger that runs its deployment once per `event` on a resource `match` takes."""
+    return {"name": name, "description": description, "enabled": True, "match": match, **more, "expect": [event],
+            "posture": "Reactive", "threshold": 1, "within": 0, "parameters": parameters}
+
+
 def regression_deployments(profiles: list[Profile]) -> list[dict[str, Any]]:
     """`regression/nightly` on a cron schedule over the CPU pool's profiles (a GPU profile joins the
     suite through the deployment's parameter and runs on its own pool), and `regression-alert/notify`,
@@ -172,19 +178,11 @@ def regression_deployments(profiles: list[Profile]) -> list[dict[str, Any]]:
     nightly = on_pool(CPU_POOL, "nightly",
                       "Every CPU-pool profile once; each metric judged against its history; Failed on a regression",
                       REGRESSION, {"suite": suite}, ["specops", "regression"], schedules=[dict(NIGHTLY)])
-    trigger = {
-        "name": "specops-regression-detected",
-        "description": f"Each {EVENT} event runs regression-alert/notify with the event's payload",
-        "enabled": True,
-        "match": {"prefect.resource.id": f"{RESOURCE_PREFIX}*"},
-        "expect": [EVENT],
-        "posture": "Reactive",
-        "threshold": 1,
-        "within": 0,
-        # Rendered by the server when the event arrives (prefect/server/events/actions.py
-        # RunDeployment: a lone `{{ ... }}` keeps its JSON type), not by `prefect deploy`.
-        "parameters": {"payload": "{{ event.payload }}"},
-    }
+    # Its parameters are rendered by the server when the event arrives (prefect/server/events/actions.py
+    # RunDeployment: a lone `{{ ... }}` keeps its JSON type), not by `prefect deploy`.
+    trigger = _reactive("specops-regression-detected",
+                        f"Each {EVENT} event runs regression-alert/notify with the event's payload",
+                        {"prefect.resource.id": f"{RESOURCE_PREFIX}*"}, EVENT, {"payload": "{{ event.payload }}"})
     alert = on_pool(CPU_POOL, "notify",
                     f"Sends each regression to the {ALERT_BLOCK} block (a Webhook or notification block)",
                     ALERT, {"block": ALERT_BLOCK}, ["specops", "regression"], triggers=[trigger])
@@ -196,19 +194,11 @@ def no_worker_deployments(profiles: list[Profile]) -> list[dict[str, Any]]:
     (on the CPU pool, whose worker `make up` starts) says so, in an event and an alert, only when no live
     worker serves the run's pool. The trigger matches runs tagged `specops` and this deployment's tags lack
     it: its own run, Late on a CPU pool without worker, starts no other (which would be Late in turn)."""
-    trigger = {
-        "name": "specops-run-late",
-        "description": "Each specops flow run that goes Late runs no-worker-alert/notify, which alerts when no "
-                       "live worker serves its pool",
-        "enabled": True,
-        "match": {"prefect.resource.id": "prefect.flow-run.*"},
-        "match_related": {"prefect.resource.role": "tag", "prefect.resource.id": "prefect.tag.specops"},
-        "expect": ["prefect.flow-run.Late"],
-        "posture": "Reactive",
-        "threshold": 1,
-        "within": 0,
-        "parameters": {"flow_run_id": "{{ event.resource.id }}"},  # prefect.flow-run.<id>, rendered by the server
-    }
+    trigger = _reactive("specops-run-late", "Each specops flow run that goes Late runs no-worker-alert/notify, "
+                        "which alerts when no live worker serves its pool",
+                        {"prefect.resource.id": "prefect.flow-run.*"}, "prefect.flow-run.Late",
+                        {"flow_run_id": "{{ event.resource.id }}"},  # prefect.flow-run.<id>, rendered by the server
+                        match_related={"prefect.resource.role": "tag", "prefect.resource.id": "prefect.tag.specops"})
     return [on_pool(CPU_POOL, "notify",
                     f"A Late specops run on a pool with no live worker: the event {NO_WORKER_EVENT} and an alert "
                     f"through the {ALERT_BLOCK} block, naming the pool, the run and the worker command",

@@ -15,7 +15,7 @@ import json
 import os
 import time
 from collections.abc import Callable, Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack, contextmanager, suppress
 from pathlib import Path
 from typing import IO
 
@@ -68,10 +68,8 @@ def holder_of(name: str) -> str:
 def _open(name: str) -> IO[str]:
     path = lock_path(name)
     fh = open(path, "a+")  # noqa: SIM115 -- closed by _release, or by the caller when the wait fails
-    try:
+    with suppress(OSError):  # not ours: its owner set the mode
         os.chmod(path, 0o666)  # another user's run must be able to open it to wait
-    except OSError:
-        pass  # not ours: its owner set the mode
     return fh
 
 

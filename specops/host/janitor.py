@@ -14,6 +14,7 @@ import os
 import signal
 from collections import Counter
 from collections.abc import Callable, Mapping
+from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
@@ -149,10 +150,8 @@ def _group_survivors(record: dict[str, Any]) -> list[psutil.Process]:
 
 def _kill_group(proc: psutil.Process, timeout_s: float) -> None:
     """SIGTERM the group, SIGKILL what is left after timeout_s (descendants that left the group too)."""
-    try:
+    with suppress(ProcessLookupError, PermissionError):
         os.killpg(os.getpgid(proc.pid), signal.SIGTERM)
-    except (ProcessLookupError, PermissionError):
-        pass
     _kill_all([proc, *proc.children(recursive=True)], timeout_s, signalled=True)
 
 
@@ -160,16 +159,12 @@ def _kill_all(procs: list[psutil.Process], timeout_s: float, signalled: bool = F
     """SIGTERM each (unless already signalled), SIGKILL what is left after timeout_s."""
     if not signalled:
         for p in procs:
-            try:
+            with suppress(psutil.NoSuchProcess):
                 p.terminate()
-            except psutil.NoSuchProcess:
-                pass
     alive = wait_gone(procs, timeout_s)
     for p in alive:
-        try:
+        with suppress(psutil.NoSuchProcess):
             p.kill()
-        except psutil.NoSuchProcess:
-            pass
     wait_gone(alive, 5.0)
 
 

@@ -12,6 +12,7 @@ import threading
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
@@ -165,17 +166,13 @@ def running(p: psutil.Process) -> bool:
 
 
 def _signal_group(pgid: int, sig: int) -> None:
-    try:
+    with suppress(ProcessLookupError):
         os.killpg(pgid, sig)
-    except ProcessLookupError:
-        pass
 
 
 def _kill(p: psutil.Process) -> None:
-    try:
+    with suppress(psutil.NoSuchProcess):
         p.kill()
-    except psutil.NoSuchProcess:
-        pass
 
 
 def _described(p: psutil.Process) -> str:

@@ -105,9 +105,7 @@ class ContainerSpec:
         gpus = self.gpus
         if gpus is None or gpus == "all":
             return
-        if isinstance(gpus, bool) or (isinstance(gpus, int) and gpus < 1):
-            raise ValueError(f"gpus must be None, 'all', a positive count or device ids; got {gpus!r}")
-        if isinstance(gpus, str):
+        if isinstance(gpus, bool | str) or (isinstance(gpus, int) and gpus < 1):
             raise ValueError(f"gpus must be None, 'all', a positive count or device ids; got {gpus!r}")
         if isinstance(gpus, list):
             if not gpus:

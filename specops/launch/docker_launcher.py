@@ -11,6 +11,7 @@ import logging
 import os
 import time
 from collections.abc import Callable
+from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -53,10 +54,8 @@ def device_requests(gpus) -> list:
 
     if gpus is None:
         return []
-    if gpus == "all":
-        return [DeviceRequest(count=-1, capabilities=[["gpu"]])]
-    if isinstance(gpus, int):
-        return [DeviceRequest(count=gpus, capabilities=[["gpu"]])]
+    if gpus == "all" or isinstance(gpus, int):
+        return [DeviceRequest(count=-1 if gpus == "all" else gpus, capabilities=[["gpu"]])]
     return [DeviceRequest(device_ids=list(gpus), capabilities=[["gpu"]])]
 
 
@@ -241,10 +240,8 @@ class DockerLauncher:
                 log.warning("killing %s: %s", handle.name, exc)
         if handle.log_path is not None:
             logs.save(handle.log_path, logs.container_text(container, handle.secret_names))
-        try:
+        with suppress(docker.errors.NotFound):
             container.remove(force=True)
-        except docker.errors.NotFound:
-            pass
         handle.removed = True
         log.info("removed container %s; logs saved to %s", handle.name, handle.log_path)
 

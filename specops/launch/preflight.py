@@ -35,8 +35,7 @@ def start_hint(error: str, spec) -> str:
 
 
 def _local_daemon() -> bool:
-    host = settings().docker_host
-    return host.startswith("unix://") or host.startswith("npipe://")
+    return settings().docker_host.startswith(("unix://", "npipe://"))
 
 
 def gpu_problems(info: dict) -> list[str]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Annotated, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from specops.backends import BACKENDS
 from specops.backends.spec import FieldError
@@ -36,28 +36,24 @@ class Section(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-class ModelSource(Section):
-    source: str = Field(description="embedded:smollm2-135m | hf://org/name[@revision] | local path")
+def _parsed(value: str) -> str:
+    parse_source(value)
+    return value
 
-    @field_validator("source")
-    @classmethod
-    def _parse(cls, value: str) -> str:
-        parse_source(value)
-        return value
+
+# A model source, checked by its scheme's parser (target and draft alike).
+Source = Annotated[str, AfterValidator(_parsed)]
+
+
+class ModelSource(Section):
+    source: Source = Field(description="embedded:smollm2-135m | hf://org/name[@revision] | local path")
 
 
 class DraftSection(Section):
     """Where the draft comes from: a checkpoint to download, or trained from the target."""
 
-    source: str | None = Field(None, description="a draft checkpoint: hf://org/name[@revision] | local path")
+    source: Source | None = Field(None, description="a draft checkpoint: hf://org/name[@revision] | local path")
     train: TrainSpec | None = Field(None, description="train the draft module from the target (ModelOpt)")
-
-    @field_validator("source")
-    @classmethod
-    def _parse(cls, value: str | None) -> str | None:
-        if value is not None:
-            parse_source(value)
-        return value
 
     @model_validator(mode="after")
     def _one_origin(self) -> DraftSection:

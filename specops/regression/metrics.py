@@ -11,7 +11,8 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from specops.results.model import RunResult, VariantRecord
+from specops.results.figures import figure
+from specops.results.model import RunResult
 
 POSITION_PREFIX = "acceptance_rate_pos"
 SPEEDUP = "speedup"  # also the metric an A/A calibration sets the noise floor of
@@ -30,32 +31,18 @@ class Metric:
     read: Callable[[RunResult], float | None] | None = field(default=None, repr=False, compare=False)
 
 
-def _speculative(result: RunResult) -> VariantRecord | None:
-    return result.variant("speculative")
-
-
-def _measured(name: str) -> Callable[[RunResult], float | None]:
-    def read(result: RunResult) -> float | None:
-        spec = _speculative(result)
-        return getattr(spec.metrics, name) if spec and spec.metrics else None
-    return read
-
-
-def _mean_acceptance_length(result: RunResult) -> float | None:
-    spec = _speculative(result)
-    if spec is None or spec.acceptance is None or not spec.acceptance.available:
-        return None
-    return spec.acceptance.mean_accepted_per_step
+def _speculative(part: str, name: str) -> Callable[[RunResult], float | None]:
+    return lambda result: figure(result, "speculative", part, name)
 
 
 METRICS: dict[str, Metric] = {m.name: m for m in (
     Metric(SPEEDUP, "speedup (x)", True, 0.95, read=lambda r: r.speedup.point if r.speedup else None),
     Metric("output_tokens_per_s", "output tokens/s (speculative)", True, 0.95,
-           absolute=True, read=_measured("output_token_throughput_tok_s")),
+           absolute=True, read=_speculative("metrics", "output_token_throughput_tok_s")),
     Metric("mean_acceptance_length", "mean acceptance length (tokens/step)", True, 0.95,
-           read=_mean_acceptance_length),
+           read=_speculative("acceptance", "mean_accepted_per_step")),
     Metric("itl_p50_ms", "inter-token latency p50 (ms, speculative)", False, 1.10,
-           absolute=True, read=_measured("inter_token_latency_ms_p50")),
+           absolute=True, read=_speculative("metrics", "inter_token_latency_ms_p50")),
 )}
 # The family's defaults; its members are made by `metric()`.
 POSITION_FAMILY = Metric(POSITION_PREFIX, "acceptance rate at draft position <i>", True, 0.90)
@@ -108,15 +95,12 @@ def order_key(name: str) -> tuple[int, int, str]:
 def metric_values(result: RunResult) -> dict[str, float]:
     """Every tracked metric the run has, finite values only (a failed run has none)."""
     values: dict[str, float | None] = {name: m.read(result) for name, m in METRICS.items() if m.read}
-    spec = _speculative(result)
-    if spec and spec.acceptance and spec.acceptance.available:
-        for i, rate in enumerate(spec.acceptance.position_rates or []):
-            values[f"{POSITION_PREFIX}{i}"] = rate
+    for i, rate in enumerate(figure(result, "speculative", "acceptance", "position_rates") or []):
+        values[f"{POSITION_PREFIX}{i}"] = rate
     return {name: float(v) for name, v in values.items() if v is not None and math.isfinite(v)}
 
 
 def host_speed(result: RunResult) -> float | None:
     """The same run's base arm output tokens/s: how fast the host was, speculation aside."""
-    base = result.variant("base")
-    value = base.metrics.output_token_throughput_tok_s if base and base.metrics else None
+    value = figure(result, "base", "metrics", "output_token_throughput_tok_s")
     return float(value) if value is not None and math.isfinite(value) and value > 0 else None

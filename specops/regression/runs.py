@@ -2,7 +2,7 @@
 share a baseline (the hardware and the benchmark's shape)."""
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter
 
 from specops.results.model import RunResult, Status
 
@@ -10,9 +10,7 @@ from specops.results.model import RunResult, Status
 def hardware_key(result: RunResult) -> str:
     """What a baseline must share with the run: the GPUs (names and count), else the CPU and its cores."""
     if result.host.gpus:
-        names: dict[str, int] = defaultdict(int)
-        for gpu in result.host.gpus:
-            names[gpu.name] += 1
+        names = Counter(gpu.name for gpu in result.host.gpus)
         return "gpu: " + " + ".join(f"{count}x {name}" for name, count in sorted(names.items()))
     return f"cpu: {result.host.cpu_model} x{result.host.cores}"
 

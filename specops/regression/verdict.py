@@ -48,6 +48,7 @@ import statistics
 from collections import defaultdict
 from dataclasses import dataclass
 from enum import StrEnum
+from itertools import takewhile
 
 from pydantic import BaseModel, ConfigDict
 
@@ -55,6 +56,7 @@ from specops.regression.metrics import SPEEDUP, host_speed, metric, metric_value
 from specops.regression.policy import RegressionPolicy
 from specops.regression.runs import baseline_key, chronological, judged, lossless_failed
 from specops.results.calibration import MAD_SCALE, aa_spread, is_calibration
+from specops.results.history import text_table
 from specops.results.model import RunResult, Status
 
 HISTORY_LIMIT = 500  # runs of one profile read to judge or draw it: far more than a baseline window holds
@@ -201,19 +203,9 @@ def series(history: list[RunResult], policy: RegressionPolicy) -> dict[str, list
     return {name: out[name] for name in sorted(out, key=order_key)}
 
 
-def _streak(points: list[Point]) -> list[str]:
-    """Uids of the violating points that end the list, oldest first."""
-    streak: list[str] = []
-    for point in reversed(points):
-        if not point.violates:
-            break
-        streak.insert(0, point.run.uid)
-    return streak
-
-
 def _metric_verdict(points: list[Point], policy: RegressionPolicy) -> MetricVerdict:
     last = points[-1]
-    streak = _streak(points)
+    streak = [p.run.uid for p in takewhile(lambda p: p.violates, reversed(points))][::-1]  # oldest first
     if last.baseline is None:
         verdict = Verdict.INSUFFICIENT
     elif last.unjudged:
@@ -230,11 +222,7 @@ def _metric_verdict(points: list[Point], policy: RegressionPolicy) -> MetricVerd
 
 def _failed_verdict(runs: list[RunResult], newest: RunResult) -> MetricVerdict:
     same = [r for r in runs if baseline_key(r) == baseline_key(newest)]
-    streak: list[str] = []
-    for run in reversed(same):
-        if run.status is not Status.FAILED:
-            break
-        streak.insert(0, run.uid)
+    streak = [r.uid for r in takewhile(lambda r: r.status is Status.FAILED, reversed(same))][::-1]
     verdict = Verdict.REGRESSION if len(streak) >= 2 else Verdict.SUSPICIOUS
     return MetricVerdict(profile=newest.profile, metric=RUN, verdict=verdict, value=None, baseline=None, band=None,
                          threshold=None, run_uid=newest.uid, violating_uids=streak)
@@ -294,6 +282,4 @@ def verdict_table(verdicts: list[MetricVerdict]) -> str:
              f"{v.band[0]:.4g}-{v.band[1]:.4g}" if v.band else "-",
              "-" if v.threshold is None else f"x{v.threshold:g}",
              str(len(v.violating_uids)) if v.violating_uids else "-", _note(v)] for v in verdicts]
-    widths = [max(len(cell) for cell in column) for column in zip(headers, *rows)]
-    lines = [headers, ["-" * w for w in widths], *rows]
-    return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(line, widths)).rstrip() for line in lines)
+    return text_table(headers, rows)

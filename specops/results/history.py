@@ -10,7 +10,8 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 
 from specops.results.calibration import covers_one, is_calibration
-from specops.results.model import LEVEL, BenchmarkRecord, Design, RunResult, Status, VariantRecord
+from specops.results.figures import figure
+from specops.results.model import LEVEL, BenchmarkRecord, Design, RunResult, Status
 
 WIDTH = 100  # the terminal format_compare fits
 NONE = "-"
@@ -32,17 +33,12 @@ def _status(result: RunResult) -> str:
     return f"{text} ({result.failure.step})" if result.failure else text
 
 
-def _tok_s(variant: VariantRecord | None) -> float | None:
-    return variant.metrics.output_token_throughput_tok_s if variant and variant.metrics else None
-
-
 def _acceptance_rate(result: RunResult) -> str:
-    spec = result.variant("speculative")
-    rate = spec.acceptance.acceptance_rate if spec and spec.acceptance and spec.acceptance.available else None
-    return _num(None if rate is None else 100 * rate, ".0f", "%")
+    return _num(figure(result, "speculative", "acceptance", "acceptance_rate"), ".0%")
 
 
-def _table(headers: list[str], rows: list[list[str]]) -> str:
+def text_table(headers: list[str], rows: list[list[str]]) -> str:
+    """Columns padded to their widest cell under a dashed rule, for a terminal or a log."""
     widths = [max(len(cell) for cell in column) for column in zip(headers, *rows)]
     lines = [headers, ["-" * width for width in widths], *rows]
     return "\n".join("  ".join(cell.ljust(width) for cell, width in zip(line, widths)).rstrip() for line in lines)
@@ -86,13 +82,13 @@ def format_history(results: list[RunResult]) -> str:
     headers = ["when (UTC)", "run id", "profile", "status", "speedup", "tok/s spec/base", "accept", "framework"]
     rows = []
     for result in results:
-        spec, base = _tok_s(result.variant("speculative")), _tok_s(result.variant("base"))
+        spec, base = (figure(result, v, "metrics", "output_token_throughput_tok_s") for v in ("speculative", "base"))
         tokens = NONE if spec is None and base is None else f"{_num(spec)}/{_num(base)}"
         rows.append([
             when(result.started_at), result.run_id, result.profile, _status(result), _speedup(result), tokens,
             _acceptance_rate(result), result.served.framework or result.served.image or NONE,
         ])
-    return with_warning(cpu_warning([(r.run_id, r) for r in results]), _table(headers, rows) + aa_coverage(results))
+    return with_warning(cpu_warning([(r.run_id, r) for r in results]), text_table(headers, rows) + aa_coverage(results))
 
 
 def _speedup(result: RunResult) -> str:
@@ -189,27 +185,15 @@ RUN_FIELDS: list[tuple[str, Field]] = [
 ]
 
 
-def _metric(name: str) -> Callable[[VariantRecord | None], float | None]:
-    return lambda v: getattr(v.metrics, name) if v and v.metrics else None
-
-
-def _acceptance(name: str) -> Callable[[VariantRecord | None], float | None]:
-    return lambda v: getattr(v.acceptance, name) if v and v.acceptance and v.acceptance.available else None
-
-
-def _cost(name: str) -> Callable[[VariantRecord | None], float | None]:
-    return lambda v: getattr(v.cost, name) if v and v.cost else None
-
-
-VARIANT_FIELDS: list[tuple[str, Callable[[VariantRecord | None], float | None], str, str]] = [
-    ("tokens/s", _metric("output_token_throughput_tok_s"), ".1f", ""),
-    ("TTFT p50", _metric("time_to_first_token_ms_p50"), ".0f", " ms"),
-    ("ITL p50", _metric("inter_token_latency_ms_p50"), ".1f", " ms"),
-    ("acceptance rate", lambda v: None if (rate := _acceptance("acceptance_rate")(v)) is None else 100 * rate,
-     ".1f", "%"),
-    ("accepted/step", _acceptance("mean_accepted_per_step"), ".2f", ""),
-    ("CPU s/1k tokens", _cost("cpu_s_per_1k_tokens"), ".1f", " s"),
-    ("GPU J/1k tokens", _cost("gpu_j_per_1k_tokens"), ".0f", " J"),
+# (label, part of the variant, its figure, format, unit): see results.figures.figure
+VARIANT_FIELDS: list[tuple[str, str, str, str, str]] = [
+    ("tokens/s", "metrics", "output_token_throughput_tok_s", ".1f", ""),
+    ("TTFT p50", "metrics", "time_to_first_token_ms_p50", ".0f", " ms"),
+    ("ITL p50", "metrics", "inter_token_latency_ms_p50", ".1f", " ms"),
+    ("acceptance rate", "acceptance", "acceptance_rate", ".1%", ""),
+    ("accepted/step", "acceptance", "mean_accepted_per_step", ".2f", ""),
+    ("CPU s/1k tokens", "cost", "cpu_s_per_1k_tokens", ".1f", " s"),
+    ("GPU J/1k tokens", "cost", "gpu_j_per_1k_tokens", ".0f", " J"),
 ]
 
 
@@ -222,9 +206,9 @@ def _variant_names(a: RunResult, b: RunResult) -> list[str]:
 def _pairs(a: RunResult, b: RunResult) -> list[tuple[str, str, str]]:
     """(label, value in a, value in b) for every line of the comparison."""
     pairs = [(label, field(a), field(b)) for label, field in RUN_FIELDS]
-    for metric, read, spec, unit in VARIANT_FIELDS:
+    for metric, part, field, spec, unit in VARIANT_FIELDS:
         for name in _variant_names(a, b):
-            left, right = (_num(read(r.variant(name)), spec, unit) for r in (a, b))
+            left, right = (_num(figure(r, name, part, field), spec, unit) for r in (a, b))
             if left != NONE or right != NONE:  # base variants carry no acceptance: no empty lines
                 pairs.append((f"{metric} {name}", left, right))
     pairs.append(("lossless", _lossless(a), _lossless(b)))

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 
 @dataclass
@@ -45,13 +45,6 @@ class SpecCounters:
     def snapshot(self) -> dict[str, int | list[int]]:
         """A consistent copy of every counter (read together, under the lock)."""
         with self._lock:
-            return {
-                "num_drafts": self.num_drafts,
-                "num_draft_tokens": self.num_draft_tokens,
-                "num_accepted_tokens": self.num_accepted_tokens,
-                "accepted_per_position": list(self.accepted_per_position),
-                "num_steps": self.num_steps,
-                "num_generated_tokens": self.num_generated_tokens,
-                "draft_seconds": self.draft_seconds,
-                "verify_seconds": self.verify_seconds,
-            }
+            counters = {f.name: getattr(self, f.name) for f in fields(self) if f.compare}
+            counters["accepted_per_position"] = list(self.accepted_per_position)
+            return counters

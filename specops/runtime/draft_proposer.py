@@ -54,9 +54,9 @@ class DraftModelProposer(Proposer):
         if k <= 0:
             return []
         context = list(context_ids)
-        keep = _common_prefix(state.tokens, context)
+        shared = next((i for i, (a, b) in enumerate(zip(state.tokens, context)) if a != b), len(state.tokens))
         # At least the newest token is fed: its logits give the first draft.
-        keep = min(keep, len(context) - 1)
+        keep = min(shared, len(context) - 1)
         state.cache.crop(keep)
         feed = context[keep:]
         drafts: list[int] = []
@@ -68,11 +68,3 @@ class DraftModelProposer(Proposer):
         # The cache now holds the context and every draft but the last.
         state.tokens = context + drafts[:-1]
         return drafts
-
-
-def _common_prefix(a: list[int], b: list[int]) -> int:
-    n = min(len(a), len(b))
-    for i in range(n):
-        if a[i] != b[i]:
-            return i
-    return n

@@ -92,9 +92,7 @@ class DecodingEngine:
         """Stream text deltas for a raw prompt (no chat template)."""
         sampler = Sampler(temperature, top_p, top_k, seed)
         stream = TextStream(self.tokenizer, stop)
-        prompt_ids = self._start_ids(self._encode(prompt))
-        budget = self._budget(len(prompt_ids), max_tokens)
-        for out_ids, done in self._decode(prompt_ids, budget, sampler, ignore_eos):
+        for out_ids, done in self._decode(self._encode(prompt), max_tokens, sampler, ignore_eos):
             delta = stream.push(out_ids, final=done)
             if delta:
                 yield delta
@@ -105,9 +103,7 @@ class DecodingEngine:
                      ignore_eos: bool = False, **sampling: Any) -> list[int]:
         """Token ids of a whole completion: for exactness checks and benchmarks."""
         out: list[int] = []
-        prompt_ids = self._start_ids(list(prompt_ids))
-        budget = self._budget(len(prompt_ids), max_tokens)
-        for so_far, _ in self._decode(prompt_ids, budget, Sampler(**sampling), ignore_eos):
+        for so_far, _ in self._decode(list(prompt_ids), max_tokens, Sampler(**sampling), ignore_eos):
             out = so_far
         return list(out)
 
@@ -135,11 +131,13 @@ class DecodingEngine:
             )
         return min(max_tokens, self.max_positions - prompt_len)
 
-    def _decode(self, prompt_ids: list[int], budget: int, sampler: Sampler,
+    def _decode(self, prompt_ids: list[int], max_tokens: int, sampler: Sampler,
                 ignore_eos: bool) -> Iterator[tuple[list[int], bool]]:
         """Yield (all output ids so far, finished) after every step."""
         from transformers import DynamicCache
 
+        prompt_ids = self._start_ids(prompt_ids)
+        budget = self._budget(len(prompt_ids), max_tokens)
         if budget <= 0:
             yield [], True
             return

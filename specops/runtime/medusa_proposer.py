@@ -3,7 +3,7 @@
 Heads are loaded from the Medusa checkpoint format (`medusa_lm_head.safetensors`, keys
 `{head}.{layer}.linear.*` and `{head}.{num_layers}.weight`, plus `config.json`), the layout of
 the Medusa reference implementation that TensorRT-LLM's converter reads; specops writes it
-from ModelOpt's `medusa_heads` (see specops/draft/medusa_train.py).
+(`write_medusa_layout`) from ModelOpt's `medusa_heads` (specops/draft/medusa_train.py and gpu_train.py).
 """
 from __future__ import annotations
 
@@ -101,3 +101,21 @@ def load_medusa_heads(draft_dir: Path) -> tuple[nn.ModuleList, dict]:
                         config["hidden_size"], config["vocab_size"])
     heads.load_state_dict(load_file(str(draft_dir / MEDUSA_WEIGHTS)), strict=True)
     return heads.to(torch.float32).eval(), config
+
+
+def write_medusa_layout(tensors: dict[str, torch.Tensor], export_dir: Path, hidden_size: int, vocab_size: int,
+                        base: str) -> Path:
+    """Write the Medusa checkpoint layout (config.json + medusa_lm_head.safetensors) from the heads' tensors,
+    keyed as above; the head and layer counts are read off the keys."""
+    from safetensors.torch import save_file
+
+    heads = 1 + max(int(key.split(".")[0]) for key in tensors)
+    layers = max(int(key.split(".")[1]) for key in tensors)  # the last index of a head is its projection
+    export_dir.mkdir(parents=True, exist_ok=True)
+    save_file({k: v.detach().contiguous() for k, v in tensors.items()}, str(export_dir / MEDUSA_WEIGHTS))
+    dtype = str(next(iter(tensors.values())).dtype).removeprefix("torch.")
+    config = {"medusa_num_heads": heads, "medusa_num_layers": layers, "hidden_size": hidden_size,
+              "vocab_size": vocab_size, "base_model_name_or_path": base, "architectures": ["MedusaModel"],
+              "torch_dtype": dtype}
+    (export_dir / "config.json").write_text(json.dumps(config, indent=2))
+    return export_dir

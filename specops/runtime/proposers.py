@@ -10,7 +10,7 @@ losslessly by sampling the target and accepting while it agrees.
 from __future__ import annotations
 
 import dataclasses
-import importlib
+import pkgutil
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
@@ -107,8 +107,7 @@ def make_proposer(method: str, options: Mapping[str, Any] | None = None) -> Prop
             f"unknown speculative method {method!r}; known: {sorted(PROPOSERS)}"
         ) from None
     if isinstance(cls, str):
-        module, _, attr = cls.partition(":")
-        cls = getattr(importlib.import_module(module), attr)
+        cls = pkgutil.resolve_name(cls)
     return cls.from_options(options)
 
 

@@ -8,9 +8,9 @@ final response. Errors, cancellation and shutdown end a request with a TritonErr
 """
 from __future__ import annotations
 
-import importlib
 import json
 import os
+import pkgutil
 import queue
 import sys
 import threading
@@ -40,11 +40,6 @@ _COUNTERS = {
 _PER_POSITION = "spec_decode_num_accepted_tokens_per_pos"
 
 
-def _load_engine_class(spec: str):
-    module, _, attr = spec.partition(":")
-    return getattr(importlib.import_module(module), attr)
-
-
 def _optional_input(request, name):
     tensor = pb_utils.get_input_tensor_by_name(request, name)
     return None if tensor is None else tensor.as_numpy().reshape(-1)[0]
@@ -55,7 +50,7 @@ class TritonPythonModel:
         self.logger = pb_utils.Logger
         config = json.loads(args["model_config"])
         params = {k: v["string_value"] for k, v in config.get("parameters", {}).items()}
-        engine_class = _load_engine_class(params.get(vllm_io.PARAM_ENGINE, vllm_io.DEFAULT_ENGINE))
+        engine_class = pkgutil.resolve_name(params.get(vllm_io.PARAM_ENGINE, vllm_io.DEFAULT_ENGINE))
         # Optional settings reach the engine only when set, so engines without them still load.
         optional = {}
         if vllm_io.PARAM_RELAXED_TOPK in params:

@@ -46,8 +46,5 @@ def hash_dir(path: Path) -> str:
 
 
 def hash_file(path: Path) -> str:
-    digest = hashlib.sha256()
     with Path(path).open("rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
+        return hashlib.file_digest(fh, "sha256").hexdigest()

@@ -13,7 +13,7 @@ import os
 import socket
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -90,10 +90,8 @@ _HELD: set[int] = set()
 
 def _close_held_in_child() -> None:
     for fd in _HELD:
-        try:
+        with suppress(OSError):
             os.close(fd)
-        except OSError:
-            pass
     _HELD.clear()
 
 
@@ -101,11 +99,9 @@ os.register_at_fork(after_in_child=_close_held_in_child)
 
 
 def _record_holder(fd: int, who: str) -> None:
-    try:
+    with suppress(OSError):  # opened read-only: waiters learn less, the lock holds all the same
         os.ftruncate(fd, 0)
         os.pwrite(fd, who.encode(), 0)
-    except OSError:  # opened read-only: waiters learn less, the lock holds all the same
-        pass
 
 
 def _holder(fd: int) -> str:

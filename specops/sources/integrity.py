@@ -25,6 +25,7 @@ import shutil
 import tempfile
 import time
 from collections.abc import Callable
+from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -149,11 +150,9 @@ def _move_leftover_aside(dest: Path, published: Callable[[Path], bool]) -> None:
         # A writer published dest between our look and the move: put its entry back. If yet
         # another writer filled dest meanwhile, this copy is reachable by no name a reader
         # looks up, and files already open stay readable after their names go.
-        try:
+        with suppress(OSError):
             os.rename(aside, dest)
             return
-        except OSError:
-            pass
     if aside.is_dir() and not aside.is_symlink():
         shutil.rmtree(aside, ignore_errors=True)
     else:
@@ -276,7 +275,5 @@ def _write(manifest: Path, data: dict) -> None:
 
 def _write_quietly(manifest: Path, data: dict) -> None:
     # A read-only cache still verifies; it just cannot remember the result for next time.
-    try:
+    with suppress(OSError):
         _write(manifest, data)
-    except OSError:
-        pass

@@ -85,13 +85,13 @@ def generate(
     """
     import tritonclient.grpc as grpcclient  # noqa: PLC0415
 
-    inputs = [_string_input(grpcclient, k, v) if isinstance(v, str) else _bool_input(grpcclient, k, v)
-              for k, v in generate_inputs(prompt, max_tokens, temperature, **sampling).items()]
+    inputs = generate_inputs(prompt, max_tokens, temperature, **sampling)
+    tensors = [infer_input(grpcclient, k, v) for k, v in inputs.items()]
     results: queue.Queue = queue.Queue()
     client = grpcclient.InferenceServerClient(endpoint.grpc_url, channel_args=_GRPC_CHANNEL_ARGS)
     try:
         client.start_stream(callback=lambda result, error: results.put((result, error)))
-        client.async_stream_infer(model, inputs, enable_empty_final_response=True)
+        client.async_stream_infer(model, tensors, enable_empty_final_response=True)
         return _collect(results, time.monotonic() + timeout_s, timeout_s)
     finally:
         client.stop_stream(cancel_requests=True)
@@ -122,15 +122,14 @@ def _collect(results: queue.Queue, deadline: float, timeout_s: float) -> str:
             return "".join(pieces)
 
 
-def _string_input(grpcclient, name: str, value: str):
-    tensor = grpcclient.InferInput(name, [1], "BYTES")
-    tensor.set_data_from_numpy(np.array([value.encode("utf-8")], dtype=np.object_))
-    return tensor
+_DTYPES = {bool: ("BOOL", bool), int: ("INT32", np.int32), float: ("FP32", np.float32), str: ("BYTES", np.object_)}
 
 
-def _bool_input(grpcclient, name: str, value: bool):
-    tensor = grpcclient.InferInput(name, [1], "BOOL")
-    tensor.set_data_from_numpy(np.array([value], dtype=bool))
+def infer_input(grpcclient, name: str, value: bool | int | float | str):
+    """One request input of shape [1], its Triton type from the value's (a str is sent as UTF-8 bytes)."""
+    dtype, np_dtype = _DTYPES[type(value)]
+    tensor = grpcclient.InferInput(name, [1], dtype)
+    tensor.set_data_from_numpy(np.array([value.encode("utf-8") if isinstance(value, str) else value], dtype=np_dtype))
     return tensor
 
 

@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from statistics import NormalDist
 
-from specops.results.model import LEVEL, RunResult, Status, VariantRecord
+from specops.results.figures import figure
+from specops.results.model import LEVEL, RunResult, Status
 from specops.upgrade.sides import Side
 
 MISSING = "-"
@@ -105,30 +106,6 @@ def position_estimates(result: RunResult | None) -> list[Estimate]:
     return out
 
 
-def _variant(result: RunResult | None, name: str) -> VariantRecord | None:
-    return result.variant(name) if result is not None else None
-
-
-def _tok_s(result: RunResult | None, name: str) -> float | None:
-    v = _variant(result, name)
-    return v.metrics.output_token_throughput_tok_s if v is not None and v.metrics is not None else None
-
-
-def _cpu_cost(result: RunResult | None, name: str) -> float | None:
-    v = _variant(result, name)
-    return v.cost.cpu_s_per_1k_tokens if v is not None and v.cost is not None else None
-
-
-def _gpu_cost(result: RunResult | None, name: str) -> float | None:
-    v = _variant(result, name)
-    return v.cost.gpu_j_per_1k_tokens if v is not None and v.cost is not None else None
-
-
-def _accepted_per_step(result: RunResult | None) -> float | None:
-    acc = _acceptance(result)
-    return acc.mean_accepted_per_step if acc is not None else None
-
-
 # ---- rendering -----------------------------------------------------------------------------------------
 
 def _cell(text: str) -> str:
@@ -173,6 +150,18 @@ def _status(result: RunResult | None) -> str:
     return result.verdict.value
 
 
+# The figures measured without an interval: (label, variant, part, figure, format); see results.figures.figure
+PLAIN_ROWS = [
+    ("accepted tokens per step", "speculative", "acceptance", "mean_accepted_per_step", "{:.2f}"),
+    ("speculative tokens/s", "speculative", "metrics", "output_token_throughput_tok_s", "{:.1f}"),
+    ("base tokens/s", "base", "metrics", "output_token_throughput_tok_s", "{:.1f}"),
+    ("speculative CPU s / 1k tokens", "speculative", "cost", "cpu_s_per_1k_tokens", "{:.1f}"),
+    ("base CPU s / 1k tokens", "base", "cost", "cpu_s_per_1k_tokens", "{:.1f}"),
+    ("speculative GPU J / 1k tokens", "speculative", "cost", "gpu_j_per_1k_tokens", "{:.0f}"),
+    ("base GPU J / 1k tokens", "base", "cost", "gpu_j_per_1k_tokens", "{:.0f}"),
+]
+
+
 def measurement_rows(before: RunResult | None, after: RunResult | None) -> list[list[str]]:
     rows = [_estimate_row(f"speedup vs base ({LEVEL:.0%})", speedup_estimate(before), speedup_estimate(after),
                           "{:.2f}", "x")]
@@ -181,18 +170,9 @@ def measurement_rows(before: RunResult | None, after: RunResult | None) -> list[
         rows.append(_estimate_row(f"acceptance, draft position {i + 1} ({LEVEL:.0%}, per step)",
                                   b_pos[i] if i < len(b_pos) else None, a_pos[i] if i < len(a_pos) else None,
                                   "{:.0%}"))
-    rows += [
-        _plain_row("accepted tokens per step", _accepted_per_step(before), _accepted_per_step(after), "{:.2f}"),
-        _plain_row("speculative tokens/s", _tok_s(before, "speculative"), _tok_s(after, "speculative"), "{:.1f}"),
-        _plain_row("base tokens/s", _tok_s(before, "base"), _tok_s(after, "base"), "{:.1f}"),
-        _plain_row("speculative CPU s / 1k tokens", _cpu_cost(before, "speculative"),
-                   _cpu_cost(after, "speculative"), "{:.1f}"),
-        _plain_row("base CPU s / 1k tokens", _cpu_cost(before, "base"), _cpu_cost(after, "base"), "{:.1f}"),
-        _plain_row("speculative GPU J / 1k tokens", _gpu_cost(before, "speculative"),
-                   _gpu_cost(after, "speculative"), "{:.0f}"),
-        _plain_row("base GPU J / 1k tokens", _gpu_cost(before, "base"), _gpu_cost(after, "base"), "{:.0f}"),
-        ["run", _status(before), _status(after), ""],
-    ]
+    for label, variant, part, name, pattern in PLAIN_ROWS:
+        rows.append(_plain_row(label, *(figure(r, variant, part, name) for r in (before, after)), pattern))
+    rows.append(["run", _status(before), _status(after), ""])
     return [row for row in rows if row]
 
 

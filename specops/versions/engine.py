@@ -19,11 +19,7 @@ EXAMPLES = ("eagle", "medusa", "llama")
 
 def _names(items) -> frozenset[str]:
     """Flag/field names as the data writes them ("smoothquant (-sq)" -> "smoothquant")."""
-    out = set()
-    for item in items or []:
-        name = item["name"] if isinstance(item, dict) else str(item)
-        out.add(name.split(" ")[0])
-    return frozenset(out)
+    return frozenset((item["name"] if isinstance(item, dict) else str(item)).split(" ")[0] for item in items or [])
 
 
 @dataclass(frozen=True)
@@ -94,10 +90,7 @@ def servable_versions() -> list[str]:
 
 
 def first_release(predicate) -> EngineRelease | None:
-    for release in engine_releases().values():
-        if release.servable and predicate(release):
-            return release
-    return None
+    return next((r for r in engine_releases().values() if r.servable and predicate(r)), None)
 
 
 def images_with(version: str) -> list[str]:

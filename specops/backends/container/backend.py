@@ -12,6 +12,7 @@ talks to a daemon, so `specops plan` works on machines without Docker.
 """
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Callable
@@ -66,10 +67,10 @@ class ContainerBackend(Backend):
     config: ContainerBackendConfig
     name: ClassVar[str]  # the registry name, carried by the containers' labels
     repo_in_container: ClassVar[str]  # where the rendered files are mounted
-    repo_writable: ClassVar[bool] = False
     # Ports the server needs: Triton takes http, grpc and metrics; an OpenAI server one.
     port_names: ClassVar[tuple[str, ...]] = ("http", "grpc", "metrics")
     server_cls: ClassVar[type[ContainerServer]] = ContainerServer
+    mounts_by_role: ClassVar[bool] = False  # mount models at <mount_root>/<role> (target, draft), not by their name
 
     # --- what a backend supplies --------------------------------------------------------
     def files(self, variant: Variant, placed: Placed) -> dict[str, str]:
@@ -87,9 +88,13 @@ class ContainerBackend(Backend):
     def probe_description(self, variant: Variant, endpoint: Endpoint) -> str:
         raise NotImplementedError
 
+    def support(self, variant: Variant):
+        """The backend's support table entry for the variant's method (what its config resolves)."""
+        return self.config.resolve(variant.method)
+
     def version_notes(self, variant: Variant) -> list[str]:
         """What the framework version decided about this variant's rendering (for the plan)."""
-        return []
+        return self.support(variant).notes()
 
     # --- acceptance: each backend names its source, or why its image has none ---------------
     def acceptance_why(self, variant: Variant) -> str | None:
@@ -128,8 +133,8 @@ class ContainerBackend(Backend):
         return []
 
     def mount_name(self, variant: Variant, role: str, name: str) -> str:
-        """Where `role` appears in the container: <mount_root>/<its model name> unless a backend says otherwise."""
-        return f"{self.config.mount_root.rstrip('/')}/{name or role}"
+        """Where `role` appears in the container: <mount_root>/<its model name> (or <role>: mounts_by_role)."""
+        return f"{self.config.mount_root.rstrip('/')}/{role if self.mounts_by_role else (name or role)}"
 
     def hub_ok(self, variant: Variant, role: str) -> bool:
         """Whether the framework in the image downloads this role's hub id itself."""
@@ -200,13 +205,14 @@ class ContainerBackend(Backend):
         return cache_root() / HUB_CACHE
 
     def server_spec(self, variant: Variant, repo: Path | str, mounts: list[tuple[str, str]], endpoint: Endpoint):
-        binds = [(str(repo), self.repo_in_container, not self.repo_writable)] + [(h, t, True) for h, t in mounts]
+        binds = [(str(repo), self.repo_in_container, True)] + [(h, t, True) for h, t in mounts]
         return self.spec(self.command(variant, endpoint), binds, self.labels(variant.name, f"server-{variant.name}"),
                          variant=variant)
 
     def endpoint(self) -> Endpoint:
-        host = self.serving.host
-        ports = pick_free_ports(host, len(self.port_names))
+        """Free ports on the serving address, or the one port an OpenAI server's profile fixes (`port`)."""
+        host, port = self.serving.host, getattr(self.config, "port", None)
+        ports = [port] if port is not None else pick_free_ports(host, len(self.port_names))
         return Endpoint(host, *(ports + [ports[0]] * (3 - len(ports))))
 
     def launch(self, variant: Variant, repo: Path, log_path: Path) -> ContainerServer:
@@ -229,20 +235,19 @@ class ContainerBackend(Backend):
 
     def served(self) -> dict[str, str | None]:
         c = self.config
-        image = self.image_identity()
+        image = self.image_identity
         return {"image": c.image, "image_id": image.id if image else None,
                 "image_digest": image.digest if image else None,
                 "framework": f"{c.framework} {c.release()}", "version_source": c.version_source()}
 
+    @functools.cached_property
     def image_identity(self):
         """The Docker engine's Id and repo digest of the configured image (specops.launch.image), asked once
         per run; None where no engine answers or the image is absent (the run then failed before serving)."""
-        if not hasattr(self, "_image_identity"):
-            try:
-                self._image_identity = DockerLauncher().image_identity(self.config.image)
-            except LaunchError:  # DockerUnavailable, ImageMissing
-                self._image_identity = None
-        return self._image_identity
+        try:
+            return DockerLauncher().image_identity(self.config.image)
+        except LaunchError:  # DockerUnavailable, ImageMissing
+            return None
 
     def gpus(self) -> str:
         return self.config.gpus
@@ -256,9 +261,6 @@ class ContainerBackend(Backend):
         """A planned command with the ports a run picks shown as such (the plan's endpoint has port 0)."""
         text = re.sub(r"(port[= ])0(?!\d)", rf"\g<1>{FREE_PORT}", text)
         return re.sub(r":0(?![\d.])", f":{FREE_PORT}", text)
-
-    def run_repo(self, variant: Variant) -> str:
-        return f"artifacts/{self.deployment.profile}/<run-id>/repository/{variant.name}"
 
     def plan(self, variant: Variant, target: ModelArtifact | None, draft: ModelArtifact | None) -> list[PlanStep]:
         files = self.all_files(variant, target, draft)

@@ -10,7 +10,6 @@ from typing import Any
 from specops.acceptance.model import Acceptance
 from specops.backends.base import Backend
 from specops.backends.triton_process import TritonProcessServer, start_triton
-from specops.bench.target import BenchTarget
 from specops.methods import MethodConfig
 from specops.run.plan_step import PlanStep
 from specops.run.roots import cache_root
@@ -79,9 +78,6 @@ class LocalBackend(Backend):
             verify_seconds=metrics.get("spec_decode_verify_seconds", 0.0),
         )
 
-    def bench_target(self, server: TritonProcessServer | None, variant: Variant) -> BenchTarget:
-        return BenchTarget(model=variant.model_name, endpoints=self.endpoints(server), streaming=True)
-
     def served(self) -> dict[str, str | None]:
         import torch  # noqa: PLC0415
 
@@ -94,8 +90,7 @@ class LocalBackend(Backend):
         draft_stand_in = draft or ModelArtifact(Path("<draft checkpoint>"), "", "")
         config = to_pbtxt(self._config(variant, stand_in, draft_stand_in))
         repo = f"repository/{variant.model_name}"
-        staged = Path(f"artifacts/{self.deployment.profile}/<run-id>/repository/{variant.name}")
-        serve = TritonServer.describe_command(staged,
+        serve = TritonServer.describe_command(Path(self.run_repo(variant)),
                                               host=self.serving.host,
                                               exit_timeout_s=self.config.exit_timeout_s,
                                               backend_dir=cache_root() / "triton-backends")

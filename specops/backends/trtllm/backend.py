@@ -221,21 +221,12 @@ def _text(x: Any) -> str:
     return x.decode("utf-8") if isinstance(x, bytes) else str(x)
 
 
-_DTYPES = {bool: ("BOOL", bool), int: ("INT32", np.int32), float: ("FP32", np.float32), str: ("BYTES", np.object_)}
-
-
 def infer(endpoint: Endpoint, prompt: str, inputs: dict[str, Any], timeout_s: float) -> dict[str, Any]:
     """One request to the LLM-API model through the gRPC stream API (works decoupled or not), with
     `streaming` off so exactly one response comes back; its outputs by name."""
     import tritonclient.grpc as grpcclient  # noqa: PLC0415
 
-    def tensor(name: str, value: Any):
-        dtype, np_dtype = _DTYPES[type(value)]
-        t = grpcclient.InferInput(name, [1], dtype)
-        t.set_data_from_numpy(np.array([value.encode() if isinstance(value, str) else value], dtype=np_dtype))
-        return t
-
-    tensors = [tensor("text_input", prompt)] + [tensor(k, v) for k, v in inputs.items()]
+    tensors = [client.infer_input(grpcclient, k, v) for k, v in {"text_input": prompt, **inputs}.items()]
     results: queue.Queue = queue.Queue()
     conn = grpcclient.InferenceServerClient(endpoint.grpc_url)
     try:

@@ -26,7 +26,6 @@ from specops.backends.trtllm.engine_commands import (
     repository_parameters,
 )
 from specops.backends.trtllm.engine_config import TrtllmEngineBackendConfig
-from specops.backends.trtllm.engine_support import EngineSupport
 from specops.backends.trtllm.fill_template import TEMPLATE_OF, parse_substitutions
 from specops.backends.trtllm.triton_launch import loopback_wrapper, wrapper_steps
 from specops.bench.target import BenchTarget
@@ -50,6 +49,7 @@ class TrtllmEngineBackend(ContainerBackend):
     config: TrtllmEngineBackendConfig
     name = "trtllm-engine"
     server_cls = EngineServer
+    mounts_by_role = True
 
     def __init__(self, config, deployment):
         super().__init__(config, deployment)
@@ -58,9 +58,6 @@ class TrtllmEngineBackend(ContainerBackend):
     @property
     def repo_in_container(self) -> str:  # type: ignore[override]
         return self.config.mounts.repository
-
-    def support(self, variant: Variant) -> EngineSupport:
-        return self.config.resolve(variant.method)
 
     def version_notes(self, variant: Variant) -> list[str]:
         r = self.support(variant).release
@@ -71,9 +68,6 @@ class TrtllmEngineBackend(ContainerBackend):
         return layout(self.config, variant.method.needs_draft and self.deployment.has_draft)
 
     # --- placement: engines are built from mounted checkpoints, never from hub ids ------------
-    def mount_name(self, variant: Variant, role: str, name: str) -> str:
-        return f"{self.config.mount_root.rstrip('/')}/{role}"
-
     def hub_ok(self, variant: Variant, role: str) -> bool:
         return False
 
@@ -95,7 +89,7 @@ class TrtllmEngineBackend(ContainerBackend):
             indices = gpu_indices(self.gpus())
         except ValueError:  # GPUs named by UUID: key on every GPU of the host, stricter than needed
             indices = None
-        image = self.image_identity()
+        image = self.image_identity
         return {**super().cache_identity(), "gpu_architecture": gpu_architecture(indices),
                 "image_id": image.id if image else None}
 
@@ -162,8 +156,7 @@ class TrtllmEngineBackend(ContainerBackend):
         return body
 
     def generate(self, server: EngineServer, variant: Variant, prompt: str, max_tokens: int) -> str:
-        e = server.endpoint
-        url = f"http://{e.connect_host}:{e.http_port}/v2/models/{self.support(variant).served_model}/generate"
+        url = f"{server.endpoint.http_base}/v2/models/{self.support(variant).served_model}/generate"
         out = post_json(url, self.request_body(variant, prompt, max_tokens), self.serving.request_timeout_s)
         if variant.method.speculative and "total_draft_tokens" in out:
             server.responses.append(out)

@@ -30,10 +30,6 @@ def choices_value(choices: list[list[int]]) -> str:
     return ", ".join("{" + ", ".join(str(int(i)) for i in path) + "}" for path in choices)
 
 
-def pbtxt_bool(value: bool) -> str:
-    return "true" if value else "false"  # the tutorial's spelling (DECOUPLED_MODE=false)
-
-
 def _escape(text: str) -> str:
     """Escape a value for the script's two splitting passes: first on ',' (which consumes one
     level of backslashes), then each pair on ':'. So ',' needs one level, ':' and '\\' two."""
@@ -64,7 +60,8 @@ def parameter_sets(
     draft_engine_dir: str | None = None,  # draft-target: the draft engine, served as tensorrt_llm_draft
 ) -> dict[str, dict[str, str]]:
     """One fill_template parameter set per model of the repository, in the tutorial's order."""
-    batch, decoupled = str(max_batch_size), pbtxt_bool(triton.decoupled_mode)
+    # the tutorial's spelling of a boolean (DECOUPLED_MODE=false)
+    batch, decoupled = str(max_batch_size), "true" if triton.decoupled_mode else "false"
     count, logits = str(triton.instance_count), triton.logits_datatype
     sets: dict[str, dict[str, str]] = {
         "preprocessing": {"tokenizer_dir": tokenizer_dir, "triton_max_batch_size": batch,

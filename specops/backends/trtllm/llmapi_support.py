@@ -27,10 +27,6 @@ METHODS = frozenset({"none"} | {m for m, names in DECODING_TYPES.items()
                                 if first_with(lambda r, names=names: set(names) & r.decoding_types)})
 
 
-def known_versions() -> str:
-    return ", ".join(trtllm_releases())
-
-
 def where(release: TrtllmRelease) -> str:
     return f"TensorRT-LLM {release.version}"
 
@@ -82,7 +78,7 @@ def release_of(config) -> TrtllmRelease:
     if release is None:
         raise FieldError("backend.image", f"image {config.image} ships TensorRT-LLM {version} "
                           f"({config.version_source()}); specops has LLM-API field lists for TensorRT-LLM "
-                          f"{known_versions()} only")
+                          f"{', '.join(trtllm_releases())} only")
     return release
 
 

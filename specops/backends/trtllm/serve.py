@@ -81,21 +81,13 @@ class TrtllmServeBackend(ContainerBackend):
     name = "trtllm-serve"
     port_names = ("http",)
     server_cls = ServeServer
+    mounts_by_role = True  # /models/target, /models/draft
 
     @property
     def repo_in_container(self) -> str:  # type: ignore[override]
         return self.config.config_mount
 
-    def support(self, variant: Variant) -> LlmApiSupport:
-        return self.config.resolve(variant.method)
-
-    def version_notes(self, variant: Variant) -> list[str]:
-        return self.support(variant).notes()
-
     # --- rendering ------------------------------------------------------------------------
-    def mount_name(self, variant: Variant, role: str, name: str) -> str:
-        return f"{self.config.mount_root.rstrip('/')}/{role}"  # /models/target, /models/draft
-
     def hub_ok(self, variant: Variant, role: str) -> bool:
         return role == "target" or self.support(variant).hub_draft
 
@@ -109,12 +101,6 @@ class TrtllmServeBackend(ContainerBackend):
         """The model argument, which /v1/models reports and requests name."""
         return self.place(variant, None, None).target.ref
 
-    def endpoint(self) -> Endpoint:
-        if self.config.port is None:
-            return super().endpoint()
-        port = self.config.port
-        return Endpoint(self.serving.host, port, port, port)
-
     def command(self, variant: Variant, endpoint: Endpoint) -> list[str]:
         argv = serve_argv(self.config, self.served_model(variant), endpoint)
         if not self.config.pre_serve:
@@ -122,12 +108,11 @@ class TrtllmServeBackend(ContainerBackend):
         return ["bash", "-c", " && ".join([*self.config.pre_serve, f"exec {shlex.join(argv)}"])]
 
     def probe(self, variant: Variant, endpoint: Endpoint):
-        url = f"http://{endpoint.connect_host}:{endpoint.http_port}/health"
+        url = f"{endpoint.http_base}/health"
         return lambda: http_ok(url)
 
     def probe_description(self, variant: Variant, endpoint: Endpoint) -> str:
-        base = f"http://{endpoint.connect_host}:{endpoint.http_port}"
-        return f"GET {base}/health; smoke: POST {base}/v1/completions"
+        return f"GET {endpoint.http_base}/health; smoke: POST {endpoint.http_base}/v1/completions"
 
     def completion(self, variant: Variant, prompt: str, max_tokens: int) -> dict[str, Any]:
         return {"model": self.served_model(variant), "prompt": prompt, "max_tokens": max_tokens, "temperature": 0.0}
@@ -164,8 +149,7 @@ class TrtllmServeBackend(ContainerBackend):
         release = self.support(variant).release
         doc = yaml.safe_load(self.all_files(variant, None, None)[YAML_NAME])
         found = llm_args_findings(YAML_NAME, doc, release)
-        argv = self.command(variant, self.plan_endpoint())
-        argv = shlex.split(argv[-1].rsplit("exec ", 1)[-1]) if argv[0] == "bash" else argv
+        argv = serve_argv(self.config, self.served_model(variant), self.plan_endpoint())
         found += not_in("trtllm-serve", flag_names(argv), release.serve_flags,
                         f"a flag of trtllm-serve in TensorRT-LLM {release.version}")
         for label, bodies in requests.items():

@@ -29,7 +29,6 @@ from specops.backends.vllm import cpu as vllm_cpu
 from specops.backends.vllm.config import VllmBackendConfig
 from specops.backends.vllm.engine import VllmEngineBackend
 from specops.backends.vllm.readback import ServedConfigError, findings, from_engine_log
-from specops.bench.target import BenchTarget
 from specops.host.teardown import teardown_quietly
 from specops.run.plan_step import PlanStep
 from specops.run.roots import cache_root
@@ -175,9 +174,6 @@ class VllmBackend(VllmEngineBackend):
             return Acceptance.unavailable(self.config.image, "vLLM printed no speculative-decoding metrics line "
                                           f"into {server.log_path} (are its stats logs disabled?)")
         return found
-
-    def bench_target(self, server: ContainerServer | None, variant: Variant) -> BenchTarget:
-        return BenchTarget(model=variant.model_name, endpoints=self.endpoints(server), streaming=True)
 
     # --- conformance ----------------------------------------------------------------------
     def own_request(self, variant: Variant) -> dict[str, Any]:

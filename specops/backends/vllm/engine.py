@@ -83,12 +83,6 @@ class VllmEngineBackend(ContainerBackend):
 
     config: VllmEngineConfig
 
-    def support(self, variant: Variant) -> VllmSupport:
-        return self.config.resolve(variant.method)
-
-    def version_notes(self, variant: Variant) -> list[str]:
-        return self.support(variant).notes()
-
     def rendered_args(self, variant: Variant, placed: Placed) -> dict[str, Any]:
         """The variant's engine args for where its models are placed (mounts, hub ids or host paths)."""
         return engine_args(self.config, self.support(variant), variant.method, placed.target.ref,

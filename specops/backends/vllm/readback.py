@@ -12,6 +12,7 @@ num_spec_tokens=N), ..., dtype=torch.float32, max_seq_len=..., enforce_eager=...
 """
 from __future__ import annotations
 
+import ast
 import re
 from typing import Any
 
@@ -99,19 +100,11 @@ def _scalars(text: str) -> dict[str, Any]:
 
 
 def _literal(text: str) -> Any:
-    if text.startswith("'"):
-        return text.strip("'")
-    if text in ("True", "False"):
-        return text == "True"
-    if text == "None":
-        return None
+    """A printed value as Python reads it ('quoted', True, None, 4, 0.9); anything else (torch.float32) as text."""
     try:
-        return int(text)
-    except ValueError:
-        try:
-            return float(text)
-        except ValueError:
-            return text
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        return text
 
 
 def _lookup(served: dict[str, Any], key: str) -> list[Any]:

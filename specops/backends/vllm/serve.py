@@ -87,11 +87,6 @@ class VllmServeBackend(VllmEngineBackend):
         return {CONFIG_NAME: config_text(self.rendered_args(variant, placed))}
 
     # --- serving --------------------------------------------------------------------------
-    def endpoint(self) -> Endpoint:
-        if self.config.port is None:
-            return super().endpoint()
-        return Endpoint(self.serving.host, self.config.port, self.config.port, self.config.port)
-
     def serve_args(self, variant: Variant, config_file: str, endpoint: Endpoint) -> list[str]:
         """What follows `vllm serve` (or the CPU engine's server module)."""
         args = ["--config", config_file, "--host", endpoint.host, "--port", str(endpoint.http_port),

@@ -15,13 +15,14 @@ from specops.draft import store
 from specops.draft.datasets import parse_dataset_uri
 from specops.draft.gpu import VLLM_KEY_ENV, GpuTraining
 from specops.draft.gpu_synthesis import SYNTHESIS, synthesis_endpoint
-from specops.draft.gpu_train import MEDUSA_WEIGHTS, export_medusa_checkpoint, train_in_container
+from specops.draft.gpu_train import export_medusa_checkpoint, train_in_container
 from specops.draft.spec import DataSpec, TrainSpec
 from specops.pipeline.backend import synthesis_backend_for
 from specops.pipeline.render import render_repository
 from specops.pipeline.serve import start_variant, stop_variant
 from specops.profile.loader import load_profile
 from specops.run.rundir import RunDir
+from specops.runtime.medusa_proposer import MEDUSA_WEIGHTS
 from specops.sources.base import ModelArtifact
 
 

@@ -37,7 +37,7 @@ class FakeNvmlOf(FakeNvml):
 def engine_key(monkeypatch, gpu: str, image_id: str, overrides=('backend.gpus="1"',)) -> str:
     monkeypatch.setitem(sys.modules, "pynvml", FakeNvmlOf(gpu))
     backend = backend_for(load_profile("eagle-trtllm-engine", list(overrides)).profile)
-    backend._image_identity = ImageIdentity(image_id, None)  # what DockerLauncher.image_identity answered
+    backend.image_identity = ImageIdentity(image_id, None)  # what DockerLauncher.image_identity answered
     variant = Variant("base", NgramMethod())
     return repository_key(backend, variant, TARGET, None)
 
@@ -55,7 +55,7 @@ def test_a_re_pulled_image_under_the_same_tag_builds_again(monkeypatch):
 def test_the_key_names_what_it_was_computed_from(monkeypatch):
     monkeypatch.setitem(sys.modules, "pynvml", FakeNvmlOf("l4"))
     backend = backend_for(load_profile("eagle-trtllm-engine", ['backend.gpus="1"']).profile)
-    backend._image_identity = ImageIdentity("sha256:" + "3" * 64, "nvcr.io/nvidia/tritonserver@sha256:" + "4" * 64)
+    backend.image_identity = ImageIdentity("sha256:" + "3" * 64, "nvcr.io/nvidia/tritonserver@sha256:" + "4" * 64)
     identity = backend.cache_identity()
     assert identity["gpu_architecture"] == [{"name": "NVIDIA L4", "compute_capability": "8.9"}]  # gpus=1: GPU 0 only
     assert identity["image_id"] == "sha256:" + "3" * 64
