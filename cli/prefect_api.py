@@ -12,7 +12,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 from specops.host import tracking
@@ -127,10 +127,8 @@ def _drain_prefect_clients() -> None:
     from prefect.logging.handlers import APILogWorker
 
     for worker in (APILogWorker, EventsWorker):
-        try:
+        with suppress(Exception):  # undelivered logs must not turn a finished run into a failure
             worker.drain_all(timeout=5)
-        except Exception:  # undelivered logs must not turn a finished run into a failure
-            pass
 
 
 def _tail(path: Path, lines: int = 20) -> str:
