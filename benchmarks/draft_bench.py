@@ -23,7 +23,7 @@ DEFAULTS = ["benchmark.num_requests=8", "benchmark.output_tokens=96"]
 
 def measure_profile(profile: str, overrides: list[str]) -> dict:
     from flows.specdec import run_specdec
-    from specops.draft.train_result import RESULT_FILE
+    from specops.draft.spec import RESULT_FILE
 
     start = time.monotonic()
     result = run_specdec(profile, overrides)

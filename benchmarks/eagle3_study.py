@@ -9,7 +9,7 @@ over several invocations:
     .venv/bin/python benchmarks/eagle3_study.py train OUT.jsonl --records 160 --epochs 3 --tag t160-e3
 
 `train` uses `specops.draft.train.train_draft` (the path `eagle3-local` trains through) and
-`specops.draft.evaluate.measure_acceptance` (the embedded runtime) on HumanEval problems
+`specops.draft.train.measure_acceptance` (the embedded runtime) on HumanEval problems
 0..N-1, which synthesis never uses (profiles hold out the first 64). Nothing here asserts.
 """
 from __future__ import annotations
@@ -56,7 +56,7 @@ def synthesize(args: argparse.Namespace) -> None:
     import torch
 
     from specops.draft.conversations import Conversation, Turn, write_record
-    from specops.draft.target import load_target
+    from specops.draft.prepare import load_target
 
     model, tok = load_target(_target(), args.threads)
     tok.padding_side = "left"  # generate appends on the right: every row's last token is real

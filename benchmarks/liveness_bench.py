@@ -62,7 +62,7 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=4)
     args = parser.parse_args()
 
-    from specops.bench.tool_registry import bench_tool
+    from specops.bench.tool import bench_tool
     from specops.pipeline.backend import backend_for
     from specops.pipeline.benchmark import bench_job, bench_prompts
     from specops.pipeline.check import Pace, smoke

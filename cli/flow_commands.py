@@ -4,7 +4,14 @@ from __future__ import annotations
 import signal
 import sys
 
-from cli.common import _int_list, _positive, prefect_defaults, profile_args, terminate_as_interrupt
+from cli.common import (
+    _int_list,
+    _positive,
+    drop_console_tracebacks,
+    prefect_defaults,
+    profile_args,
+    terminate_as_interrupt,
+)
 from specops.profile.errors import ProfileError
 
 MAX_SWEEP_CELLS = 64
@@ -56,8 +63,6 @@ def _flow_command(args, call):
     from cli.prefect_api import prefect_api
 
     if not getattr(args, "debug", False):
-        from cli.console import drop_console_tracebacks
-
         drop_console_tracebacks()
     with prefect_api():
         return call()
@@ -93,8 +98,7 @@ def cmd_sweep(args) -> int:
 
 
 def cmd_compare_profiles(args) -> int:
-    from specops.profile.comparison import check_comparable
-    from specops.profile.loader import load_profile
+    from specops.profile.loader import check_comparable, load_profile
 
     check_comparable([load_profile(p, args.overrides) for p in args.profiles])  # fail fast, before Prefect starts
     from flows.compare import compare

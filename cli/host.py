@@ -1,4 +1,10 @@
-"""`specops janitor`, `settings`, `serve-artifacts`: what killed runs left, the variables read, the artifacts server."""
+"""`specops janitor`, `settings`, `serve-artifacts`, `check`: what killed runs left, the variables read, the artifacts
+server, whether this host can run a profile's engine and benchmark tool.
+
+`make demo` asks `check` before choosing the engine: vLLM's CPU build where it can start, else the embedded runtime,
+saying why in that one line. It runs the engine and tool preflight `specops run` runs (the venvs, the pinned
+versions, the preloaded libraries, the CPU's instruction sets), and starts nothing.
+"""
 from __future__ import annotations
 
 import os
@@ -6,7 +12,7 @@ import signal
 import sys
 from pathlib import Path
 
-from cli.common import EXIT_FAILED
+from cli.common import EXIT_FAILED, EXIT_PREREQUISITES, profile_args
 from specops.run.roots import ROOT_VARIABLES
 
 
@@ -27,6 +33,10 @@ def add_parser(sub) -> None:
     serve.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     serve.add_argument("--port", type=int, default=4201, help="port to bind (default 4201)")
     serve.set_defaults(handler=cmd_serve_artifacts)
+    check = sub.add_parser("check", help="can this host run the profile's engine and benchmark tool? (starts "
+                           "nothing; exit 4 with the reasons in one line when it cannot)")
+    profile_args(check)
+    check.set_defaults(handler=cmd_check)
 
 
 def cmd_janitor(args) -> int:
@@ -80,3 +90,16 @@ def cmd_serve_artifacts(args) -> int:
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(0)
+
+
+def cmd_check(args) -> int:
+    from specops.pipeline.backend import backend_for, preflight, tool_for
+    from specops.profile.loader import load_profile
+
+    loaded = load_profile(args.profile, args.overrides)
+    problems = preflight(backend_for(loaded.profile), tool_for(loaded.profile))
+    if problems:
+        print("; ".join(problems), file=sys.stderr)
+        return EXIT_PREREQUISITES
+    print(f"{loaded.profile.name}: this host can run its engine and benchmark tool")
+    return 0

@@ -7,14 +7,14 @@ import os
 import sys
 import traceback
 
-from cli import alert, check, deployments, flow_commands, history, host, results, run
+from cli import alert, deployments, flow_commands, history, host, run
 from cli.common import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_PREREQUISITES, EXIT_PROFILE
 from specops.backends.base import PrerequisiteError
 from specops.profile.errors import ProfileError
 
 EXIT_PIPE_CLOSED = 141  # 128 + SIGPIPE, as `git log | head` ends: the reader stopped, nothing failed
 # Each module registers its subcommands with their handlers; in this order `specops --help` lists them.
-COMMANDS = (run, history, flow_commands, results, deployments, host, alert, check)
+COMMANDS = (run, history, flow_commands, deployments, host, alert)
 
 
 def _parser(argv: list[str]) -> argparse.ArgumentParser:
@@ -36,7 +36,7 @@ def _parser(argv: list[str]) -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     from specops.atomic_file import RunFileError
-    from specops.results.manifest import ManifestError
+    from specops.results.durable import ManifestError
     from specops.results.store import AmbiguousRun, ResultsError, RunNotFound
     from specops.run.rundir import RunDirError
 

@@ -20,8 +20,7 @@ from specops.results.store import results_problems
 from specops.run.roots import artifacts_root, cache_root, existing_ancestor, free_space_problem
 from specops.run.rundir import RunDirError, validate_run_id
 from specops.settings import env_name, settings
-from specops.sources.local import missing_target_files
-from specops.sources.schemes import parse_source
+from specops.sources.schemes import missing_target_files, parse_source
 
 PROBE_TIMEOUT_S = 3.0  # a hub or a Prefect server that needs longer to answer is not there for us
 

@@ -11,6 +11,7 @@ from cli.common import (
     EXIT_FAILED,
     EXIT_INVALID,
     EXIT_PREREQUISITES,
+    drop_console_tracebacks,
     prefect_defaults,
     profile_args,
     terminate_as_interrupt,
@@ -49,8 +50,6 @@ def cmd_run(args) -> int:
     from specops.results.durable import is_unrecorded
 
     if not getattr(args, "debug", False):  # the step and the error end the run in one line; the UI keeps tracebacks
-        from cli.console import drop_console_tracebacks
-
         drop_console_tracebacks()
 
     start = time.monotonic()  # Prefect's API server start-up counts as orchestration overhead

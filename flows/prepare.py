@@ -9,14 +9,14 @@ from pathlib import Path
 from flows.serving import served
 from prefect_adapters.slot_limits import hold_slots
 from specops.backends.base import Backend
-from specops.draft.train_result import TrainResult
+from specops.draft.spec import TrainResult
 from specops.host.slots import run_slots
 from specops.pipeline.answer_sources import answer_source
 from specops.pipeline.summarize import RunFacts
 from specops.profile.loader import LoadedProfile
 from specops.run.rundir import RunDir
-from specops.sources.base import ModelArtifact
 from specops.sources.entry_lock import Stored
+from specops.sources.schemes import ModelArtifact
 from tasks.draft import find_training_data, publish_training, synthesize_training_data, train_draft_module
 from tasks.models import check_draft_vocabulary, download_model
 from tasks.render import build_engine, render_repository

@@ -22,7 +22,7 @@ from prefect.exceptions import TerminationSignal
 
 from specops.backends.base import Backend, Server
 from specops.bench.tool import BenchJob, BenchTool
-from specops.host.teardown import teardown_quietly
+from specops.host.processes import teardown_quietly
 from specops.pipeline.benchmark import Measured, bench_job, choose_design, variant_record
 from specops.pipeline.check import Pace, check_prompts
 from specops.pipeline.summarize import RunFacts
@@ -61,7 +61,7 @@ class Served:
 # A run ended by SIGTERM (`make down` stopping the worker's flow runs, a cancellation) measures nothing more:
 # its servers get SIGKILL after this rather than their graceful stop (tritonserver's waits out its whole exit
 # timeout while a request is in flight: 5.7 s here), so the flow run, and the worker waiting for it, end
-# within `make down`'s bound (STOP_TIMEOUT, 10 s) instead of being killed at it.
+# within `make down`'s bound (STOP_TIMEOUT, 30 s) instead of being killed at it.
 ABORTED_STOP_S = 0.5
 
 
@@ -137,7 +137,10 @@ def _start_side_by_side(backend: Backend, variants: list[Variant], repos: dict[s
                             "start-server")
     try:
         wait(futures)
-    except BaseException:  # interrupted while they start: each server is stopped as soon as its start returns
+    except BaseException as error:  # interrupted while they start: each is stopped as soon as its start returns
+        if hasattr(run, "fail_at"):  # the run ends here, whatever the threads' starts raise later
+            run.fail_at("serve", next((v.name for v, f in zip(variants, futures) if not f.done()), variants[0].name),
+                        error)
         for v, f in zip(variants, futures):
             context = contextvars.copy_context()
             f.add_done_callback(lambda f, v=v, c=context: f.exception() is None and c.run(stop, v, f.result()))

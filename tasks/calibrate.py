@@ -8,8 +8,7 @@ from prefect_adapters.step import step
 from specops.atomic_file import write_text
 from specops.profile.calibration import load_calibration
 from specops.profile.loader import LoadedProfile
-from specops.report.artifact_names import artifact_key
-from specops.report.links import link_markdown
+from specops.report.writer import artifact_key, link_markdown
 from specops.results.calibration import Calibration, format_calibration
 from specops.run.roots import artifacts_root
 from specops.run.rundir import new_run_id, validate_run_id

@@ -5,8 +5,7 @@ from prefect import get_run_logger
 
 from prefect_adapters.step import step
 from specops.backends.base import Backend, Server
-from specops.pipeline.check import Pace, greedy_outputs, smoke
-from specops.pipeline.lossless import compare_outputs
+from specops.pipeline.check import Pace, compare_outputs, greedy_outputs, smoke
 from specops.results.model import Lossless
 from specops.run.rundir import RunDir
 from specops.run.variant import Variant

@@ -6,11 +6,9 @@ from prefect.artifacts import create_markdown_artifact
 
 from prefect_adapters.step import step
 from specops.atomic_file import write_text
-from specops.profile.comparison import check_comparable
-from specops.profile.loader import load_profile
-from specops.report.artifact_names import artifact_key
-from specops.report.links import figure_markdown, link_markdown
+from specops.profile.loader import check_comparable, load_profile
 from specops.report.plot import write_compare_plot
+from specops.report.writer import artifact_key, figure_markdown, link_markdown
 from specops.results.model import RunResult
 from specops.run.roots import artifacts_root
 from specops.run.rundir import new_run_id, validate_run_id

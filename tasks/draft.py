@@ -12,18 +12,17 @@ from prefect_adapters.step import step
 from specops.backends.base import Backend, Server
 from specops.bench.prompts import load_prompts
 from specops.draft import store
-from specops.draft.spec import TrainSpec
+from specops.draft.spec import TrainResult, TrainSpec
 from specops.draft.synthesize import synthesize
 from specops.draft.train import RESULT_FILE, train_draft
-from specops.draft.train_result import TrainResult
 from specops.pipeline.answer_sources import answer_source
 from specops.profile.schema import Profile
-from specops.report.artifact_names import artifact_key
+from specops.report.writer import artifact_key
 from specops.run.progress import within
 from specops.run.rundir import RunDir
 from specops.run.variant import Variant
-from specops.sources.base import ModelArtifact
 from specops.sources.entry_lock import exclusive, produce_once
+from specops.sources.schemes import ModelArtifact
 
 EVAL_PROMPTS = 2
 

@@ -7,11 +7,9 @@ from prefect import get_run_logger
 
 from prefect_adapters.step import step
 from specops.run.rundir import RunDir
-from specops.sources.base import ModelArtifact
 from specops.sources.hub_files import CHECKPOINT, HubFiles
 from specops.sources.integrity import CacheCorruptError
-from specops.sources.local import missing_target_files
-from specops.sources.schemes import fetch
+from specops.sources.schemes import ModelArtifact, fetch, missing_target_files
 
 
 def _unless_corrupt(task, task_run, state) -> bool:

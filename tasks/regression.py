@@ -14,8 +14,7 @@ from specops.regression.runs import profile_runs
 from specops.regression.suite import EVENT, resource_id
 from specops.regression.trend import trend_dir, write_trend
 from specops.regression.verdict import HISTORY_LIMIT, MetricVerdict, evaluate, verdict_table
-from specops.report.artifact_names import artifact_key
-from specops.report.links import figure_markdown, link_markdown, public_url
+from specops.report.writer import artifact_key, figure_markdown, link_markdown, public_url
 from specops.results.compat import ReadNotes
 from specops.results.model import RunResult
 from specops.results.store import ResultsStore

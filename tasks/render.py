@@ -11,8 +11,8 @@ from specops.pipeline.render import build_engines
 from specops.pipeline.render import render_repository as render
 from specops.run.rundir import RunDir
 from specops.run.variant import Variant
-from specops.sources.base import ModelArtifact
 from specops.sources.entry_lock import Stored
+from specops.sources.schemes import ModelArtifact
 
 
 @step(timed="build")

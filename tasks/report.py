@@ -7,21 +7,17 @@ from pathlib import Path
 from prefect import get_run_logger
 from prefect.artifacts import create_link_artifact, create_markdown_artifact, create_table_artifact
 
-from prefect_adapters.run_logs import forward_specops_logs
-from prefect_adapters.step import step
+from prefect_adapters.step import forward_specops_logs, step
 from specops.backends.base import Backend
 from specops.bench.tool import BenchTool
 from specops.pipeline.summarize import RunFacts, run_result
 from specops.profile.loader import LoadedProfile
-from specops.report.artifact_names import run_names
-from specops.report.links import public_url
-from specops.report.rounding import rounded_records
-from specops.report.tables import comparison_frame
-from specops.report.writer import ReportFiles, report_artifact, summary
+from specops.report.tables import comparison_frame, rounded_records
+from specops.report.writer import ReportFiles, public_url, report_artifact, run_names, summary
 from specops.report.writer import write_report as write
 from specops.results import durable
-from specops.results.manifest import MANIFEST
-from specops.results.manifest import save_result as save
+from specops.results.durable import MANIFEST
+from specops.results.durable import save_result as save
 from specops.results.model import RunResult
 from specops.results.role import RunRole
 from specops.results.store import ResultsError, ResultsStore

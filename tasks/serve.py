@@ -7,7 +7,7 @@ from prefect import get_run_logger, runtime
 
 from prefect_adapters.step import step
 from specops.backends.base import Backend, Server
-from specops.pipeline.serve import start_variant, stop_variant
+from specops.pipeline.render import start_variant, stop_variant
 from specops.run.rundir import RunDir
 from specops.run.variant import Variant
 

@@ -10,9 +10,8 @@ from prefect.artifacts import create_link_artifact, create_markdown_artifact
 from prefect_adapters.step import step
 from specops.atomic_file import write_text
 from specops.profile.loader import LoadedProfile
-from specops.report.artifact_names import artifact_key
-from specops.report.links import figure_markdown, link_markdown, public_url
 from specops.report.plot import write_sweep_plots
+from specops.report.writer import artifact_key, figure_markdown, link_markdown, public_url
 from specops.results.model import RunResult
 from specops.run.rundir import RunDir
 from specops.sweep.cells import BaseCell, CellStore

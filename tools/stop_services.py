@@ -40,6 +40,13 @@ def running(proc: psutil.Process) -> bool:
         return False
 
 
+def name_of(proc: psutil.Process) -> str:
+    try:
+        return " ".join(proc.cmdline())[:160] or proc.name()
+    except psutil.Error:
+        return "?"
+
+
 def signal_all(procs: list[psutil.Process], sig: int) -> None:
     for proc in procs:
         with suppress(psutil.NoSuchProcess):
@@ -85,14 +92,14 @@ def stop(pid_file: Path, timeout_s: float) -> str:
     wait_gone(members, timeout_s)
     signal_all([leader], signal.SIGTERM)
     alive = wait_gone(procs, max(1.0, timeout_s - (time.monotonic() - start)))  # the leader: a second at least
-    killed = bool(alive)
+    killed = ", ".join(f"{p.pid} {name_of(p)}" for p in alive)  # what ignored SIGTERM, named for whoever reads why
     if alive:
         signal_all(alive, signal.SIGKILL)
         alive = wait_gone(alive, 5)
     pid_file.unlink(missing_ok=True)
     if alive:
         return f"{pid_file.stem}: {[p.pid for p in alive]} survived SIGKILL"
-    how = "SIGKILL after SIGTERM" if killed else "SIGTERM"
+    how = f"SIGKILL after SIGTERM: {killed}" if killed else "SIGTERM"
     return f"{pid_file.stem}: stopped {len(procs)} process(es) in {time.monotonic() - start:.1f}s ({how})"
 
 

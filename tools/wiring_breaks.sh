@@ -17,9 +17,9 @@ break_and_test() {  # file sed-expression label
   fi
   mv "$1.wiring-bak" "$1"
 }
-break_and_test specops/pipeline/lossless.py 's/        if b == s:/        if b.strip() == s.strip():/' \
+break_and_test specops/pipeline/check.py 's/        if b == s:/        if b.strip() == s.strip():/' \
   "outputs compared after strip()"
-break_and_test specops/pipeline/lossless.py 's/        mismatches += 1/        mismatches = 1/' \
+break_and_test specops/pipeline/check.py 's/        mismatches += 1/        mismatches = 1/' \
   "mismatch count capped at one"
 break_and_test specops/results/speedup.py \
   's/    t = float(stats.t.ppf(1 - (1 - level) \/ 2, df=len(ids) - 1))/    t = float(stats.t.ppf(1 - (1 - 0.90) \/ 2, df=len(ids) - 1))/' \

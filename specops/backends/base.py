@@ -12,7 +12,8 @@ from specops.bench.target import Api, BenchTarget, addresses
 from specops.run.plan_step import PlanStep
 from specops.run.server_settings import Serving
 from specops.run.variant import Variant
-from specops.sources.base import ModelArtifact
+from specops.sources.schemes import ModelArtifact
+from specops.triton import client
 
 
 @dataclass(frozen=True)
@@ -94,9 +95,11 @@ class Backend(ABC):
     def launch(self, variant: Variant, repo: Path, log_path: Path) -> Server:
         """Start serving repo and return once the server and model are ready (or raise)."""
 
-    @abstractmethod
     def generate(self, server: Server, variant: Variant, prompt: str, max_tokens: int) -> str:
-        """One request at temperature 0; the text generated after the prompt."""
+        """One request at temperature 0; the text generated after the prompt. Here in the I/O of Triton's vLLM
+        backend (specops.triton.client.generate), which the local backend's model speaks too."""
+        return client.generate(server.endpoint, variant.model_name, prompt, max_tokens, temperature=0.0,  # type: ignore[attr-defined]
+                               timeout_s=self.serving.request_timeout_s)
 
     @abstractmethod
     def acceptance(self, server: Server, variant: Variant, settle: bool = False) -> Acceptance | None:

@@ -16,10 +16,10 @@ from typing import Any
 
 import psutil
 
-from specops.cost.cpu import process_tree_cpu_seconds
+from specops.cost.meter import process_tree_cpu_seconds
 from specops.host import processes as proc
 from specops.host.liveness import exit_cause, process_state
-from specops.triton.endpoint import Endpoint
+from specops.triton.client import Endpoint
 
 log = logging.getLogger(__name__)
 

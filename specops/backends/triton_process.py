@@ -11,8 +11,8 @@ from typing import Any
 
 import psutil
 
-from specops.cost.cpu import process_tree_cpu_seconds
-from specops.host.teardown import teardown_quietly
+from specops.cost.meter import process_tree_cpu_seconds
+from specops.host.processes import teardown_quietly
 from specops.triton import client
 from specops.triton.server import TritonServer
 

@@ -24,8 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from specops.bench.exports import DISTRIBUTIONS, ExportError, aggregate_metrics
-from specops.bench.tool import payload_prompt
+from specops.bench.tool import DISTRIBUTIONS, ExportError, aggregate_metrics, payload_prompt
 from specops.results.metrics import BenchMetrics, RequestSample
 
 log = logging.getLogger(__name__)
@@ -149,10 +148,8 @@ def records_metrics(records: list[dict[str, Any]]) -> BenchMetrics:
     for key, (_unit, stem, _streaming_only) in DISTRIBUTIONS.items():
         found = latency if key == "request_latency" else values(key)
         for name, q in (("avg", None), ("p50", 50), ("p99", 99)):
-            if found is None:
-                figures[f"{stem}_{name}"] = None
-            else:
-                figures[f"{stem}_{name}"] = float(np.mean(found) if q is None else np.percentile(found, q))
+            figures[f"{stem}_{name}"] = None if found is None else float(
+                np.mean(found) if q is None else np.percentile(found, q))
     return BenchMetrics(**figures)
 
 

@@ -36,13 +36,12 @@ from specops.bench.aiperf_exports import (
     request_samples,
 )
 from specops.bench.aiperf_interleave import credit_records, why_not_interleaved
-from specops.bench.exports import ExportError
 from specops.bench.prompts import write_prompts_jsonl
-from specops.bench.tool import BenchJob, BenchTool, BenchToolError, InterleavedJob, prompt_index
+from specops.bench.tool import BenchJob, BenchTool, BenchToolError, ExportError, InterleavedJob, prompt_index
 from specops.bench.tool_process import ToolExitError, run_logged
 from specops.bench.toolchain import OFFLINE_VARS
 from specops.host.liveness import Watch
-from specops.host.secrets import scrubbed_env
+from specops.host.processes import scrubbed_env
 from specops.results.metrics import BenchRun
 from specops.settings import env_name, installed_venv, settings
 

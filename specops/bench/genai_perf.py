@@ -14,10 +14,48 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from specops.bench.exports import find_export, parse_exports
+from specops.bench.tool import ExportError, aggregate_metrics
 from specops.bench.tool_process import ToolExitError, ToolTimeoutError, run_logged
 from specops.bench.toolchain import genai_perf_executable, preflight, tool_env
 from specops.host.liveness import Watchdog
+
+# genai-perf writes under `--artifact-dir` into a subdirectory it names itself (`<model>-<service kind>-<backend>-
+# concurrency<N>`): this export (metrics + the input config), a `.csv` twin whose numbers carry thousands separators
+# (so the JSON is read), perf_analyzer's raw `profile_export.json` and the `inputs.json` it sent.
+EXPORT_NAME = "profile_export_genai_perf.json"
+
+
+def find_export(artifact_dir: Path) -> Path:
+    """The single profile_export_genai_perf.json in artifact_dir or one level below."""
+    root = Path(artifact_dir)
+    if not root.is_dir():
+        raise FileNotFoundError(f"artifact dir does not exist: {root}")
+    found = sorted({*root.glob(EXPORT_NAME), *root.glob(f"*/{EXPORT_NAME}")})
+    if not found:
+        listing = sorted(str(p.relative_to(root)) for p in root.rglob("*"))[:20]
+        raise FileNotFoundError(
+            f"no {EXPORT_NAME} under {root} (genai-perf failed or did not finish? "
+            f"check its log); found: {listing or 'nothing'}"
+        )
+    if len(found) > 1:
+        raise ExportError(f"several exports under {root}, use one artifact dir per run: {found}")
+    return found[0]
+
+
+def parse_exports(artifact_dir: Path) -> dict[str, Any]:
+    """Flat metrics from a run's export (ms for latencies, per second for throughputs).
+
+    Keys: output_token_throughput_tok_s, request_throughput_req_s,
+    {request_latency,time_to_first_token,inter_token_latency}_ms_{avg,p50,p99},
+    output_sequence_length_avg, input_sequence_length_avg, request_count. Streaming-only
+    metrics are None for a non-streaming run.
+    """
+    path = find_export(artifact_dir)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise ExportError(f"{path}: not valid JSON ({exc})") from None
+    return aggregate_metrics(data, path, "count")
 
 __all__ = [
     "GenaiPerfError",

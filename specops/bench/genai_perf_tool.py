@@ -3,16 +3,49 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from importlib import metadata
+from pathlib import Path
 from typing import Any
 
 from specops.bench import genai_perf
-from specops.bench.exports import find_export
-from specops.bench.genai_perf_records import RAW_EXPORT, request_samples
+from specops.bench.genai_perf import find_export
 from specops.bench.prompts import write_prompts_jsonl
 from specops.bench.target import Api
-from specops.bench.tool import BenchJob, BenchTool, BenchToolError, prompt_index
+from specops.bench.tool import BenchJob, BenchTool, BenchToolError, ExportError, payload_prompt, prompt_index
 from specops.host.liveness import Watchdog
-from specops.results.metrics import BenchMetrics, BenchRun
+from specops.results.metrics import BenchMetrics, BenchRun, RequestSample
+
+# Per-request samples from genai-perf's raw export (profile_export.json): payload, send and response timestamps;
+# output tokens counted by genai-perf's own parser (LLMProfileDataParser), as its averages were.
+RAW_EXPORT = "profile_export.json"
+
+
+def request_samples(export: Path, tokenizer: Path | str, prompt_of: Callable[[str], int | None],
+                    round_: int) -> list[RequestSample]:
+    """One sample per exported request with responses; every request must name a known prompt."""
+    from genai_perf.profile_data_parser import LLMProfileDataParser  # noqa: PLC0415
+    from genai_perf.tokenizer import Tokenizer  # noqa: PLC0415
+    from genai_perf.utils import load_json  # noqa: PLC0415
+
+    tok = Tokenizer()
+    tok.set_tokenizer(str(tokenizer), False, "main")
+    parser = LLMProfileDataParser(export, tok)
+    data = load_json(export)
+    samples = []
+    for request in data["experiments"][0]["requests"]:
+        timestamps, outputs = request["response_timestamps"], request["response_outputs"]
+        parser._preprocess_response(timestamps, outputs)  # genai-perf merges SSE fragments first
+        if not timestamps:
+            continue  # genai-perf skips requests without a response the same way
+        text = payload_prompt(request["request_inputs"])
+        prompt = prompt_of(text) if text is not None else None
+        if prompt is None:
+            raise ExportError(f"{export}: a request's prompt is not one the job sent: {str(text)[:80]!r}")
+        _, tokens = parser._get_output_token_counts(outputs)
+        start = int(request["timestamp"])
+        samples.append(RequestSample(prompt=prompt, round=round_, latency_s=(int(timestamps[-1]) - start) / 1e9,
+                                     output_tokens=int(tokens), ttft_s=(int(timestamps[0]) - start) / 1e9))
+    return samples
+
 
 # API -> (genai-perf --endpoint-type, --backend for kserve)
 ENDPOINTS: dict[Api, tuple[str, str | None]] = {

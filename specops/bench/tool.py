@@ -20,6 +20,7 @@ from typing import Any, ClassVar
 
 from specops.bench.target import Api, BenchTarget
 from specops.host.liveness import Watch, Watchdog
+from specops.registry import Registry
 from specops.results.metrics import BenchRun
 
 
@@ -89,7 +90,7 @@ def interleave_blocker(tool: BenchTool, jobs: Sequence[BenchJob]) -> str | None:
 
 
 class BenchTool(ABC):
-    """A load generator specops can run; registered in specops.bench.tool_registry.BENCH_TOOLS."""
+    """A load generator specops can run; registered in BENCH_TOOLS below."""
 
     name: ClassVar[str]
     apis: ClassVar[tuple[Api, ...]]  # the APIs it can drive, preferred first
@@ -162,3 +163,63 @@ def payload_prompt(inputs: dict[str, Any]) -> str | None:
     if "messages" in body:
         return " ".join(m.get("content", "") for m in body["messages"])
     return None
+
+
+# export key -> (unit genai-perf and AIPerf report, our name's stem, streaming only: absent from a
+# non-streaming run's export); of each we keep DISTRIBUTION_STATS
+DISTRIBUTIONS = {
+    "request_latency": ("ms", "request_latency_ms", False),
+    "time_to_first_token": ("ms", "time_to_first_token_ms", True),
+    "inter_token_latency": ("ms", "inter_token_latency_ms", True),
+}
+DISTRIBUTION_STATS = ("avg", "p50", "p99")
+
+
+class ExportError(ValueError):
+    """An export that is missing, ambiguous or not in the expected shape."""
+
+
+def aggregate_metrics(data: dict, path: Path, count_unit: str) -> dict[str, Any]:
+    """The BenchMetrics fields from an export's aggregates, the shape genai-perf's and AIPerf's share;
+    `count_unit`: the unit the tool gives request_count in."""
+    metrics: dict[str, Any] = {
+        "output_token_throughput_tok_s": metric_stat(data, path, "output_token_throughput", "tokens/sec", "avg"),
+        "request_throughput_req_s": metric_stat(data, path, "request_throughput", "requests/sec", "avg"),
+    }
+    for key, (unit, stem, streaming_only) in DISTRIBUTIONS.items():
+        for stat in DISTRIBUTION_STATS:
+            metrics[f"{stem}_{stat}"] = metric_stat(data, path, key, unit, stat, streaming_only)
+    metrics["output_sequence_length_avg"] = metric_stat(data, path, "output_sequence_length", "tokens", "avg")
+    metrics["input_sequence_length_avg"] = metric_stat(data, path, "input_sequence_length", "tokens", "avg", True)
+    metrics["request_count"] = int(metric_stat(data, path, "request_count", count_unit, "avg"))
+    return metrics
+
+
+def metric_stat(
+    data: dict, path: Path, key: str, unit: str, stat: str, optional: bool = False
+) -> float | None:
+    """One statistic of one metric ({"unit": ..., "avg": ..., "p50": ...}, the shape genai-perf's
+    and AIPerf's exports share), its unit checked."""
+    entry = data.get(key)
+    if entry is None:
+        if optional:
+            return None
+        raise ExportError(f"{path}: metric {key!r} missing (have {sorted(data)})")
+    if entry.get("unit") != unit:
+        raise ExportError(f"{path}: {key} is in {entry.get('unit')!r}, expected {unit!r}")
+    value = entry.get(stat)
+    if not isinstance(value, (int, float)):
+        raise ExportError(f"{path}: {key}.{stat} is {value!r}, expected a number")
+    return float(value)
+
+
+
+# `benchmark.tool` in a profile names one of these.
+BENCH_TOOLS: Registry[type[BenchTool]] = Registry("benchmark tool")
+BENCH_TOOLS.register("genai-perf", "specops.bench.genai_perf_tool:GenaiPerf")
+BENCH_TOOLS.register("aiperf", "specops.bench.aiperf_tool:AIPerf")
+DEFAULT_TOOL = "genai-perf"
+
+
+def bench_tool(name: str) -> BenchTool:
+    return BENCH_TOOLS.get(name)()

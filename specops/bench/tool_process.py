@@ -15,8 +15,7 @@ from pathlib import Path
 
 from specops.host import tracking
 from specops.host.liveness import Watch
-from specops.host.processes import kill_process_tree, spawn_guarded
-from specops.host.teardown import teardown_quietly
+from specops.host.processes import kill_process_tree, spawn_guarded, teardown_quietly
 
 KILL_GRACE_S = 5.0
 WAIT_POLL_S = 0.5  # how often a running tool's server is asked after (see specops.host.liveness)

@@ -16,7 +16,7 @@ import sysconfig
 from collections.abc import Mapping
 from pathlib import Path
 
-from specops.host.secrets import scrubbed_env
+from specops.host.processes import scrubbed_env
 
 OFFLINE_VARS = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
 

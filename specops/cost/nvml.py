@@ -1,4 +1,4 @@
-"""GPU energy and GPU inventory through NVML (`import pynvml`, from the nvidia-ml-py package).
+"""GPU energy and GPU inventory through NVML (`import pynvml`, from nvidia-ml-py); the host a run measured on.
 
 Energy is `nvmlDeviceGetTotalEnergyConsumption`: millijoules a device consumed since the driver
 was last loaded (Volta and newer). It is the whole device's energy, idle power and other
@@ -14,13 +14,32 @@ Device Queries). TensorRT engines are built for one GPU model (HF TGI's TensorRT
 """
 from __future__ import annotations
 
+import os
+import platform
+import socket
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
-from specops.launch.gpus import parse_gpus
+import psutil
 
+from specops.results.model import GpuRecord, HostRecord
+
+CPUINFO = Path("/proc/cpuinfo")
 NO_DRIVER = "no NVIDIA driver (libnvidia-ml.so.1 not found)"
+
+
+GpuRequest = str | int | list[str] | None  # the Docker launcher's GPU request: "all", a count, device ids; None
+
+
+def parse_gpus(value: str) -> GpuRequest:
+    """A profile's `gpus`: "all", a count ("2"), or device ids ("0,2"); "" and "none" ask for no GPU."""
+    if value in ("", "none"):
+        return None
+    if value == "all":
+        return "all"
+    return int(value) if value.isdigit() else [v.strip() for v in value.split(",") if v.strip()]
 
 
 class EnergyCounterError(RuntimeError):
@@ -170,3 +189,27 @@ def gpu_uuids() -> dict[int, str]:
     reboots and CUDA_VISIBLE_DEVICES, where indices do not."""
     with _session() as nvml:
         return {i: _text(nvml.nvmlDeviceGetUUID(h)) for i, h in _handles(nvml)}
+
+
+def cpu_model(cpuinfo: Path = CPUINFO) -> str:
+    """The first "model name" of /proc/cpuinfo; else platform.processor(), else the machine type."""
+    try:
+        for line in cpuinfo.read_text(errors="replace").splitlines():
+            key, _, value = line.partition(":")
+            if key.strip() == "model name" and value.strip():
+                return value.strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine() or "unknown"
+
+
+def host_record() -> HostRecord:
+    """The host a run measured on: CPU, memory, and NVIDIA GPUs when NVML sees any."""
+    gpus: list[GpuRecord] = []
+    driver = cuda = None
+    if nvml_available() is None:
+        infos, driver, cuda = gpu_host_info()
+        gpus = [GpuRecord(**info) for info in infos]
+    return HostRecord(hostname=socket.gethostname(), platform=platform.platform(), python=platform.python_version(),
+                      cpu_model=cpu_model(), cores=psutil.cpu_count(logical=True) or os.cpu_count() or 1,
+                      memory_gb=round(psutil.virtual_memory().total / 2**30, 1), gpus=gpus, driver=driver, cuda=cuda)

@@ -12,10 +12,8 @@ from pathlib import Path
 
 import torch
 
-from specops.draft.prepare import prepare_training
-from specops.draft.spec import TrainSpec
-from specops.draft.target import draft_vocabulary
-from specops.draft.train_result import TrainResult
+from specops.draft.prepare import draft_vocabulary, prepare_training
+from specops.draft.spec import TrainResult, TrainSpec
 from specops.run.progress import Progress
 
 

@@ -8,6 +8,7 @@ it, each with its upstream source, in specops/draft/data/modelopt.yaml.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 from typing import Any, Literal
@@ -17,7 +18,8 @@ from packaging.version import Version
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from specops.fields import Count, Real, Seconds
-from specops.settings import env_name
+from specops.run.variant import Variant, base_method
+from specops.settings import env_name, secret, settings
 
 # The image the seed's `vllm serve` runs in: Triton's vLLM image, whose vLLM version specops' image matrix
 # knows (26.02: vLLM 0.15.1), the same one the vllm backend serves with by default.
@@ -43,7 +45,7 @@ class _Section(BaseModel):
 
 
 def _docker_gpus(value: str) -> str:
-    from specops.launch.gpus import parse_gpus
+    from specops.cost.nvml import parse_gpus
 
     parsed = parse_gpus(value)
     if parsed is None:
@@ -108,3 +110,22 @@ class GpuTraining(_Section):
     save_steps: Count = Field(1000, ge=1, description="checkpoint every N steps (seed: --save_steps 1000)")
     shm_size: str | None = Field("16g", description="docker --shm-size (the data loader's workers share memory)")
     timeout_s: Seconds = Field(24 * 3600, description="bound on the training container's run (at most a day)")
+
+
+# The seed's data step serves the target on backend vllm-serve (the flow builds it through
+# specops.pipeline.backend.synthesis_backend_for; the draft layer does not import backends) the way it serves
+# every variant, stopped whatever happens to the synthesis.
+# The target with speculation off; vLLM answers to its name (--served-model-name synthesis).
+SYNTHESIS = Variant("synthesis", base_method())
+
+
+@dataclass(frozen=True)
+class SynthesisEndpoint:
+    url: str  # http://host:port (the synthesizer adds /v1/chat/completions)
+    model: str  # --served-model-name
+    api_key: str | None
+
+
+def synthesis_endpoint(server: Any) -> SynthesisEndpoint:
+    """Where the synthesizer reaches the served SYNTHESIS variant (a server of backend vllm-serve)."""
+    return SynthesisEndpoint(server.endpoint.http_base, SYNTHESIS.model_name, secret(settings().vllm_api_key))

@@ -6,9 +6,8 @@ from typing import Any
 
 import yaml
 
-from specops.draft.gpu import VLLM_KEY_ENV, modelopt_facts
+from specops.draft.gpu import SYNTHESIS, VLLM_KEY_ENV, modelopt_facts
 from specops.draft.gpu_recipe import EXPORT, OUT_IN, RECIPE, recipe_yaml, training_container
-from specops.draft.gpu_synthesis import SYNTHESIS
 from specops.draft.spec import DataSpec, TrainSpec
 from specops.draft.store import DATA_FILE
 from specops.launch.describe import describe_line
@@ -18,7 +17,7 @@ TARGET = "<target checkpoint from the download step>"
 
 
 def synthesis_commands(data: DataSpec, backend: Any, cache: str) -> list[str]:
-    """What the synthesis server's backend (vllm-serve, see gpu_synthesis) plans - its version, rendered files,
+    """What the synthesis server's backend (vllm-serve, see specops/draft/gpu.py) plans - its version, rendered files,
     container and readiness probe - then the requests the synthesizer sends and the teardown."""
     steps = {step.step: step for step in backend.plan(SYNTHESIS, None, None)}
     repo = backend.run_repo(SYNTHESIS)

@@ -13,8 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from specops.draft.gpu_recipe import CHECKPOINT, EXPORT, RECIPE, recipe_yaml, training_container
-from specops.draft.spec import TrainSpec
-from specops.draft.train_result import TrainResult
+from specops.draft.spec import TrainResult, TrainSpec
 from specops.run.progress import Progress
 
 MEDUSA_PREFIX = "medusa_heads."

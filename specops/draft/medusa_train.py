@@ -15,8 +15,7 @@ import torch
 import torch.nn.functional as F
 
 from specops.draft.prepare import prepare_training
-from specops.draft.spec import TrainSpec
-from specops.draft.train_result import TrainResult
+from specops.draft.spec import TrainResult, TrainSpec
 from specops.run.progress import Progress
 from specops.runtime.medusa_proposer import write_medusa_layout
 

@@ -22,12 +22,10 @@ from collections.abc import Callable
 from itertools import zip_longest
 from pathlib import Path
 
-from specops.draft.datasets import fetch_dataset_file, is_dataset_uri
 from specops.draft.prompt_sources import PromptItem, conversation_prompts, humaneval_prompts, stdlib_prompts
-from specops.draft.spec import DataSpec, TrainSpec
-from specops.draft.train_result import RESULT_FILE, TrainResult
-from specops.sources.base import ModelArtifact, hash_file
+from specops.draft.spec import RESULT_FILE, DataSpec, TrainResult, TrainSpec, fetch_dataset_file, is_dataset_uri
 from specops.sources.integrity import Entry, publish, rename_into_place, verify
+from specops.sources.schemes import ModelArtifact, hash_file
 
 DATA_RECIPE = "train-data-1"  # bump when the synthesized record format changes
 DRAFT_RECIPE = "draft-2"  # bump when training or the export layout changes

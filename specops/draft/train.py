@@ -1,13 +1,13 @@
-"""Train the draft module a profile asks for: the trainer registry and its one entry point."""
+"""Train the draft module a profile asks for: the trainer registry, its one entry point, and the acceptance
+of the freshly trained draft, measured by the embedded runtime on held-out prompts."""
 from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
 
 from specops.draft.conversations import read_conversations
-from specops.draft.evaluate import measure_acceptance
-from specops.draft.spec import TrainSpec
-from specops.draft.train_result import RESULT_FILE, TrainResult
+from specops.draft.modes import MODE_OF_METHOD
+from specops.draft.spec import RESULT_FILE, TrainResult, TrainSpec
 from specops.registry import Registry
 from specops.run.progress import Progress
 
@@ -17,6 +17,7 @@ TRAINERS.register("eagle3", "specops.draft.eagle_train:train_eagle")
 TRAINERS.register("eagle", "specops.draft.eagle_train:train_eagle")
 TRAINERS.register("medusa", "specops.draft.medusa_train:train_medusa")
 TRAINERS.register("distill", "specops.draft.distill:train_distill")
+METHOD_OF_MODE = {mode: method for method, mode in MODE_OF_METHOD.items()}
 
 
 def train_draft(spec: TrainSpec, draft_length: int, target_dir: Path, data_path: Path, out_dir: Path,
@@ -47,3 +48,23 @@ def train_draft(spec: TrainSpec, draft_length: int, target_dir: Path, data_path:
     log(f"{spec.mode}: trained in {result.train_seconds:.0f}s ({result.steps} steps, "
         f"{result.tokens} tokens; target pass {result.prepare_seconds:.0f}s)")
     return result
+
+
+def measure_acceptance(mode: str, export_dir: Path, target_dir: Path, draft_length: int,
+                       prompts: list[str], max_tokens: int, threads: int = 1) -> dict[str, float]:
+    """Greedy-decode `prompts` with the draft; acceptance rate and tokens per verification step."""
+    from specops.runtime.engine import DecodingEngine
+
+    engine = DecodingEngine.load(target_dir, METHOD_OF_MODE[mode],
+                                 {"draft_dir": str(export_dir), "num_speculative_tokens": draft_length},
+                                 threads=threads)
+    for prompt in prompts:
+        engine.generate_ids(engine.tokenizer(prompt)["input_ids"], max_tokens, ignore_eos=True)
+    c = engine.counters.snapshot()
+    drafted = max(1, c["num_draft_tokens"])
+    return {
+        "prompts": float(len(prompts)),
+        "acceptance_rate": c["num_accepted_tokens"] / drafted,
+        "mean_tokens_per_step": c["num_generated_tokens"] / max(1, c["num_steps"]),
+        **{f"accepted_at_{i + 1}": n / max(1, c["num_drafts"]) for i, n in enumerate(c["accepted_per_position"])},
+    }

@@ -2,7 +2,7 @@
 
 Prefect's UI shows a markdown artifact's images and opens its links only over http(s): a browser refuses
 file:// URLs from a web page. `make up` starts this server on the artifacts root and hands its URL to the
-deployments (SPECOPS_ARTIFACTS_URL); specops/report/links.py turns a run's files into URLs under it.
+deployments (SPECOPS_ARTIFACTS_URL); specops/report/writer.py turns a run's files into URLs under it.
 
     GET/HEAD /<path>   a file or a directory listing under the root; nothing outside it (`..` and
                        symlinks that resolve elsewhere answer 404)

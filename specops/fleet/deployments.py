@@ -148,7 +148,7 @@ def comparable_sets(profiles: list[Profile]) -> dict[str, list[Profile]]:
 def compare_deployments(profiles: list[Profile]) -> list[dict[str, Any]]:
     """`compare/<model>-<backend>`: on each pool, its first comparable set (comparable_sets) side by side,
     unscheduled; the form's `profiles` takes any others of one target (the description lists this pool's
-    sets; flows/compare.py refuses two targets, specops/profile/comparison.py)."""
+    sets; flows/compare.py refuses two targets, specops/profile/loader.py check_comparable)."""
     out = []
     for pool in (CPU_POOL, GPU_POOL):
         sets = {name: members for name, members in comparable_sets(profiles).items() if pool_of(members[0]) == pool}

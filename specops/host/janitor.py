@@ -32,7 +32,6 @@ from specops.host.tracking import (
     unregister,
 )
 from specops.run.rundir import mark_abandoned
-from specops.triton.shm_regions import sweep_stale_shm_regions
 
 SHM_REGION = "shm-region"  # counted with what was stopped, reported as removed
 _ABANDONED = ("the run's process (pid {}) ended without finishing; specops janitor stopped what it "
@@ -84,6 +83,8 @@ def sweep(owner: str | None = None, *, everything: bool = False, runs: Mapping[s
         why = _ABANDONED.format(record.get("owner_pid", "?"))
         if record.get("run_dir") and mark_abandoned(Path(record["run_dir"]), why):
             log(f"janitor: {record['run_dir']}: status failed (its run is gone)")
+    from specops.triton.server import sweep_stale_shm_regions  # a sweep's only need of the Triton server
+
     for region in sweep_stale_shm_regions():
         log(f"janitor: removed {region} (Triton shared memory of a specops process that is gone)")
         stopped[SHM_REGION] += 1

@@ -10,7 +10,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import suppress
 from pathlib import Path
@@ -19,6 +19,7 @@ from typing import Any
 import psutil
 
 from specops.host import guard
+from specops.settings import env_name
 
 log = logging.getLogger(__name__)
 
@@ -29,6 +30,15 @@ _PR_SET_PDEATHSIG = 1
 _spawners: dict[int, ThreadPoolExecutor] = {}  # per pid: a forked child has no spawner thread
 _spawners_lock = threading.Lock()
 _LIBC = ctypes.CDLL(None, use_errno=True)  # loaded before any fork: no dlopen in the child
+
+
+# Credentials the pipeline may hold for downloads, which no tool or server it starts receives.
+SECRET_ENV = frozenset({env_name("hf_token"), "HUGGING_FACE_HUB_TOKEN"})
+
+
+def scrubbed_env(env: Mapping[str, str]) -> dict[str, str]:
+    """A copy of env without the credentials."""
+    return {k: v for k, v in env.items() if k not in SECRET_ENV}
 
 
 def port_is_free(host: str, port: int) -> bool:
@@ -75,12 +85,8 @@ def _preexec(death_signal: int, parent_pid: int) -> None:  # in the child betwee
         os.kill(os.getpid(), death_signal)
 
 
-def spawn(
-    cmd: Sequence[str],
-    env: Mapping[str, str],
-    log_path: Path,
-    death_signal: int = signal.SIGKILL,
-) -> subprocess.Popen:
+def spawn(cmd: Sequence[str], env: Mapping[str, str], log_path: Path,
+          death_signal: int = signal.SIGKILL) -> subprocess.Popen:
     """Start `cmd` in its own session, output appended to `log_path`, killed if we die."""
     with open(log_path, "ab") as log_fh:
         return popen_dying_with_us(cmd, death_signal, env=dict(env), stdin=subprocess.DEVNULL, stdout=log_fh,
@@ -126,7 +132,7 @@ def kill_process_tree(proc: subprocess.Popen, timeout_s: float) -> list[psutil.P
     Descendants are recorded before signalling: once the leader dies they are re-parented and
     can no longer be found from it (and they may have left the group).
     """
-    tree = descendants(proc.pid)
+    tree = descendants(proc.pid) + [p for p in group_members(proc.pid) if p.pid != proc.pid]
     _signal_group(proc.pid, signal.SIGTERM)
     # A stopped process (SIGSTOP: a frozen server the watchdog caught) keeps SIGTERM pending
     # until it is continued; without this it would always wait out the bound for SIGKILL.
@@ -137,12 +143,24 @@ def kill_process_tree(proc: subprocess.Popen, timeout_s: float) -> list[psutil.P
         log.warning("pid %d ignored SIGTERM for %.1fs: SIGKILL to its process group", proc.pid, timeout_s)
         _signal_group(proc.pid, signal.SIGKILL)
         proc.wait(timeout=10)
-    tree += [p for p in descendants(proc.pid) if p not in tree]
+    tree += [p for p in descendants(proc.pid) + group_members(proc.pid) if p not in tree and p.pid != proc.pid]
     alive = wait_gone(tree, timeout_s=max(1.0, timeout_s / 2))
     for p in alive:
         log.warning("killing leftover process %d (%s)", p.pid, _described(p))
         _kill(p)
     return wait_gone(alive, timeout_s=KILLED_EXIT_S)
+
+
+def group_members(pgid: int) -> list[psutil.Process]:
+    """The processes of a process group. A leader that died (SIGTERMed from outside while starting) left its
+    children re-parented, out of its tree but still in its group: Triton's Python stubs, which ignore SIGTERM
+    until their start-up handshake ends (stub-timeout-seconds, 30 s by default), are found this way."""
+    found = []
+    for p in psutil.process_iter():
+        with suppress(OSError, psutil.Error):
+            if os.getpgid(p.pid) == pgid:
+                found.append(p)
+    return found
 
 
 def wait_gone(procs: list[psutil.Process], timeout_s: float) -> list[psutil.Process]:
@@ -181,3 +199,15 @@ def _described(p: psutil.Process) -> str:
         return f"{p.name()}, {p.status()}"
     except psutil.Error:
         return "gone"
+
+
+def teardown_quietly(teardown: Callable[[], object], what: str) -> None:
+    """Run a teardown from an `except` block: its own failure is logged, not raised.
+
+    Raised, it would replace the error that caused the teardown (a "ports still bound" from
+    stop() hiding the "could not bind its ports" that made us stop), and that one says why.
+    """
+    try:
+        teardown()
+    except Exception as err:  # an interrupt still propagates
+        log.warning("%s failed while handling an earlier error: %s: %s", what, type(err).__name__, err)

@@ -31,6 +31,5 @@ from specops.launch.image import ImageIdentity
 __all__ = [
     "LABEL_FLOW_RUN", "LABEL_MANAGED", "LABEL_PROFILE", "LABEL_ROLE", "LABEL_RUN", "CommandFailed", "CommandTimeout",
     "ContainerExited", "ContainerHandle", "ContainerSpec", "DockerLauncher", "DockerUnavailable", "ImageIdentity",
-    "ImageMissing",
-    "LaunchError", "Mount", "NotReady", "Ulimit", "describe", "describe_line", "run_labels", "triton_ulimits",
-]
+    "ImageMissing", "LaunchError", "Mount", "NotReady", "Ulimit", "describe", "describe_line", "run_labels",
+    "triton_ulimits"]

@@ -11,8 +11,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from specops.cost.nvml import GpuRequest
 from specops.host.tracking import current_owner
-from specops.launch.gpus import GpuRequest
 
 LABEL_MANAGED = "specops.managed"
 LABEL_RUN = "specops.run"

@@ -15,7 +15,7 @@ from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 
-from specops.host.teardown import teardown_quietly
+from specops.host.processes import teardown_quietly
 from specops.launch import logs
 from specops.launch.container import LABEL_MANAGED, LABEL_SECRET_NAMES, ContainerSpec
 from specops.launch.describe import describe as describe_spec

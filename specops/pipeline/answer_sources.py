@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from specops.draft import store
-from specops.draft.gpu_synthesis import SYNTHESIS, synthesis_endpoint
+from specops.draft.gpu import SYNTHESIS, synthesis_endpoint
 from specops.draft.spec import DataSpec
 from specops.draft.synthesize import openai_answerer
 from specops.host.liveness import Watchdog

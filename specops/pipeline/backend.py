@@ -3,8 +3,7 @@ from __future__ import annotations
 
 from specops.backends import BACKENDS
 from specops.backends.base import Backend, Deployment, make_backend
-from specops.bench.tool import BenchTool
-from specops.bench.tool_registry import bench_tool
+from specops.bench.tool import BenchTool, bench_tool
 from specops.profile.schema import Profile
 
 

@@ -1,6 +1,8 @@
-"""Smoke request and the outputs the lossless check compares."""
+"""Smoke request, the outputs the lossless check compares, and the check: at temperature 0 the speculative server
+must say exactly what the base says."""
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass
 
@@ -8,6 +10,7 @@ from specops.backends.base import Backend, Server
 from specops.bench.prompts import load_prompts
 from specops.host.liveness import Watchdog
 from specops.profile.schema import Benchmark, Comparison
+from specops.results.model import Divergence, Lossless
 from specops.run.variant import Variant
 
 SMOKE_PROMPT = "def fibonacci(n):\n"
@@ -66,3 +69,21 @@ def greedy_outputs(backend: Backend, server: Server, variant: Variant, prompts: 
                    max_tokens: int, pace: Pace | None = None) -> list[str]:
     watch = Watchdog(server, f"lossless check of {variant.name}")
     return [watched_generate(backend, server, variant, p, max_tokens, watch, pace) for p in prompts]
+
+
+def compare_outputs(base: list[str], speculative: list[str], window: int = 40) -> Lossless:
+    """Compare outputs prompt by prompt; record the first diverging prompt and position."""
+    if len(base) != len(speculative):
+        return Lossless(compared=0, mismatches=0,
+                        reasons=[f"output counts differ: base {len(base)}, speculative {len(speculative)}"])
+    first, mismatches = None, 0
+    for index, (b, s) in enumerate(zip(base, speculative)):
+        if b == s:
+            continue
+        mismatches += 1
+        if first is None:
+            pos = len(os.path.commonprefix([b, s]))
+            lo = max(0, pos - window // 2)
+            first = Divergence(prompt_index=index, position=pos, base=b[lo : pos + window // 2],
+                               speculative=s[lo : pos + window // 2])
+    return Lossless(compared=len(base), mismatches=mismatches, first=first)

@@ -2,7 +2,8 @@
 
 Each repository and engine directory records its files in its `.complete` marker when it is
 published and is verified against it when used (specops/sources/integrity.py); specops/sources/entry_lock.py
-makes each once across concurrent runs and says whether a step found its entry there.
+makes each once across concurrent runs and says whether a step found its entry there. start_variant and
+stop_variant start and stop a variant's server on it.
 """
 from __future__ import annotations
 
@@ -10,13 +11,16 @@ import hashlib
 import json
 import shutil
 import tempfile
+import time
 from pathlib import Path
 
-from specops.backends.base import Backend
+from specops.backends.base import Backend, Server
+from specops.host import janitor
+from specops.run.rundir import RunDir
 from specops.run.variant import Variant
-from specops.sources.base import ModelArtifact
 from specops.sources.entry_lock import Stored, produce_once
 from specops.sources.integrity import Entry, publish, rename_into_place, verify
+from specops.sources.schemes import ModelArtifact
 from specops.versions import facts_digest
 
 RECIPE = "repository-4"  # bump when a rendered repository or engine layout changes
@@ -80,18 +84,11 @@ def _engines_done(directory: Path) -> bool:
 
 def repository_key(backend: Backend, variant: Variant, target: ModelArtifact, draft: ModelArtifact | None,
                    engines: Path | None = None) -> str:
-    payload = {
-        "engines": str(engines) if engines else None,
-        "recipe": RECIPE,
-        "facts": facts_digest(),  # what each image's framework accepts decides what is rendered
-        "backend": backend.cache_identity(),
-        "method": variant.method.model_dump(mode="json"),
-        "variant": variant.name,
-        "parallel": variant.parallel,
-        "target": target.sha256,
-        "target_path": str(target.path),
-        "draft": draft.sha256 if draft else None,
-    }
+    # facts: what each image's framework accepts decides what is rendered
+    payload = {"engines": str(engines) if engines else None, "recipe": RECIPE, "facts": facts_digest(),
+               "backend": backend.cache_identity(), "method": variant.method.model_dump(mode="json"),
+               "variant": variant.name, "parallel": variant.parallel, "target": target.sha256,
+               "target_path": str(target.path), "draft": draft.sha256 if draft else None}
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:24]
 
 
@@ -125,3 +122,22 @@ def stage_repository(repo: Path, dest: Path) -> Path:
     shutil.rmtree(dest, ignore_errors=True)
     shutil.copytree(repo, dest, ignore=shutil.ignore_patterns(COMPLETE))
     return dest
+
+
+def start_variant(backend: Backend, variant: Variant, repo: Path, run: RunDir, owner: str | None) -> Server:
+    """Start a variant's server on its staged repository, recorded so a dead run's servers can be reaped."""
+    staged = stage_repository(repo, run.path / "repository" / variant.name)
+    log_path = run.logs() / f"server-{variant.name}.log"
+    server = backend.launch(variant, staged, log_path)
+    record = server.record() | {"owner": owner, "run_dir": str(run.path),
+                                "what": f"{backend.deployment.profile}/{variant.name}"}
+    janitor.register(record)
+    run.write_json(f"servers/{variant.name}.json", record | {"started_at": time.time()})
+    return server
+
+
+def stop_variant(server: Server, timeout_s: float) -> None:
+    try:
+        server.stop(timeout_s)
+    finally:
+        janitor.unregister(server.record())

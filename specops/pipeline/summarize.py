@@ -10,7 +10,7 @@ from pathlib import Path
 
 from specops.backends.base import Backend
 from specops.bench.tool import BenchTool
-from specops.cost.host import host_record
+from specops.cost.nvml import host_record
 from specops.profile.loader import LoadedProfile
 from specops.results.model import (
     BenchmarkRecord,
@@ -31,7 +31,7 @@ from specops.results.role import RunRole
 from specops.results.speedup import paired_speedup
 from specops.run.rundir import RunDir
 from specops.run.variant import BASE, SPECULATIVE, Variant
-from specops.sources.base import ModelArtifact
+from specops.sources.schemes import ModelArtifact
 
 MEASURED_PHASES = ("serve", "check", "benchmark", "draft")  # draft: synthesis + training, when not cached
 PACKAGES = ("specops", "prefect", "torch", "transformers", "tritonclient", "nvidia-pytriton", "genai-perf",

@@ -10,6 +10,7 @@ import difflib
 import hashlib
 import json
 import logging
+from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -17,19 +18,49 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from specops.draft.datasets import is_dataset_uri
-from specops.profile import strict_yaml
+from specops.draft.spec import is_dataset_uri
 from specops.profile.errors import ProfileError, explain
 from specops.profile.schema import Profile
 from specops.settings import settings
 
 INCLUDE_KEY = "include"
+COMPARE_ORIGIN = "compare-profiles"
 # Load-time warnings: a profile that is valid but not what it seems (e.g. a setting left to an engine whose default
 # differs from another engine's). Logged once per process, profile file and message (a sweep loads its profile per
-# cell), and kept on LoadedProfile.warnings. Under a flow run, prefect_adapters/run_logs.py forwards `specops.*` to
+# cell), and kept on LoadedProfile.warnings. Under a flow run, prefect_adapters/step.py forwards `specops.*` to
 # its logs; on the command line, Python's last-resort handler prints them to stderr.
 log = logging.getLogger("specops.profile")
 _warned: set[str] = set()
+
+
+class DuplicateKeyError(yaml.YAMLError):
+    """A key given twice in one mapping: PyYAML would keep the last without a word."""
+
+    def __init__(self, key: Any, line: int, first_line: int):
+        self.key, self.line, self.first_line = key, line, first_line
+        super().__init__(f"duplicate key {key!r} at line {line} (first given at line {first_line})")
+
+
+class StrictLoader(yaml.SafeLoader):
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict:
+        seen: dict[Any, int] = {}
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":  # `<<:` merges on purpose
+                continue
+            key = self.construct_object(key_node, deep=True)
+            line = key_node.start_mark.line + 1
+            try:
+                if key in seen:
+                    raise DuplicateKeyError(key, line, seen[key])
+            except TypeError:  # an unhashable key: SafeLoader refuses it with its own message
+                break
+            seen[key] = line
+        return super().construct_mapping(node, deep=deep)
+
+
+def strict_load(text: str) -> Any:
+    """safe_load (plain data only) that refuses a key given twice in one mapping."""
+    return yaml.load(text, Loader=StrictLoader)
 
 
 def profiles_dir() -> Path:
@@ -93,8 +124,8 @@ def read_document(path: Path, chain: tuple[Path, ...] = ()) -> dict:
         cycle = " -> ".join(p.name for p in (*chain, path))
         raise ProfileError(str(chain[0]), [(INCLUDE_KEY, f"include cycle: {cycle}")])
     try:
-        data = strict_yaml.load(_read_text(path, chain)) or {}
-    except strict_yaml.DuplicateKeyError as exc:
+        data = strict_load(_read_text(path, chain)) or {}
+    except DuplicateKeyError as exc:
         raise ProfileError(str(path), [(str(exc.key), f"given twice, at line {exc.first_line} and at line "
                                         f"{exc.line}; keep one")]) from None
     except yaml.YAMLError as exc:
@@ -155,7 +186,7 @@ def apply_overrides(doc: dict, overrides: list[str] | tuple[str, ...]) -> dict:
             if not isinstance(node, dict):
                 raise ProfileError("--set", [(key, f"{part!r} is not a section")])
         try:
-            node[parts[-1]] = strict_yaml.load(raw) if raw.strip() else ""
+            node[parts[-1]] = strict_load(raw) if raw.strip() else ""
         except yaml.YAMLError as exc:
             raise ProfileError("--set", [(key, f"value {raw!r} is not valid YAML: {_yaml_problem(exc)}")]) from None
     return out
@@ -163,7 +194,18 @@ def apply_overrides(doc: dict, overrides: list[str] | tuple[str, ...]) -> dict:
 
 def load_profile(name_or_path: str | Path, overrides: list[str] | tuple[str, ...] = ()) -> LoadedProfile:
     path = resolve_path(name_or_path)
-    doc = apply_overrides(read_document(path), overrides)
+    return _validated(apply_overrides(read_document(path), overrides), path, tuple(overrides))
+
+
+def overridden(loaded: LoadedProfile, more: list[str] | tuple[str, ...]) -> LoadedProfile:
+    """The loaded profile with `more` overrides on top, validated from memory: the file is not read again."""
+    # What the user's document set, not the defaults: a default set explicitly can be refused (a CPU trainer's
+    # setting under the GPU trainer).
+    document = loaded.profile.model_dump(mode="json", exclude_unset=True)
+    return _validated(apply_overrides(document, more), loaded.path, (*loaded.overrides, *more))
+
+
+def _validated(doc: dict, path: Path, overrides: tuple[str, ...]) -> LoadedProfile:
     origin = f"{path}" + (f" (with --set {' '.join(overrides)})" if overrides else "")
     try:
         profile = Profile.model_validate(doc)
@@ -175,7 +217,7 @@ def load_profile(name_or_path: str | Path, overrides: list[str] | tuple[str, ...
         if f"{path}: {warning}" not in _warned:
             _warned.add(f"{path}: {warning}")
             log.warning("%s: warning: %s", origin, warning)
-    return LoadedProfile(profile, path, tuple(overrides), profile.model_dump(mode="json"), warnings)
+    return LoadedProfile(profile, path, overrides, profile.model_dump(mode="json"), warnings)
 
 
 def load_warnings(profile: Profile) -> tuple[str, ...]:
@@ -225,3 +267,28 @@ def _check_files(profile: Profile, origin: str) -> None:
             problems.append(("draft.train.data.conversations", str(err)))
     if problems:
         raise ProfileError(origin, problems)
+
+
+def check_comparable(loaded: list[LoadedProfile]) -> None:
+    """What `compare-profiles` may put side by side: two or more different profiles of one target model.
+    Raise ProfileError naming what makes these loaded profiles (one per argument) no comparison."""
+    same: dict[str, list[str]] = defaultdict(list)
+    for lp in loaded:
+        same[lp.sha256].append(str(lp.path))
+    twice = [paths for paths in same.values() if len(paths) > 1]
+    targets = {lp.profile.name: lp.profile.target.source for lp in loaded}
+    if len(loaded) < 2:
+        why = f"compare needs two profiles or more; got {[str(lp.path) for lp in loaded]}"
+    elif twice:
+        # The same profile twice measured the host's noise, not two methods (it once printed 1.43x and
+        # 0.46x for one profile, without a word); `specops run` it twice and `specops compare` the runs,
+        # which warns when their intervals disagree.
+        why = ("compare puts different profiles side by side; these resolve to the same profile: "
+               + "; ".join(" and ".join(paths) for paths in twice)
+               + ". To measure one profile twice, `specops run` it twice and `specops compare` the runs")
+    elif len(set(targets.values())) > 1:
+        why = ("compare puts profiles of one target model side by side; these differ: "
+               + ", ".join(f"{name}: {source}" for name, source in targets.items()))
+    else:
+        return
+    raise ProfileError(COMPARE_ORIGIN, [("profiles", why)])

@@ -10,7 +10,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validat
 
 from specops.backends import BACKENDS
 from specops.backends.spec import FieldError
-from specops.bench.tool_registry import BENCH_TOOLS, DEFAULT_TOOL
+from specops.bench.tool import BENCH_TOOLS, DEFAULT_TOOL
 from specops.draft.modes import MODE_OF_METHOD, check_mode_options
 from specops.draft.spec import TrainSpec
 from specops.fields import Count, Seconds

@@ -1,18 +1,87 @@
 """Write a run's report files from its RunResult: report.md, comparison.csv, comparison.png, manifest.json."""
 from __future__ import annotations
 
+import re
+import socket
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import quote
 
 from specops.atomic_file import replacing, write_text
-from specops.report.links import figure_markdown, link_markdown
 from specops.report.plot import write_plot
 from specops.report.tables import comparison_frame, report_markdown
-from specops.results.manifest import MANIFEST, save_result
+from specops.results.durable import MANIFEST, save_result
 from specops.results.model import RunResult
+from specops.run.roots import artifacts_root
+from specops.settings import settings
 
 REPORT_MD, COMPARISON_CSV, PLOT_PNG, MANIFEST_JSON = "report.md", "comparison.csv", "comparison.png", MANIFEST
 REPORT_NAMES = (REPORT_MD, COMPARISON_CSV, PLOT_PNG, MANIFEST_JSON)
+
+
+# Where a browser finds a run's file: an http(s) URL under SPECOPS_ARTIFACTS_URL (`make up` serves the artifacts
+# root with `specops serve-artifacts`), else a file:// URI, which browsers refuse from a web page, so the text
+# beside it names the host and path.
+def public_url(path: Path | str) -> str:
+    """The http(s) URL of `path` under SPECOPS_ARTIFACTS_URL when it lies under the artifacts root (a
+    directory's ends in /), else its file:// URI."""
+    path = Path(path).resolve()
+    base = settings().specops_artifacts_url
+    if base is None:
+        return path.as_uri()
+    try:
+        relative = path.relative_to(artifacts_root())
+    except ValueError:  # outside the root the server serves: only this host can open it
+        return path.as_uri()
+    url = f"{base}/{quote(relative.as_posix())}" if relative.parts else base
+    return url + "/" if path.is_dir() else url
+
+
+def served(path: Path | str) -> bool:
+    """Whether a browser can open `path` (public_url gives it an http(s) URL)."""
+    return not public_url(path).startswith("file:")
+
+
+def _markdown(path: Path | str, text: str, image: bool = False) -> str:
+    if served(path):
+        return f"{'!' if image else ''}[{text}]({public_url(path)})"
+    note = " (set SPECOPS_ARTIFACTS_URL to see it here)" if image else ""
+    return f"{text}: `{Path(path).resolve()}` on {socket.gethostname()}{note}"
+
+
+def figure_markdown(path: Path | str, caption: str) -> str:
+    """The figure as a markdown image (the Prefect UI shows it inline) when it is served; otherwise where it is."""
+    return _markdown(path, caption, image=True)
+
+
+def link_markdown(path: Path | str, text: str) -> str:
+    """A markdown link a browser opens when the file is served; otherwise the path on its host."""
+    return _markdown(path, text)
+
+
+# Prefect artifact keys: the UI's catalog shows the latest artifact of each key, so a profile's own runs keep
+# theirs (`ngram-local-report`) and sweep cells and members of a comparison or calibration get their own (RunRole).
+def artifact_key(*parts: str) -> str:
+    """Prefect artifact keys allow lowercase letters, digits and dashes only
+    (prefect/server/schemas/actions.py ArtifactCreate validates them)."""
+    return re.sub(r"-+", "-", re.sub(r"[^a-z0-9-]", "-", "-".join(parts).lower())).strip("-")
+
+
+@dataclass(frozen=True)
+class ArtifactNames:
+    prefix: str  # of every key of the run's artifacts: <prefix>-report, <prefix>-comparison, ...
+    title: str  # what the run is, for the artifacts' descriptions and the report's heading
+
+    def key(self, kind: str) -> str:
+        return artifact_key(self.prefix, kind)
+
+
+def run_names(result: RunResult) -> ArtifactNames:
+    """A sweep cell: <profile>-sweep-k<K>-c<C> (its series, k<K> or schedule, names it), titled "<profile> - K=2,
+    c=4 (sweep cell)"; a member of a compare, calibrate or upgrade flow: <flow>-<profile>; a run of its own:
+    <profile>."""
+    parts, title = result.role.names(result.profile, result.draft_length, result.benchmark.concurrency)
+    return ArtifactNames(artifact_key(*parts), title)
 
 
 @dataclass(frozen=True)

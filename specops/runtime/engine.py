@@ -14,11 +14,9 @@ from typing import Any
 
 import torch
 
-from .counters import SpecCounters
-from .detok import TextStream
 from .draft_length import DraftLengthPolicy
 from .proposers import Proposer, make_proposer
-from .sampling import Sampler
+from .sampling import Sampler, SpecCounters, TextStream
 from .verify_gemm import use_verify_gemm
 
 

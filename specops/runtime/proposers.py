@@ -10,10 +10,11 @@ losslessly by sampling the target and accepting while it agrees.
 from __future__ import annotations
 
 import dataclasses
-import pkgutil
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
+
+from specops.registry import Registry
 
 
 class Proposer(ABC):
@@ -86,29 +87,21 @@ class DraftOptions:
 
 
 # Proposers that load torch modules of their own live in their own modules, imported on use.
-PROPOSERS: dict[str, type[Proposer] | str] = {
-    "eagle3": "specops.runtime.eagle_proposer:EagleProposer",
-    "eagle": "specops.runtime.eagle_proposer:Eagle1Proposer",
-    "medusa": "specops.runtime.medusa_proposer:MedusaProposer",
-    "draft-target": "specops.runtime.draft_proposer:DraftModelProposer",
-}
+PROPOSERS: Registry[type[Proposer]] = Registry("speculative method")
+for _name, _entry in {"eagle3": "eagle_proposer:EagleProposer", "eagle": "eagle_proposer:Eagle1Proposer",
+                      "medusa": "medusa_proposer:MedusaProposer",
+                      "draft-target": "draft_proposer:DraftModelProposer"}.items():
+    PROPOSERS.register(_name, f"specops.runtime.{_entry}")
 
 
 def register(cls: type[Proposer]) -> type[Proposer]:
-    PROPOSERS[cls.name] = cls
+    PROPOSERS.register(cls.name, cls)
     return cls
 
 
 def make_proposer(method: str, options: Mapping[str, Any] | None = None) -> Proposer:
-    try:
-        cls = PROPOSERS[method]
-    except KeyError:
-        raise ValueError(
-            f"unknown speculative method {method!r}; known: {sorted(PROPOSERS)}"
-        ) from None
-    if isinstance(cls, str):
-        cls = pkgutil.resolve_name(cls)
-    return cls.from_options(options)
+    """Raises UnknownName (listing the known methods) for a method nobody registered."""
+    return PROPOSERS.get(method).from_options(options)
 
 
 @register

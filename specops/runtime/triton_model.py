@@ -47,6 +47,8 @@ def _optional_input(request, name):
 
 class TritonPythonModel:
     def initialize(self, args):
+        # Watched from the start: a server stopped while its model loads leaves a stub that ignores SIGTERM.
+        threading.Thread(target=_exit_when_orphaned, args=(os.getppid(),), name="specops-orphan", daemon=True).start()
         self.logger = pb_utils.Logger
         config = json.loads(args["model_config"])
         params = {k: v["string_value"] for k, v in config.get("parameters", {}).items()}
@@ -71,7 +73,6 @@ class TritonPythonModel:
         self._stopping = threading.Event()
         self._worker = threading.Thread(target=self._work, name="specops-generate", daemon=True)
         self._worker.start()
-        threading.Thread(target=_exit_when_orphaned, args=(os.getppid(),), name="specops-orphan", daemon=True).start()
         self.logger.log_info(f"[specops] engine ready: {params}")
 
     def execute(self, requests):

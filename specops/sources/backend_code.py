@@ -20,9 +20,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from specops.http_client import download
-from specops.sources.base import hash_dir
 from specops.sources.entry_lock import produce_once
 from specops.sources.integrity import Entry, publish, rename_into_place, verify
+from specops.sources.schemes import hash_dir
 
 SCHEME = "github://"
 GITHUB = re.compile(r"^github://(?P<owner>[\w.-]+)/(?P<repo>[\w.-]+)@(?P<commit>[0-9a-f]{40})$")

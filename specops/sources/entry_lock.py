@@ -19,7 +19,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Generic, TypeVar
 
-LOG = logging.getLogger("specops.cache")  # forwarded to the flow run's logs (prefect_adapters/run_logs.py)
+LOG = logging.getLogger("specops.cache")  # forwarded to the flow run's logs (prefect_adapters/step.py)
 T = TypeVar("T")
 
 

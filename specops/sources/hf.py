@@ -9,31 +9,15 @@ from collections.abc import Callable
 from pathlib import Path
 
 from specops.settings import secret, settings
-from specops.sources.base import ModelArtifact
 from specops.sources.entry_lock import exclusive, lock_path
 from specops.sources.hub_files import HubFiles, selected
 from specops.sources.integrity import Entry, quarantine, verify
+from specops.sources.schemes import HF_SCHEME, ModelArtifact
 
-SCHEME = "hf://"
 _COMMIT = re.compile(r"^[0-9a-f]{40}$")
-_NAME_PART = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 HUB_CACHE = "hf"  # <cache>/hf: huggingface_hub's cache layout (models--org--name/...), shared with the containers
 MANIFESTS = "specops-manifests"  # <cache>/hf/specops-manifests/<org--name>/<commit>.json
 _MEMOS = "specops-sha256"  # the bare hash kept before manifests: still what a commit must hash to
-
-
-def parse_hf_uri(uri: str) -> tuple[str, str | None]:
-    """Split `hf://org/name@rev` into (repo_id, revision); revision is None when absent."""
-    if not uri.startswith(SCHEME):
-        raise ValueError(f"not a Hugging Face URI (expected {SCHEME}org/name[@rev]): {uri!r}")
-    body = uri[len(SCHEME):]
-    repo_id, sep, revision = body.partition("@")
-    parts = repo_id.split("/")
-    if len(parts) != 2 or not all(_NAME_PART.match(p) for p in parts):
-        raise ValueError(f"bad repo id in {uri!r}: expected org/name")
-    if sep and not revision:
-        raise ValueError(f"empty revision after '@' in {uri!r}")
-    return repo_id, (revision or None)
 
 
 def fetch_hf(
@@ -65,7 +49,7 @@ def fetch_hf(
         cached = _manifest(Path(cache_dir), repo_id, commit, allow).is_file()
         sha256 = verified_hash(Path(cache_dir), repo_id, commit, path, allow)
     log(f"cached: {path} (commit {commit}{'; ' + ' '.join(allow) if allow else ''})")
-    source = f"{SCHEME}{repo_id}" + (f"@{revision}" if revision else "")
+    source = f"{HF_SCHEME}{repo_id}" + (f"@{revision}" if revision else "")
     return ModelArtifact(path=path, source=source, revision=commit, sha256=sha256, cached=cached)
 
 

@@ -29,7 +29,7 @@ from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from specops.sources.base import content_files, hash_file
+from specops.sources.schemes import content_files, hash_file
 
 _STAT_FIELDS = ("size", "mtime_ns", "ctime_ns", "ino")
 

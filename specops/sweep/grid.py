@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict, field_validator
 from specops.fields import Count
 from specops.methods import METHODS
 from specops.profile.errors import ProfileError
-from specops.profile.loader import LoadedProfile, load_profile
+from specops.profile.loader import LoadedProfile, load_profile, overridden
 from specops.results.role import SCHEDULE_SERIES
 
 # Bump when what a cell measures changes for the same inputs, so old cells are measured again.
@@ -108,5 +108,5 @@ def validate_grid(profile: str | Path, overrides: list[str], grid: SweepGrid) ->
                                      "draft length to sweep; methods with one: "
                                      f"{', '.join(swept_methods())}")])
     for k, c in grid.cells():
-        load_profile(profile, [*overrides, *Series(k).overrides(c)])
+        overridden(loaded, Series(k).overrides(c))
     return loaded

@@ -9,10 +9,10 @@ from pathlib import Path
 from specops.backends.base import Backend
 from specops.bench.tool import BenchTool
 from specops.pipeline.summarize import RunFacts
-from specops.profile.loader import LoadedProfile, load_profile
+from specops.profile.loader import LoadedProfile, overridden
 from specops.results.model import Lossless, VariantRecord, Window
 from specops.run.rundir import RunDir
-from specops.sources.base import ModelArtifact
+from specops.sources.schemes import ModelArtifact
 from specops.sweep.cells import BaseCell, CellStore
 from specops.sweep.grid import BASE_SERIES, Series, cell_key
 
@@ -56,7 +56,7 @@ class SweepRun:
 
     def profile(self, series: Series, c: int) -> LoadedProfile:
         """The profile as the cell runs it (the user's overrides, then the series')."""
-        return load_profile(str(self.loaded.path), [*self.overrides, *series.overrides(c)])
+        return overridden(self.loaded, series.overrides(c))
 
     def key(self, series: Series, c: int) -> str:
         return cell_key(self.loaded.sha256, [*self.overrides, *series.schedule], series.k, c)

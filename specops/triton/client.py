@@ -9,22 +9,41 @@ import queue
 import re
 import time
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 import numpy as np
 
 from specops.http_client import get_text, http_ok
-from specops.triton.endpoint import Endpoint
 
-SPEC_COUNTERS = (
-    "spec_decode_num_drafts",
-    "spec_decode_num_draft_tokens",
-    "spec_decode_num_accepted_tokens",
-    "spec_decode_num_emitted_tokens",
-    # The embedded runtime's step accounting (the analytical bound's inputs); absent elsewhere.
-    "spec_decode_num_steps",
-    "spec_decode_draft_seconds",
-    "spec_decode_verify_seconds",
-)
+_WILDCARD = {"0.0.0.0", "", "::", "[::]"}
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """Where a running Triton server answers."""
+
+    host: str  # the address the server binds
+    http_port: int
+    grpc_port: int
+    metrics_port: int
+    pid: int | None = None  # tritonserver's pid when we launched it as a process
+
+    @property
+    def connect_host(self) -> str:
+        """Address a local client dials (a wildcard bind is reached through loopback)."""
+        return "127.0.0.1" if self.host in _WILDCARD else self.host
+
+    # host:port for gRPC and Triton's HTTP client; http://host:port for HTTP requests; the Prometheus page.
+    http_url = property(lambda self: f"{self.connect_host}:{self.http_port}")
+    http_base = property(lambda self: f"http://{self.http_url}")
+    grpc_url = property(lambda self: f"{self.connect_host}:{self.grpc_port}")
+    metrics_url = property(lambda self: f"http://{self.connect_host}:{self.metrics_port}/metrics")
+
+
+# The last three: the embedded runtime's step accounting (the analytical bound's inputs); absent elsewhere.
+SPEC_COUNTERS = ("spec_decode_num_drafts", "spec_decode_num_draft_tokens", "spec_decode_num_accepted_tokens",
+                 "spec_decode_num_emitted_tokens", "spec_decode_num_steps", "spec_decode_draft_seconds",
+                 "spec_decode_verify_seconds")
 PER_POSITION = "spec_decode_num_accepted_tokens_per_pos"
 
 
@@ -69,15 +88,8 @@ def server_version(endpoint: Endpoint, timeout_s: float = 5.0) -> str:
         client.close()
 
 
-def generate(
-    endpoint: Endpoint,
-    model: str,
-    prompt: str,
-    max_tokens: int,
-    temperature: float = 0.0,
-    timeout_s: float = 120.0,
-    **sampling: object,
-) -> str:
+def generate(endpoint: Endpoint, model: str, prompt: str, max_tokens: int, temperature: float = 0.0,
+             timeout_s: float = 120.0, **sampling: object) -> str:
     """Generate through gRPC streaming (`generate_stream` semantics); return the concatenated text.
 
     Sends `stream=True` and `exclude_input_in_output=True`, collects `text_output` deltas until the

@@ -62,18 +62,9 @@ def add_vllm_io(config: ModelConfig) -> ModelConfig:
     return config
 
 
-def python_generate_config(
-    name: str,
-    *,
-    model_dir: Path | str,
-    method: str,
-    options: Mapping[str, Any] | None = None,
-    threads: int = 1,
-    engine: str | None = None,
-    instances: int = 1,
-    adaptive_draft_length: bool = False,
-    relaxed_topk: int | None = None,
-) -> ModelConfig:
+def python_generate_config(name: str, *, model_dir: Path | str, method: str, options: Mapping[str, Any] | None = None,
+                           threads: int = 1, engine: str | None = None, instances: int = 1,
+                           adaptive_draft_length: bool = False, relaxed_topk: int | None = None) -> ModelConfig:
     """Config of our Python-backend generation model (`specops/runtime/triton_model.py`).
 
     Speaks the vLLM backend's I/O, CPU instances (each a process with its own engine), no

@@ -11,13 +11,8 @@ from specops.triton.model_config import ModelConfig, write_pbtxt
 TRITON_MODEL_FILE = Path(__file__).resolve().parent.parent / "runtime" / "triton_model.py"
 
 
-def write_python_model(
-    repository: Path,
-    config: ModelConfig,
-    model_file: Path = TRITON_MODEL_FILE,
-    version: int = 1,
-    extra_files: Iterable[Path] = (),
-) -> Path:
+def write_python_model(repository: Path, config: ModelConfig, model_file: Path = TRITON_MODEL_FILE, version: int = 1,
+                       extra_files: Iterable[Path] = ()) -> Path:
     """Write `<repository>/<name>/config.pbtxt` and `<name>/<version>/model.py`; return the model dir.
 
     `extra_files` are copied next to model.py (the stub puts that directory on sys.path).

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import secrets
 import signal
 import subprocess
@@ -16,13 +17,15 @@ import psutil
 
 from specops.host import processes as proc
 from specops.host.liveness import process_state
-from specops.host.secrets import scrubbed_env
 from specops.triton import client, server_log
 from specops.triton.backend_dir import TritonDist, assemble_backend_dir, backend_dir_for, triton_dist
-from specops.triton.endpoint import Endpoint
-from specops.triton.shm_regions import remove_regions, sweep_stale_shm_regions
+from specops.triton.client import Endpoint
 
 log = logging.getLogger(__name__)
+
+# tritonserver's Python-backend shared memory regions, named `specops<owner pid>_<token>_`: a stopped server's go
+# with it, a dead owner's (a SIGKILLed run's) with the next server start or `specops janitor`.
+_SHM_DIR = Path("/dev/shm")
 
 # Sent to tritonserver when our process dies. SIGKILL: with SIGTERM the server waits for
 # in-flight decoupled requests (a live genai-perf keeps it up for a whole generation) and then
@@ -47,21 +50,10 @@ class TritonServer:
     its environment from the `python3` it finds there), and its output in `log_file`.
     """
 
-    def __init__(
-        self,
-        model_repository: Path,
-        log_file: Path,
-        *,
-        backend_dir: Path | None = None,
-        host: str = "127.0.0.1",
-        models: Sequence[str] | None = None,
-        exit_timeout_s: int = 5,
-        port_attempts: int = 3,
-        extra_args: Sequence[str] = (),
-        python_bin: Path | None = None,
-        base_env: Mapping[str, str] | None = None,
-        backend_dir_ready: bool = False,
-    ):
+    def __init__(self, model_repository: Path, log_file: Path, *, backend_dir: Path | None = None,
+                 host: str = "127.0.0.1", models: Sequence[str] | None = None, exit_timeout_s: int = 5,
+                 port_attempts: int = 3, extra_args: Sequence[str] = (), python_bin: Path | None = None,
+                 base_env: Mapping[str, str] | None = None, backend_dir_ready: bool = False):
         self.model_repository = Path(model_repository).resolve()
         self.log_file = Path(log_file).resolve()
         self.backend_dir = Path(backend_dir).absolute() if backend_dir else self.log_file.parent / "triton-backends"
@@ -185,8 +177,7 @@ class TritonServer:
         if self._ports is None:
             raise RuntimeError("tritonserver not started")
         http, grpc, metrics = self._ports
-        pid = self._proc.pid if self._proc is not None else None
-        return Endpoint(self.host, http, grpc, metrics, pid)
+        return Endpoint(self.host, http, grpc, metrics, self.pid)
 
     @property
     def pid(self) -> int | None:
@@ -197,15 +188,8 @@ class TritonServer:
         return self._proc is not None and self._proc.poll() is None
 
     @classmethod
-    def describe_command(
-        cls,
-        model_repository: Path,
-        *,
-        host: str = "127.0.0.1",
-        exit_timeout_s: int = 5,
-        backend_dir: Path | None = None,
-        extra_args: Sequence[str] = (),
-    ) -> list[str]:
+    def describe_command(cls, model_repository: Path, *, host: str = "127.0.0.1", exit_timeout_s: int = 5,
+                         backend_dir: Path | None = None, extra_args: Sequence[str] = ()) -> list[str]:
         """The command line `start()` would run, ports and shm prefix as placeholders (for plans)."""
         server = cls(model_repository, Path("triton.log"), host=host, models=[],
                      exit_timeout_s=exit_timeout_s, extra_args=extra_args)
@@ -240,7 +224,7 @@ class TritonServer:
 
     def environment(self) -> dict[str, str]:
         """Our environment (or base_env) with the stub's interpreter directory first on PATH."""
-        env = scrubbed_env(os.environ if self.base_env is None else self.base_env)  # never download credentials
+        env = proc.scrubbed_env(os.environ if self.base_env is None else self.base_env)  # never download credentials
         # not resolved: the venv's bin, not the base python's
         env["PATH"] = os.pathsep.join([str(self.python_bin), env.get("PATH", "/usr/bin:/bin")])
         # The stub's embedded interpreter starts in the C locale, so open() without an
@@ -294,3 +278,22 @@ def _is_stub(p: psutil.Process) -> bool:
 
 def _repository_models(repository: Path) -> list[str]:
     return sorted(p.parent.name for p in repository.glob("*/config.pbtxt"))
+
+
+def remove_regions(prefix: str) -> None:
+    """Drop Python-backend shm regions a killed server left behind (its unique prefix only)."""
+    for region in _SHM_DIR.glob(f"{prefix}*"):
+        log.info("removing leftover shared memory region %s", region)
+        region.unlink(missing_ok=True)
+
+
+def sweep_stale_shm_regions() -> list[Path]:
+    """Remove shm regions of servers whose owning specops process is dead (SIGKILLed runs); those removed."""
+    removed = []
+    for region in _SHM_DIR.glob("specops*_*"):
+        match = re.match(r"specops(\d+)_", region.name)
+        if match and not psutil.pid_exists(int(match[1])):
+            log.info("removing stale shared memory region %s (owner pid %s is gone)", region, match[1])
+            region.unlink(missing_ok=True)
+            removed.append(region)
+    return removed

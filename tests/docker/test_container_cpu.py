@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from specops.cost.container_cpu import ContainerStatsMissing, container_cpu_seconds
+from specops.cost.meter import ContainerStatsMissing, container_cpu_seconds
 
 pytestmark = pytest.mark.integration
 

@@ -34,7 +34,7 @@ import pytest
 
 from tests.integration.faults.support import MARK, label, running, wait_gone
 from tests.integration.postgres import create_database
-from tests.integration.support import REPO_ROOT, WebhookServer, listening, service_env
+from tests.integration.support import REPO_ROOT, SHARED_CACHE, WebhookServer, listening, service_env
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -220,8 +220,16 @@ def test_make_down_stops_everything_make_up_started_and_runs_work_again(embedded
     # In the environment, as the Makefile asks: a make variable on the command line would show in `ps`.
     # SPECOPS_DEPLOY_DIRTY: `make up` deploys HEAD, which a working tree under edit would refuse; the
     # worker's flow run then runs HEAD.
+    # A cache of its own but for the models, engines and built backends: the sweep's cells must be measured
+    # (and publish their own reports), not read back from a sweep another run of the suite kept; its live
+    # records are the ones `make down`'s janitor reads.
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    for entry in SHARED_CACHE.iterdir():
+        if entry.name not in ("sweeps", "live"):
+            (cache / entry.name).symlink_to(entry, target_is_directory=entry.is_dir())
     env = service_env(tmp_path, PREFECT_HOME=str(home), PREFECT_DB_URL=prefect_db, SPECOPS_DEPLOY_DIRTY="1",
-                      **{MARK: mark})
+                      SPECOPS_CACHE=str(cache), **{MARK: mark})
     artifacts_port = free_port()
     # Alerts go to this test's webhook, whose URL carries a token as a Slack one does: in the environment, as
     # the Makefile asks, and never shown whole.

@@ -80,7 +80,7 @@ def test_placeholders_match_the_files_they_stand_for():
     text = recipe("A backend")
     assert names_path(text, "specops/backends/toy.py") and names_path(text, "specops/backends/toy_config.py")
     assert names_path(text, "specops/backends/__init__.py")
-    assert not names_path(text, "specops/profile/schema.py/x") and not names_path(text, "specops/bench/tool_registry.py")
+    assert not names_path(text, "specops/profile/schema.py/x") and not names_path(text, "specops/bench/tool.py")
     assert names_path(recipe("A flow"), "specops/toy/__init__.py") and not names_path(recipe("A flow"), "specops")
 
 
@@ -343,7 +343,7 @@ TOY_TOOL = {
             def run(self, job, on_line=None, watch=None):
                 raise BenchToolError("a toy")
     ''',
-    "specops/bench/tool_registry.py": '''
+    "specops/bench/tool.py": '''
         BENCH_TOOLS.register("toy-load", "specops.bench.toy_load_tool:ToyLoad")
     ''',
 }

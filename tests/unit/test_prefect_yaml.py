@@ -162,7 +162,7 @@ def test_one_sweep_deployment_per_pool_whose_description_lists_the_pools_profile
 
 def test_compare_deployments_put_one_targets_profiles_of_one_backend_side_by_side():
     from specops.fleet.deployments import comparable_sets
-    from specops.profile.comparison import check_comparable
+    from specops.profile.loader import check_comparable
 
     profiles = [load_profile(n).profile for n in list_profile_names()]
     sets = comparable_sets(profiles)

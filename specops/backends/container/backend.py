@@ -24,8 +24,8 @@ from specops.backends.base import Backend
 from specops.backends.container.config import ContainerBackendConfig
 from specops.backends.container.placement import SIDECAR, Placed, PlacedModel, placeholder, read_sidecar, sidecar
 from specops.backends.container.server import ContainerServer
-from specops.host.processes import pick_free_ports
-from specops.host.teardown import teardown_quietly
+from specops.cost.nvml import parse_gpus
+from specops.host.processes import pick_free_ports, teardown_quietly
 from specops.launch import (
     LABEL_PROFILE,
     LABEL_ROLE,
@@ -35,15 +35,14 @@ from specops.launch import (
     Mount,
     describe_line,
 )
-from specops.launch.gpus import parse_gpus
 from specops.run.plan_step import PlanStep
 from specops.run.roots import cache_root
 from specops.run.variant import Variant
 from specops.settings import env_name
-from specops.sources.base import ModelArtifact
 from specops.sources.hf import HUB_CACHE
-from specops.sources.schemes import parse_source
-from specops.triton.endpoint import Endpoint
+from specops.sources.schemes import ModelArtifact, parse_source
+from specops.triton import client
+from specops.triton.client import Endpoint
 
 HF_CACHE_IN_CONTAINER = "/root/.cache/huggingface"
 # specops' hub cache (<cache>/hf, huggingface_hub's own layout) is every server container's hub cache
@@ -81,12 +80,16 @@ class ContainerBackend(Backend):
         """The container's command for serving `variant` on `endpoint`."""
         raise NotImplementedError
 
+    def served_model(self, variant: Variant) -> str:
+        """The model name the server answers to and requests carry."""
+        return variant.model_name
+
     def probe(self, variant: Variant, endpoint: Endpoint) -> Callable[[], bool]:
-        """True once the server and the variant's model answer."""
-        raise NotImplementedError
+        """True once the server and the variant's model answer (here: Triton's; an OpenAI server overrides)."""
+        return lambda: client.is_ready(endpoint, [self.served_model(variant)])
 
     def probe_description(self, variant: Variant, endpoint: Endpoint) -> str:
-        raise NotImplementedError
+        return f"Triton server and model {self.served_model(variant)} ready (gRPC {endpoint.grpc_url})"
 
     def support(self, variant: Variant):
         """The backend's support table entry for the variant's method (what its config resolves)."""
@@ -137,8 +140,9 @@ class ContainerBackend(Backend):
         return f"{self.config.mount_root.rstrip('/')}/{role if self.mounts_by_role else (name or role)}"
 
     def hub_ok(self, variant: Variant, role: str) -> bool:
-        """Whether the framework in the image downloads this role's hub id itself."""
-        return True
+        """Whether the framework in the image downloads this role's hub id itself: the target's always, a
+        draft's where the support entry says so (TensorRT-LLM: only where the draft's key takes hub ids)."""
+        return role == "target" or getattr(self.support(variant), "hub_draft", True)
 
     def container_env(self, variant: Variant | None) -> dict[str, str]:
         """Environment of the variant's containers (None: one-shot steps)."""

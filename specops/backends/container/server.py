@@ -1,5 +1,6 @@
 """A ready server inside a container started by the Docker launcher (a specops.backends.base.Server); a
-containerised backend subclasses it for how its clients reach it."""
+containerised backend subclasses it for how its clients reach it. OpenAIServing: what the OpenAI-server
+backends (vllm serve, trtllm-serve) share."""
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -7,9 +8,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from specops.cost.container_cpu import container_cpu_seconds
+from specops.cost.meter import container_cpu_seconds
+from specops.http_client import http_ok, post_json
 from specops.launch import logs
-from specops.triton.endpoint import Endpoint
+from specops.triton.client import Endpoint
 
 
 @dataclass
@@ -52,3 +54,33 @@ class ContainerServer:
         e = self.endpoint
         return {"pid": 0, "tool": "docker", "image": self.image, **self.handle.record(),
                 "ports": sorted({e.http_port, e.grpc_port, e.metrics_port})}
+
+
+class OpenAIServing:
+    """Mixed into a ContainerBackend (before it) serving an OpenAI-compatible server: one HTTP port, ready on
+    GET /health, specops' own requests on POST /v1/completions at temperature 0."""
+
+    port_names = ("http",)
+    serving: Any
+
+    def headers(self) -> dict[str, str]:
+        """Headers of specops' own requests (a server's key)."""
+        return {}
+
+    def probe(self, variant, endpoint: Endpoint):
+        url = f"{endpoint.http_base}/health"
+        return lambda timeout_s=2.0: http_ok(url, timeout_s)
+
+    def probe_description(self, variant, endpoint: Endpoint) -> str:
+        return f"GET {endpoint.http_base}/health; smoke: POST {endpoint.http_base}/v1/completions"
+
+    def completion(self, variant, prompt: str, max_tokens: int) -> dict[str, Any]:
+        return {"model": self.served_model(variant), "prompt": prompt, "max_tokens": max_tokens, "temperature": 0.0}
+
+    def generate(self, server, variant, prompt: str, max_tokens: int) -> str:
+        out = post_json(f"{server.endpoint.http_base}/v1/completions", self.completion(variant, prompt, max_tokens),
+                        self.serving.request_timeout_s, headers=self.headers())
+        return str(out["choices"][0]["text"])
+
+    def own_request(self, variant) -> dict[str, Any]:
+        return self.completion(variant, "def add(a, b):\n", 8)

@@ -14,7 +14,7 @@ from specops.methods import MethodConfig
 from specops.run.plan_step import PlanStep
 from specops.run.roots import cache_root
 from specops.run.variant import Variant
-from specops.sources.base import ModelArtifact
+from specops.sources.schemes import ModelArtifact
 from specops.triton import client
 from specops.triton.model_config import python_generate_config, to_pbtxt
 from specops.triton.repository import TRITON_MODEL_FILE, write_python_model
@@ -33,50 +33,28 @@ def runtime_options(method: MethodConfig, draft: ModelArtifact | None = None) ->
 
 class LocalBackend(Backend):
     def _config(self, variant: Variant, target: ModelArtifact, draft: ModelArtifact | None):
-        return python_generate_config(
-            variant.model_name,
-            model_dir=target.path,
-            method=variant.method.kind,
-            options=runtime_options(variant.method, draft),
-            threads=self.config.threads,
-            instances=max(self.config.instances, variant.parallel),
-            adaptive_draft_length=self.config.draft_length == "adaptive",
-            relaxed_topk=self.config.relaxed_topk,
-        )
+        c = self.config
+        return python_generate_config(variant.model_name, model_dir=target.path, method=variant.method.kind,
+                                      options=runtime_options(variant.method, draft), threads=c.threads,
+                                      instances=max(c.instances, variant.parallel),
+                                      adaptive_draft_length=c.draft_length == "adaptive", relaxed_topk=c.relaxed_topk)
 
     def render(self, variant: Variant, target: ModelArtifact, draft: ModelArtifact | None, out_dir: Path) -> None:
         write_python_model(out_dir, self._config(variant, target, draft))
 
     def launch(self, variant: Variant, repo: Path, log_path: Path) -> TritonProcessServer:
-        triton = TritonServer(
-            repo,
-            log_path,
-            backend_dir=cache_root() / "triton-backends",
-            host=self.serving.host,
-            exit_timeout_s=self.config.exit_timeout_s,
-        )
+        triton = TritonServer(repo, log_path, backend_dir=cache_root() / "triton-backends", host=self.serving.host,
+                              exit_timeout_s=self.config.exit_timeout_s)
         return start_triton(triton, self.serving.ready_timeout_s, self.serving.stop_timeout_s)
-
-    def generate(self, server: TritonProcessServer, variant: Variant, prompt: str, max_tokens: int) -> str:
-        return client.generate(server.endpoint, variant.model_name, prompt, max_tokens, temperature=0.0,
-                               timeout_s=self.serving.request_timeout_s)
 
     def acceptance_source(self, variant: Variant) -> str:
         return ACCEPTANCE_SOURCE
 
     def acceptance(self, server: TritonProcessServer, variant: Variant, settle: bool = False) -> Acceptance | None:
         metrics = client.read_metrics(server.endpoint)
-        return Acceptance(
-            ACCEPTANCE_SOURCE,
-            metrics.get("spec_decode_num_drafts", 0.0),
-            metrics.get("spec_decode_num_draft_tokens", 0.0),
-            metrics.get("spec_decode_num_accepted_tokens", 0.0),
-            accepted_per_position=client.accepted_per_position(metrics),
-            num_steps=metrics.get("spec_decode_num_steps", 0.0),
-            num_emitted_tokens=metrics.get("spec_decode_num_emitted_tokens", 0.0),
-            draft_seconds=metrics.get("spec_decode_draft_seconds", 0.0),
-            verify_seconds=metrics.get("spec_decode_verify_seconds", 0.0),
-        )
+        m = {k: metrics.get(f"spec_decode_{k}", 0.0) for k in ("num_drafts", "num_draft_tokens", "num_accepted_tokens",
+             "num_steps", "num_emitted_tokens", "draft_seconds", "verify_seconds")}
+        return Acceptance(ACCEPTANCE_SOURCE, accepted_per_position=client.accepted_per_position(metrics), **m)
 
     def served(self) -> dict[str, str | None]:
         import torch  # noqa: PLC0415
@@ -90,8 +68,7 @@ class LocalBackend(Backend):
         draft_stand_in = draft or ModelArtifact(Path("<draft checkpoint>"), "", "")
         config = to_pbtxt(self._config(variant, stand_in, draft_stand_in))
         repo = f"repository/{variant.model_name}"
-        serve = TritonServer.describe_command(Path(self.run_repo(variant)),
-                                              host=self.serving.host,
+        serve = TritonServer.describe_command(Path(self.run_repo(variant)), host=self.serving.host,
                                               exit_timeout_s=self.config.exit_timeout_s,
                                               backend_dir=cache_root() / "triton-backends")
         return [

@@ -28,7 +28,7 @@ from specops.bench.target import BenchTarget
 from specops.methods import MethodConfig
 from specops.run.variant import Variant
 from specops.triton import client
-from specops.triton.endpoint import Endpoint
+from specops.triton.client import Endpoint
 from specops.triton.model_config import mc, to_pbtxt
 
 MODEL = "tensorrt_llm"  # the served model name of the llmapi template
@@ -117,17 +117,7 @@ class TrtllmBackend(ContainerBackend):
     repo_in_container = "/specops/repo"  # our rendered files, copied over the template in the container
     server_cls = LlmApiServer
 
-    def support(self, variant: Variant) -> LlmApiSupport:
-        return self.config.resolve(variant.method)
-
-    def version_notes(self, variant: Variant) -> list[str]:
-        return self.support(variant).notes()
-
     # --- rendering ------------------------------------------------------------------------
-    def hub_ok(self, variant: Variant, role: str) -> bool:
-        # The LLM API downloads the target's hub id at every version; a draft only where its key takes hub ids.
-        return role == "target" or self.support(variant).hub_draft
-
     def files(self, variant: Variant, placed: Placed) -> dict[str, str]:
         doc = model_yaml(self.config, self.support(variant), variant.method, placed.target.ref,
                          placed.draft.ref if placed.draft else None)
@@ -150,11 +140,8 @@ class TrtllmBackend(ContainerBackend):
     def command(self, variant: Variant, endpoint: Endpoint) -> list[str]:
         return self.bash(self.in_container_steps(variant, endpoint))
 
-    def probe(self, variant: Variant, endpoint: Endpoint):
-        return lambda: client.is_ready(endpoint, [MODEL])
-
-    def probe_description(self, variant: Variant, endpoint: Endpoint) -> str:
-        return f"Triton server and model {MODEL} ready (gRPC {endpoint.grpc_url})"
+    def served_model(self, variant: Variant) -> str:
+        return MODEL
 
     def generate(self, server: LlmApiServer, variant: Variant, prompt: str, max_tokens: int) -> str:
         outputs = infer(server.endpoint, prompt, request_inputs(self.config, max_tokens),

@@ -32,9 +32,8 @@ from specops.bench.target import BenchTarget
 from specops.http_client import post_json
 from specops.run.plan_step import PlanStep
 from specops.run.variant import Variant
-from specops.sources.base import ModelArtifact
-from specops.triton import client
-from specops.triton.endpoint import Endpoint
+from specops.sources.schemes import ModelArtifact
+from specops.triton.client import Endpoint
 
 RENDER_TIMEOUT_S = 600
 ENGINES_PLACEHOLDER = "<engine cache>"
@@ -138,11 +137,8 @@ class TrtllmEngineBackend(ContainerBackend):
     def command(self, variant: Variant, endpoint: Endpoint) -> list[str]:
         return self.bash(self.in_container_steps(variant, endpoint))
 
-    def probe(self, variant: Variant, endpoint: Endpoint):
-        return lambda: client.is_ready(endpoint, [self.support(variant).served_model])
-
-    def probe_description(self, variant: Variant, endpoint: Endpoint) -> str:
-        return f"Triton server and model {self.support(variant).served_model} ready (gRPC {endpoint.grpc_url})"
+    def served_model(self, variant: Variant) -> str:
+        return self.support(variant).served_model
 
     def request_body(self, variant: Variant, prompt: str, max_tokens: int) -> dict[str, Any]:
         """specops' own generate request: only inputs the served model declares at this release;

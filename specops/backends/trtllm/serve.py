@@ -19,14 +19,14 @@ from specops.acceptance.trtllm_iter_stats import accumulate
 from specops.backends.conformance import flag_names, not_in
 from specops.backends.container.backend import ContainerBackend
 from specops.backends.container.placement import Placed
-from specops.backends.container.server import ContainerServer
+from specops.backends.container.server import ContainerServer, OpenAIServing
 from specops.backends.trtllm.llmapi_support import LlmApiSupport, llm_args_findings
 from specops.backends.trtllm.serve_config import TrtllmServeBackendConfig
 from specops.bench.target import BenchTarget
-from specops.http_client import get_json, http_ok, post_json
+from specops.http_client import get_json
 from specops.methods import MethodConfig
 from specops.run.variant import Variant
-from specops.triton.endpoint import Endpoint
+from specops.triton.client import Endpoint
 from specops.versions.trtllm import completions_fields
 
 YAML_NAME = "extra-llm-api-config.yml"  # the playbook's file name
@@ -76,10 +76,9 @@ class ServeServer(ContainerServer):
     totals: Acceptance | None = None
 
 
-class TrtllmServeBackend(ContainerBackend):
+class TrtllmServeBackend(OpenAIServing, ContainerBackend):
     config: TrtllmServeBackendConfig
     name = "trtllm-serve"
-    port_names = ("http",)
     server_cls = ServeServer
     mounts_by_role = True  # /models/target, /models/draft
 
@@ -88,9 +87,6 @@ class TrtllmServeBackend(ContainerBackend):
         return self.config.config_mount
 
     # --- rendering ------------------------------------------------------------------------
-    def hub_ok(self, variant: Variant, role: str) -> bool:
-        return role == "target" or self.support(variant).hub_draft
-
     def files(self, variant: Variant, placed: Placed) -> dict[str, str]:
         doc = extra_options(self.config, self.support(variant), variant.method,
                             placed.draft.ref if placed.draft else None)
@@ -106,21 +102,6 @@ class TrtllmServeBackend(ContainerBackend):
         if not self.config.pre_serve:
             return argv
         return ["bash", "-c", " && ".join([*self.config.pre_serve, f"exec {shlex.join(argv)}"])]
-
-    def probe(self, variant: Variant, endpoint: Endpoint):
-        url = f"{endpoint.http_base}/health"
-        return lambda: http_ok(url)
-
-    def probe_description(self, variant: Variant, endpoint: Endpoint) -> str:
-        return f"GET {endpoint.http_base}/health; smoke: POST {endpoint.http_base}/v1/completions"
-
-    def completion(self, variant: Variant, prompt: str, max_tokens: int) -> dict[str, Any]:
-        return {"model": self.served_model(variant), "prompt": prompt, "max_tokens": max_tokens, "temperature": 0.0}
-
-    def generate(self, server: ServeServer, variant: Variant, prompt: str, max_tokens: int) -> str:
-        body = self.completion(variant, prompt, max_tokens)
-        out = post_json(f"{server.endpoint.http_base}/v1/completions", body, self.serving.request_timeout_s)
-        return str(out["choices"][0]["text"])
 
     # --- acceptance -----------------------------------------------------------------------
     def acceptance_why(self, variant: Variant) -> str | None:
@@ -142,9 +123,6 @@ class TrtllmServeBackend(ContainerBackend):
                            no_alias=NO_ALIAS)
 
     # --- conformance ----------------------------------------------------------------------
-    def own_request(self, variant: Variant) -> dict[str, Any]:
-        return self.completion(variant, "def add(a, b):\n", 8)
-
     def conformance(self, variant: Variant, requests: dict[str, list[dict[str, Any]]]) -> list[str]:
         release = self.support(variant).release
         doc = yaml.safe_load(self.all_files(variant, None, None)[YAML_NAME])

@@ -29,15 +29,12 @@ from specops.backends.vllm import cpu as vllm_cpu
 from specops.backends.vllm.config import VllmBackendConfig
 from specops.backends.vllm.engine import VllmEngineBackend
 from specops.backends.vllm.readback import ServedConfigError, findings, from_engine_log
-from specops.host.teardown import teardown_quietly
-from specops.run.plan_step import PlanStep
 from specops.run.roots import cache_root
 from specops.run.variant import Variant
 from specops.sources.backend_code import fetch_backend_code
-from specops.sources.base import ModelArtifact
 from specops.triton import client
 from specops.triton.backend_dir import triton_dist
-from specops.triton.endpoint import Endpoint
+from specops.triton.client import Endpoint
 from specops.triton.model_config import ModelConfig, mc, to_pbtxt
 from specops.triton.server import TritonServer
 from specops.triton.vllm_backend_dir import BRIDGES, vllm_backend_dir
@@ -89,21 +86,14 @@ class VllmBackend(VllmEngineBackend):
                 f"--grpc-address={e.host}", f"--grpc-port={e.grpc_port}", f"--metrics-address={e.host}",
                 f"--metrics-port={e.metrics_port}", f"--exit-timeout-secs={self.config.exit_timeout_s}"]
 
-    def probe(self, variant: Variant, endpoint: Endpoint):
-        return lambda: client.is_ready(endpoint, [variant.model_name])
-
     # --- launch: process --------------------------------------------------------------------
-    def launch(self, variant: Variant, repo: Path, log_path: Path):
-        if not self.config.in_process:
-            return super().launch(variant, repo, log_path)
+    def reads_back(self) -> bool:
+        """The engine's start-up line is read back where it runs under our tritonserver."""
+        return self.config.in_process
+
+    def start_process(self, variant: Variant, repo: Path, log_path: Path):
         triton = self.triton_process(variant, repo, log_path)
-        server = start_triton(triton, self.serving.ready_timeout_s, self.serving.stop_timeout_s)
-        try:
-            self.check_served(variant, repo, log_path)
-        except BaseException:
-            teardown_quietly(lambda: server.stop(self.serving.stop_timeout_s), "stopping tritonserver")
-            raise
-        return server
+        return start_triton(triton, self.serving.ready_timeout_s, self.serving.stop_timeout_s)
 
     def triton_process(self, variant: Variant, repo: Path, log_path: Path) -> TritonServer:
         """tritonserver with a backend directory holding Triton's vllm_backend at the pinned commit, its stub
@@ -118,7 +108,7 @@ class VllmBackend(VllmEngineBackend):
                             host=self.serving.host, exit_timeout_s=self.config.exit_timeout_s, python_bin=venv.bin,
                             base_env=env)
 
-    def check_served(self, variant: Variant, repo: Path, log_path: Path) -> None:
+    def check_served(self, server, variant: Variant, repo: Path, log_path: Path) -> None:
         """The engine's start-up line against model.json: a setting it runs without stops the run here."""
         rendered = json.loads((Path(repo) / variant.model_name / "1" / "model.json").read_text())
         served = from_engine_log(Path(log_path).read_text(encoding="utf-8", errors="replace"))
@@ -130,13 +120,7 @@ class VllmBackend(VllmEngineBackend):
             raise ServedConfigError(f"vLLM under Triton ({self.config.served_by}) does not run what model.json "
                                     f"asks: {'; '.join(problems)} (its start-up line in {log_path})")
 
-    def probe_description(self, variant: Variant, endpoint: Endpoint) -> str:
-        return f"Triton server and model {variant.model_name} ready (gRPC {endpoint.grpc_url})"
-
-    def plan(self, variant: Variant, target: ModelArtifact | None, draft: ModelArtifact | None) -> list[PlanStep]:
-        steps = super().plan(variant, target, draft)
-        if not self.config.in_process:
-            return steps
+    def process_plan(self, variant: Variant) -> list[str]:
         staged = Path(self.run_repo(variant))
         argv = TritonServer.describe_command(staged, host=self.serving.host, exit_timeout_s=self.config.exit_timeout_s,
                                              backend_dir=cache_root() / "triton-backends-vllm" / "<key>")
@@ -149,12 +133,7 @@ class VllmBackend(VllmEngineBackend):
                  shlex.join(argv),
                  f"ready: {self.probe_description(variant, self.plan_endpoint())}; then the engine's start-up line "
                  "is held against model.json"]
-        return [*steps[:-1], PlanStep("serve", commands=[self.show_ports(line) for line in serve])]
-
-    def generate(self, server: ContainerServer, variant: Variant, prompt: str, max_tokens: int) -> str:
-        # The vLLM backend speaks exactly the I/O of specops.triton.client.generate.
-        return client.generate(server.endpoint, variant.model_name, prompt, max_tokens, temperature=0.0,
-                               timeout_s=self.serving.request_timeout_s)
+        return serve
 
     # --- acceptance -----------------------------------------------------------------------
     def acceptance_why(self, variant: Variant) -> str | None:
@@ -184,11 +163,7 @@ class VllmBackend(VllmEngineBackend):
         r, model = s.release, s.backend_model
         v = f"vLLM {r.version}"
         args = json.loads(self.all_files(variant, None, None)[f"{variant.model_name}/1/model.json"])
-        found = not_in("model.json", args, r.engine_args, f"an engine arg of {v}")
-        spec = args.get("speculative_config")
-        if spec is not None:
-            found += not_in("speculative_config", spec, r.speculative_config or (), f"a SpeculativeConfig field of {v}")
-            found += not_in("speculative_config.method", [spec.get("method")], r.methods, f"a method of {v}")
+        found = self.args_findings("model.json", args, r)
         for label, bodies in requests.items():
             for body in bodies:
                 found += request_findings(label, body, model.inputs_declared, model.inputs_read)

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from specops.host.secrets import scrubbed_env
+from specops.host.processes import scrubbed_env
 from specops.settings import env_name, installed_venv, settings
 from specops.versions.store import load
 

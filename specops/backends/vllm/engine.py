@@ -9,16 +9,20 @@ from __future__ import annotations
 
 import os
 import shlex
+from pathlib import Path
 from typing import Any
 
+from specops.backends.conformance import not_in
 from specops.backends.container.backend import ContainerBackend
 from specops.backends.container.placement import Placed, PlacedModel, placeholder
 from specops.backends.vllm import cpu as vllm_cpu
 from specops.backends.vllm.config import VllmEngineConfig
 from specops.backends.vllm.support import SCHEDULE_KEY, VllmSupport
+from specops.host.processes import teardown_quietly
 from specops.methods import MethodConfig
+from specops.run.plan_step import PlanStep
 from specops.run.variant import BASE, Variant
-from specops.sources.base import ModelArtifact
+from specops.sources.schemes import ModelArtifact
 
 
 def engine_args(config: VllmEngineConfig, support: VllmSupport, method: MethodConfig, target: str,
@@ -44,11 +48,15 @@ def speculative_config(config: VllmEngineConfig, support: VllmSupport, method: M
         spec[SCHEDULE_KEY] = [list(r) for r in config.draft_schedule]
     if config.draft_tensor_parallel_size is not None and draft is not None:
         spec["draft_tensor_parallel_size"] = config.draft_tensor_parallel_size
-    if method.kind == "ngram":
-        spec["prompt_lookup_max"] = method.prompt_lookup_max  # type: ignore[attr-defined]
-        if method.prompt_lookup_min is not None:  # type: ignore[attr-defined]
-            spec["prompt_lookup_min"] = method.prompt_lookup_min  # type: ignore[attr-defined]
-    return spec
+    return spec | _lookup(method, "")
+
+
+def _lookup(method: MethodConfig, prefix: str) -> dict[str, Any]:
+    """ngram's prompt-lookup bounds (max, then min where set), keys after `prefix` (the flat keys' ngram_)."""
+    if method.kind != "ngram":
+        return {}
+    bounds = {"prompt_lookup_max": method.prompt_lookup_max, "prompt_lookup_min": method.prompt_lookup_min}  # type: ignore[attr-defined]
+    return {prefix + k: v for k, v in bounds.items() if v is not None}
 
 
 def _parallel(config: VllmEngineConfig) -> dict[str, Any]:
@@ -71,11 +79,7 @@ def _flat(config: VllmEngineConfig, method: MethodConfig, target: str, draft: st
     args |= _parallel(config)
     if method.speculative:
         args["num_speculative_tokens"] = method.draft_length()
-        if method.kind == "ngram":
-            args["ngram_prompt_lookup_max"] = method.prompt_lookup_max  # type: ignore[attr-defined]
-            if method.prompt_lookup_min is not None:  # type: ignore[attr-defined]
-                args["ngram_prompt_lookup_min"] = method.prompt_lookup_min  # type: ignore[attr-defined]
-    return args
+    return args | _lookup(method, "ngram_")
 
 
 class VllmEngineBackend(ContainerBackend):
@@ -93,6 +97,36 @@ class VllmEngineBackend(ContainerBackend):
             return super().place_model(variant, role, source, artifact)
         # The engine runs on this host: it loads the checkpoint the download step verified, where it is.
         return PlacedModel(str(artifact.path) if artifact is not None else placeholder(role))
+
+    def launch(self, variant: Variant, repo: Path, log_path: Path):
+        """A container (the base) or the CPU engine's process; then, where the backend reads the served config
+        back (reads_back), that config held against what was rendered."""
+        server = self.start_process(variant, repo, log_path) if self.config.in_process \
+            else super().launch(variant, repo, log_path)
+        if self.reads_back():
+            try:
+                self.check_served(server, variant, repo, log_path)
+            except BaseException:
+                teardown_quietly(lambda: server.stop(self.serving.stop_timeout_s), f"stopping the {variant.name} "
+                                 "server")
+                raise
+        return server
+
+    def plan(self, variant: Variant, target: ModelArtifact | None, draft: ModelArtifact | None) -> list[PlanStep]:
+        steps = super().plan(variant, target, draft)
+        if not self.config.in_process:
+            return steps
+        return [*steps[:-1], PlanStep("serve", commands=[self.show_ports(line) for line in self.process_plan(variant)])]
+
+    @staticmethod
+    def args_findings(where: str, args: dict[str, Any], r) -> list[str]:
+        """The rendered engine args (and speculative_config) against the fields of the vLLM release `r`."""
+        v = f"vLLM {r.version}"
+        found = not_in(where, args, r.engine_args, f"an engine arg of {v}")
+        if (spec := args.get("speculative_config")) is not None:
+            found += not_in("speculative_config", spec, r.speculative_config or (), f"a SpeculativeConfig field of {v}")
+            found += not_in("speculative_config.method", [spec.get("method")], r.methods, f"a method of {v}")
+        return found
 
     def serving_what(self) -> str:
         return self.config.served_by if self.config.in_process else super().serving_what()

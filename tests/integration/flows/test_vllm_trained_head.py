@@ -21,10 +21,12 @@ from tests.integration.support import REPO_ROOT, SHARED_CACHE, service_env
 pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(3600)]
 
 K = 3
-TRAIN = ["draft.train.data.num_samples=24", "draft.train.data.max_tokens=64", "draft.train.max_steps=60",
+# CI time: synthesis ~5 s and training ~3 s per sample/step here; at 24 samples x 64 tokens and 60 steps the head
+# accepted ~11% at position 0 over ~225 drafts (CI, 2026-11-28), far above the zero the test must rule out.
+TRAIN = ["draft.train.data.num_samples=16", "draft.train.data.max_tokens=48", "draft.train.max_steps=40",
          "draft.train.seq_len=256"]
 MEASURE = [f"method.num_speculative_tokens={K}", "comparison.baseline=false", "benchmark.num_requests=4",
-           "benchmark.output_tokens=64", "benchmark.warmup_requests=0", "comparison.lossless_prompts=0"]
+           "benchmark.output_tokens=48", "benchmark.warmup_requests=0", "comparison.lossless_prompts=0"]
 
 
 def specops_run(env, artifacts, profile: str, *more: str) -> dict:

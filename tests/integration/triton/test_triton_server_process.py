@@ -17,11 +17,10 @@ import pytest
 
 from specops.host import processes as proc
 from specops.triton import client
-from specops.triton.endpoint import Endpoint
+from specops.triton.client import Endpoint
 from specops.triton.model_config import python_generate_config
 from specops.triton.repository import write_python_model
-from specops.triton.server import TritonServer, TritonStartError
-from specops.triton.shm_regions import sweep_stale_shm_regions
+from specops.triton.server import TritonServer, TritonStartError, sweep_stale_shm_regions
 
 pytestmark = pytest.mark.integration
 
@@ -49,7 +48,7 @@ def processes_under(marker: Path) -> list[psutil.Process]:
 def long_request(endpoint) -> subprocess.Popen:
     """A client in its own process streaming a long generation (a genai-perf stand-in)."""
     code = (
-        "from specops.triton import client; from specops.triton.endpoint import Endpoint; "
+        "from specops.triton import client; from specops.triton.client import Endpoint; "
         f"client.generate(Endpoint(**{endpoint.__dict__!r}), 'echo', 'x', max_tokens=500, timeout_s=600)"
     )
     busy = subprocess.Popen([sys.executable, "-c", code], stderr=subprocess.DEVNULL)

@@ -17,7 +17,7 @@ import pytest
 from specops.backends.process_server import ProcessServer, ProcessStartError
 from specops.host.processes import pick_free_ports, port_is_free
 from specops.http_client import http_ok
-from specops.triton.endpoint import Endpoint
+from specops.triton.client import Endpoint
 
 HOST = "127.0.0.1"
 

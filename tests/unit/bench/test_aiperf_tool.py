@@ -23,10 +23,8 @@ from specops.bench.aiperf_exports import (
     request_samples,
 )
 from specops.bench.aiperf_tool import AIPerf
-from specops.bench.exports import ExportError
 from specops.bench.target import Api, BenchTarget
-from specops.bench.tool import BenchJob, InterleavedJob, interleave_blocker, prompt_index
-from specops.bench.tool_registry import BENCH_TOOLS
+from specops.bench.tool import BENCH_TOOLS, BenchJob, ExportError, InterleavedJob, interleave_blocker, prompt_index
 from specops.profile.errors import ProfileError
 from specops.profile.loader import load_profile
 

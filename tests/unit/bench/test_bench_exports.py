@@ -28,7 +28,8 @@ from pathlib import Path
 
 import pytest
 
-from specops.bench.exports import EXPORT_NAME, ExportError, find_export, parse_exports
+from specops.bench.genai_perf import EXPORT_NAME, find_export, parse_exports
+from specops.bench.tool import ExportError
 
 FIXTURE = Path(__file__).parent / "fixtures" / EXPORT_NAME
 # Where genai-perf 0.0.16 writes it: <artifact-dir>/<model>-<service kind>-<backend>-concurrency<N>/

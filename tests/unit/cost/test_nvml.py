@@ -9,9 +9,8 @@ import pynvml
 import pytest
 
 from specops.cost import nvml
-from specops.cost.host import cpu_model, host_record
 from specops.cost.meter import CostMeter
-from specops.cost.nvml import EnergyCounterError, energy_delta_j, gpu_indices, nvml_available
+from specops.cost.nvml import EnergyCounterError, cpu_model, energy_delta_j, gpu_indices, host_record, nvml_available
 from specops.results.model import Cost
 
 # Two recorded readings of 2 devices (mJ since driver load), 10 s apart at ~300 W and ~60 W.

@@ -12,18 +12,15 @@ import yaml
 
 import specops.backends.container.backend
 from specops.draft import store
-from specops.draft.datasets import parse_dataset_uri
-from specops.draft.gpu import VLLM_KEY_ENV, GpuTraining
-from specops.draft.gpu_synthesis import SYNTHESIS, synthesis_endpoint
+from specops.draft.gpu import SYNTHESIS, VLLM_KEY_ENV, GpuTraining, synthesis_endpoint
 from specops.draft.gpu_train import export_medusa_checkpoint, train_in_container
-from specops.draft.spec import DataSpec, TrainSpec
+from specops.draft.spec import DataSpec, TrainSpec, parse_dataset_uri
 from specops.pipeline.backend import synthesis_backend_for
-from specops.pipeline.render import render_repository
-from specops.pipeline.serve import start_variant, stop_variant
+from specops.pipeline.render import render_repository, start_variant, stop_variant
 from specops.profile.loader import load_profile
 from specops.run.rundir import RunDir
 from specops.runtime.medusa_proposer import MEDUSA_WEIGHTS
-from specops.sources.base import ModelArtifact
+from specops.sources.schemes import ModelArtifact
 
 
 def _medusa_checkpoint(directory: Path, heads: int = 2, hidden: int = 8, vocab: int = 16) -> None:
@@ -127,7 +124,7 @@ TINYLLAMA_MOUNT = "/hf-models/TinyLlama-1.1B-Chat-v1.0"  # backend vllm-serve mo
 @pytest.fixture
 def synthesis(tmp_path, monkeypatch):
     """The eagle seed's synthesis server as backend vllm-serve, rendered and started as the flow's serving seam does
-    (specops.pipeline.serve.start_variant), through a fake Docker launcher; the run directory is tmp_path/run."""
+    (specops.pipeline.render.start_variant), through a fake Docker launcher; the run directory is tmp_path/run."""
     monkeypatch.setenv("SPECOPS_CACHE", str(tmp_path / "cache"))  # the hub cache the container mounts
     monkeypatch.setenv(VLLM_KEY_ENV, "s3cret")
     target = ModelArtifact(_target(tmp_path / "target"), "hf://TinyLlama/TinyLlama-1.1B-Chat-v1.0", "abc")

@@ -11,11 +11,10 @@ from pathlib import Path
 import pytest
 
 from specops.draft import store
-from specops.draft.spec import DataSpec, TrainSpec
-from specops.draft.train_result import RESULT_FILE, TrainResult
-from specops.sources.base import ModelArtifact
+from specops.draft.spec import RESULT_FILE, DataSpec, TrainResult, TrainSpec
 from specops.sources.entry_lock import exclusive
 from specops.sources.integrity import CacheCorruptError
+from specops.sources.schemes import ModelArtifact
 
 TARGET = ModelArtifact(Path("/t"), "embedded:smollm2-135m", "a" * 64)
 

@@ -9,7 +9,7 @@ REPO = Path(__file__).resolve().parents[3]
 SOURCES = ("specops", "flows", "tasks")
 
 # The seam: the context manager, the Prefect tasks it calls, the Prefect-free start and stop they run.
-SEAM = {"flows/serving.py", "tasks/serve.py", "specops/pipeline/serve.py"}
+SEAM = {"flows/serving.py", "tasks/serve.py", "specops/pipeline/render.py"}
 SEAM_NAMES = {"start_server", "stop_server", "start_variant", "stop_variant"}
 # What the seam calls: each backend's launch() starts its own processes or containers (and stops them when they
 # never get ready), through the launchers and process wrappers below it.

@@ -8,7 +8,7 @@ import pytest
 
 import flows.prepare as prepare
 import flows.serving as seam
-from specops.draft.gpu_synthesis import SYNTHESIS
+from specops.draft.gpu import SYNTHESIS
 from specops.profile.loader import load_profile
 from specops.sources.entry_lock import Stored
 

@@ -1,12 +1,21 @@
 """Free ports, port checks, spawning with a death signal and killing process trees."""
+import logging
 import os
 import signal
 import socket
 import time
 
 import psutil
+import pytest
 
-from specops.host.processes import kill_process_tree, pick_free_ports, port_is_free, spawn, wait_ports_free
+from specops.host.processes import (
+    kill_process_tree,
+    pick_free_ports,
+    port_is_free,
+    spawn,
+    teardown_quietly,
+    wait_ports_free,
+)
 
 
 def test_picked_ports_are_distinct_and_free():
@@ -66,3 +75,49 @@ def test_kill_process_tree_escalates_and_reaps_the_group(tmp_path):
     assert time.monotonic() - t0 < 5
     assert parent.returncode == -signal.SIGKILL
     assert not any(c.is_running() and c.status() != psutil.STATUS_ZOMBIE for c in children)
+
+
+def test_a_member_left_in_the_group_by_a_leader_killed_from_outside_is_killed_too(tmp_path):
+    # `make down` SIGTERMs every process of a run at once: a tritonserver dies while its Python stubs, which
+    # ignore SIGTERM until their start-up handshake ends, are re-parented out of its tree but stay in its group.
+    pid_file = tmp_path / "member.pid"
+    leader = spawn(["bash", "-c", f"(trap '' TERM; exec sleep 60) & echo $! > {pid_file}; wait"],
+                   {"PATH": "/usr/bin:/bin"}, tmp_path / "log")
+    deadline = time.monotonic() + 30
+    while not pid_file.exists() or not pid_file.read_text().strip():
+        assert time.monotonic() < deadline, "bash did not start its member in 30 s"
+        time.sleep(0.02)
+    member = psutil.Process(int(pid_file.read_text()))
+    os.kill(leader.pid, signal.SIGKILL)
+    leader.wait()
+    assert member.is_running() and os.getpgid(member.pid) == leader.pid
+    assert kill_process_tree(leader, timeout_s=1) == []
+    assert not (member.is_running() and member.status() != psutil.STATUS_ZOMBIE)
+
+
+class Cause(RuntimeError):
+    pass
+
+
+def _stop():
+    raise RuntimeError("ports still bound [8000]")
+
+
+def test_the_original_error_survives_a_failing_teardown(caplog):
+    caplog.set_level(logging.WARNING, logger="specops.host.processes")
+    with pytest.raises(Cause, match="could not bind"):
+        try:
+            raise Cause("could not bind its ports in 3 attempts")
+        except BaseException:
+            teardown_quietly(_stop, "stopping tritonserver")
+            raise
+    assert "stopping tritonserver failed while handling an earlier error" in caplog.text
+    assert "ports still bound [8000]" in caplog.text
+
+
+def test_an_interrupt_during_teardown_still_propagates():
+    def interrupted():
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        teardown_quietly(interrupted, "stopping")

@@ -9,9 +9,9 @@ import pytest
 from specops.methods.specs import NgramMethod
 from specops.pipeline import render
 from specops.run.variant import Variant
-from specops.sources.base import ModelArtifact
 from specops.sources.entry_lock import Stored
 from specops.sources.integrity import CacheCorruptError
+from specops.sources.schemes import ModelArtifact
 
 TARGET = ModelArtifact(Path("/models/target"), "embedded:smollm2-135m", "a" * 64)
 VARIANT = Variant("speculative", NgramMethod())

@@ -18,7 +18,7 @@ from prefect.client.schemas.filters import (
 from prefect.logging.handlers import APILogHandler, APILogWorker
 
 from prefect_adapters.progress_artifacts import ProgressArtifact
-from prefect_adapters.run_logs import forward_specops_logs
+from prefect_adapters.step import forward_specops_logs
 
 
 def read(coroutine_fn):

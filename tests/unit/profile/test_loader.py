@@ -8,8 +8,19 @@ from pathlib import Path
 import pytest
 import yaml
 
+from cli.main import EXIT_PROFILE, main
+from specops.profile import loader
 from specops.profile.errors import ProfileError
-from specops.profile.loader import apply_overrides, load_profile, read_document
+from specops.profile.loader import (
+    DuplicateKeyError,
+    apply_overrides,
+    check_comparable,
+    list_profile_names,
+    load_profile,
+    overridden,
+    read_document,
+    strict_load,
+)
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -211,7 +222,6 @@ def test_every_ngram_profile_states_its_lookup_window_and_they_match_alike(name)
 @pytest.fixture
 def fresh_warnings(monkeypatch):
     """Each warning is logged once per process: forget the earlier ones."""
-    from specops.profile import loader
 
     monkeypatch.setattr(loader, "_warned", set())
 
@@ -253,3 +263,82 @@ def test_the_warning_is_logged_once_per_profile_and_never_for_other_backends(fre
         local = load_profile("ngram-local", unset)  # the embedded runtime's default (2) is its own
     assert len([r for r in caplog.records if r.name == "specops.profile"]) == 1
     assert local.warnings == ()
+
+
+def test_duplicate_top_level_key_names_key_and_lines():
+    with pytest.raises(DuplicateKeyError) as err:
+        strict_load("name: a\nmethod: {kind: ngram}\nname: b\n")
+    assert (err.value.key, err.value.first_line, err.value.line) == ("name", 1, 3)
+
+
+def test_duplicate_nested_key_is_refused():
+    with pytest.raises(DuplicateKeyError, match="'num_requests' at line 4"):
+        strict_load("benchmark:\n  rounds: 2\n  num_requests: 3\n  num_requests: 4\n")
+
+
+def test_duplicate_in_a_flow_mapping_inside_a_list():
+    with pytest.raises(DuplicateKeyError):
+        strict_load("items:\n  - {a: 1, a: 2}\n")
+
+
+def test_equal_keys_in_different_mappings_and_merge_keys_are_fine():
+    doc = strict_load("base: &b {x: 1}\na: {x: 1}\nb:\n  <<: *b\n  y: 2\n")
+    assert doc == {"base": {"x": 1}, "a": {"x": 1}, "b": {"x": 1, "y": 2}}
+
+
+def test_it_is_still_a_safe_loader():
+    import yaml
+
+    with pytest.raises(yaml.YAMLError):
+        strict_load("!!python/object/apply:os.system ['true']\n")
+
+
+def loaded(*names: str, overrides: tuple[str, ...] = ()):
+    return [load_profile(n, list(overrides)) for n in names]
+
+
+def test_different_profiles_of_one_target_compare():
+    check_comparable(loaded("ngram-local", "eagle3-local", "medusa-local"))
+
+
+@pytest.mark.parametrize("names, twice", [
+    (("ngram-local", "ngram-local"), "ngram-local.yaml"), (("ngram-local", "profiles/ngram-local.yaml"), "ngram-local.yaml"),
+    (("eagle3-local", "ngram-local", "eagle3-local"), "eagle3-local.yaml")])
+def test_one_profile_twice_is_refused_by_name_or_path(names, twice):
+    with pytest.raises(ProfileError, match="these resolve to the same profile: ") as err:
+        check_comparable(loaded(*names))
+    message = str(err.value)
+    assert message.count(twice) == 2 and "`specops run` it twice and `specops compare` the runs" in message
+
+
+def test_one_profile_with_another_setting_is_two_profiles():
+    two = [load_profile("ngram-local"), load_profile("ngram-local", ["method.num_speculative_tokens=2"])]
+    check_comparable(two)
+
+
+def test_fewer_than_two_and_other_targets_are_refused():
+    with pytest.raises(ProfileError, match="two profiles or more"):
+        check_comparable(loaded("ngram-local"))
+    other = load_profile("ngram-local", ["target.source=hf://Qwen/Qwen3-0.6B"])
+    with pytest.raises(ProfileError, match="of one target model side by side; these differ"):
+        check_comparable([*loaded("eagle3-local"), other])
+
+
+def test_the_cli_refuses_before_prefect_starts(capsys):
+    assert main(["compare-profiles", "ngram-local", "ngram-local"]) == EXIT_PROFILE
+    err = capsys.readouterr().err
+    assert err.startswith("specops: invalid profile\n  compare-profiles: profiles: compare puts different profiles")
+
+
+@pytest.mark.parametrize("name", [n for n in list_profile_names() if load_profile(n).profile.method.draft_length()])
+def test_overrides_on_a_loaded_profile_match_a_load_with_them_and_read_no_file(name, monkeypatch):
+    # A sweep derives each cell's profile from the one it loaded (issue 37: nothing re-reads it from disk).
+    loaded = load_profile(name, ["benchmark.num_requests=4"])
+    more = ["method.num_speculative_tokens=2", "benchmark.concurrency=3"]
+    fresh = load_profile(name, ["benchmark.num_requests=4", *more])
+    monkeypatch.setattr(loader, "read_document", lambda *a, **k: pytest.fail("the profile file was read again"))
+    derived = overridden(loaded, more)
+    assert derived.resolved == fresh.resolved and derived.overrides == fresh.overrides
+    assert derived.profile.method.draft_length() == 2 and derived.profile.benchmark.concurrency == 3
+    with pytest.raises(ProfileError, match="benchmark.concurrency"):
+        overridden(loaded, ["benchmark.concurrency=0"])

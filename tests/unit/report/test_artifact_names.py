@@ -1,4 +1,4 @@
-"""specops/report/artifact_names.py: a sweep cell and a comparison's member publish under keys of their own,
+"""specops/report/writer.py: a sweep cell and a comparison's member publish under keys of their own,
 named from the run's RunRole (specops/results/role.py)."""
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from specops.report.artifact_names import artifact_key, run_names
+from specops.report.writer import artifact_key, run_names
 from specops.results.role import CALIBRATE, COMPARE, SWEEP_CELL, RunRole
 from specops.sweep.grid import series_dir
 from tests.results_factory import run_result

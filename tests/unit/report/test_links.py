@@ -1,4 +1,4 @@
-"""specops/report/links.py: a run's files as URLs a browser opens (SPECOPS_ARTIFACTS_URL) or, without it, file://."""
+"""specops/report/writer.py: a run's files as URLs a browser opens (SPECOPS_ARTIFACTS_URL) or, without it, file://."""
 from __future__ import annotations
 
 import socket
@@ -6,7 +6,7 @@ import socket
 import pytest
 from pydantic import ValidationError
 
-from specops.report.links import figure_markdown, link_markdown, public_url
+from specops.report.writer import figure_markdown, link_markdown, public_url
 from specops.settings import settings
 
 

@@ -6,7 +6,7 @@ import json
 import pytest
 
 from specops.results import durable
-from specops.results.manifest import MANIFEST, ManifestError, read_result, save_result
+from specops.results.durable import MANIFEST, ManifestError, read_result, save_result
 from specops.results.model import SCHEMA_VERSION
 from specops.results.store import ResultsStore
 from tests.results_factory import run_result

@@ -10,7 +10,7 @@ import pytest
 
 from specops.registry import UnknownName
 from specops.regression.runs import profile_runs
-from specops.report.artifact_names import run_names
+from specops.report.writer import run_names
 from specops.results.calibration import is_calibration
 from specops.results.model import RunResult
 from specops.results.role import CALIBRATE, OWN, ROLES, SWEEP_CELL, UPGRADE, RoleSpec, RunRole

@@ -6,6 +6,7 @@ import threading
 import pytest
 import torch
 
+from specops.registry import UnknownName
 from specops.runtime.engine import DecodingEngine
 from specops.runtime.proposers import make_proposer
 
@@ -120,7 +121,7 @@ def test_prompt_longer_than_the_model_is_refused(byte_engine):
 
 
 def test_load_rejects_unknown_method_before_loading(tmp_path):
-    with pytest.raises(ValueError, match="known: \\['draft-target', 'eagle', 'eagle3', 'medusa', 'ngram', 'none'\\]"):
+    with pytest.raises(UnknownName, match="allowed: draft-target, eagle, eagle3, medusa, ngram, none$"):
         DecodingEngine.load(tmp_path / "no-model", "eagle9", {})
 
 

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import pytest
 
+from specops.registry import UnknownName
 from specops.runtime.proposers import PROPOSERS, NgramProposer, make_proposer
 
 
@@ -18,7 +19,7 @@ def test_registry_knows_none_and_ngram():
 
 
 def test_unknown_method_lists_known_ones():
-    with pytest.raises(ValueError, match=r"unknown speculative method 'eagle9'.*'ngram'.*'none'"):
+    with pytest.raises(UnknownName, match=r"unknown speculative method 'eagle9'; allowed: .*ngram, none"):
         make_proposer("eagle9")
 
 

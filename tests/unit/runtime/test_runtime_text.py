@@ -6,9 +6,7 @@ import threading
 import pytest
 import torch
 
-from specops.runtime.counters import SpecCounters
-from specops.runtime.detok import TextStream
-from specops.runtime.sampling import Sampler
+from specops.runtime.sampling import Sampler, SpecCounters, TextStream
 
 
 class Bytes:

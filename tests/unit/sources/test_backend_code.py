@@ -21,8 +21,8 @@ import pytest
 from specops.http_client import HttpError
 from specops.sources import backend_code
 from specops.sources.backend_code import SUBDIR, check_source, fetch_backend_code
-from specops.sources.base import hash_dir
 from specops.sources.integrity import CacheCorruptError
+from specops.sources.schemes import hash_dir
 from tests.reference import REFERENCE
 
 CHECKOUT = REFERENCE / "vllm_backend"

@@ -10,8 +10,8 @@ import time
 import pytest
 
 from specops.sources import integrity
-from specops.sources.base import hash_dir
 from specops.sources.integrity import CacheCorruptError, Entry, publish, verify
+from specops.sources.schemes import hash_dir
 
 
 def _entry(cache, rebuild="rebuilds it"):

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from specops.sources.local import missing_target_files
+from specops.sources.schemes import missing_target_files
 
 
 @pytest.mark.parametrize("tokenizer", ["tokenizer.json", "tokenizer.model", "vocab.json", "cl100k.tiktoken"])

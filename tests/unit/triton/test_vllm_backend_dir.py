@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from specops.backends.vllm import cpu as vllm_cpu
-from specops.sources.base import hash_dir
+from specops.sources.schemes import hash_dir
 from specops.triton.backend_dir import BACKEND_LIB, BACKEND_UTILS, STUB, TritonDist, triton_dist
 from specops.triton.vllm_backend_dir import BACKEND_NAME, BRIDGES, vllm_backend_dir
 from tests.reference import REFERENCE

@@ -7,7 +7,7 @@ from pathlib import Path
 from specops.pipeline.backend import backend_for
 from specops.profile.loader import load_profile
 from specops.run.variant import Variant, base_method, variants_of
-from specops.sources.base import ModelArtifact
+from specops.sources.schemes import ModelArtifact
 from specops.triton.model_config import ModelConfig
 
 TARGET = ModelArtifact(Path("/models/target"), "embedded:smollm2-135m", "a" * 64)

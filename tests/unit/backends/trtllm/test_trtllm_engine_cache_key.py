@@ -14,7 +14,7 @@ from specops.pipeline.backend import backend_for
 from specops.pipeline.render import repository_key
 from specops.profile.loader import load_profile
 from specops.run.variant import Variant
-from specops.sources.base import ModelArtifact
+from specops.sources.schemes import ModelArtifact
 from tests.unit.cost.test_nvml import FakeNvml
 
 TARGET = ModelArtifact(Path("/models/target"), "hf://meta-llama/Llama-3.1-8B-Instruct", "a" * 64)

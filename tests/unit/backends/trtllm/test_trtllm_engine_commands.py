@@ -19,7 +19,7 @@ from specops.pipeline.backend import backend_for
 from specops.profile.errors import ProfileError
 from specops.profile.loader import load_profile, read_document
 from specops.run.variant import Variant
-from specops.triton.endpoint import Endpoint
+from specops.triton.client import Endpoint
 
 PROFILES = Path(__file__).resolve().parents[4] / "profiles"
 

@@ -9,8 +9,7 @@ import yaml
 
 from specops.backends.trtllm.serve import YAML_NAME
 from specops.bench.target import Api
-from specops.bench.tool import BenchJob
-from specops.bench.tool_registry import bench_tool
+from specops.bench.tool import BenchJob, bench_tool
 from specops.pipeline.backend import backend_for
 from specops.profile.errors import ProfileError
 from specops.run.variant import Variant, variants_of

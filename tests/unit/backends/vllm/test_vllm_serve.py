@@ -173,7 +173,7 @@ def test_both_variants_answer_to_one_alias_and_name_themselves_in_each_answer(lo
     targets = {name: backend.bench_target(None, variant) for name, variant in variants.items()}
     assert {t.alias for t in targets.values()} == {ALIAS} and {t.model for t in targets.values()} == set(variants)
     assert all(t.apis == (Api.OPENAI_COMPLETIONS, Api.OPENAI_CHAT) for t in targets.values())
-    # the data step's synthesis server is asked by its own name only (specops/draft/gpu_synthesis.py)
+    # the data step's synthesis server is asked by its own name only (specops/draft/gpu.py)
     synthesis = Variant("synthesis", base_method())
     assert _names(backend.serve_args(synthesis, "/x", backend.plan_endpoint())) == ["synthesis"]
     assert backend.bench_target(None, synthesis).alias is None
@@ -354,7 +354,7 @@ def server_info_origin():
 def _check(load_gpu_profile, tmp_path, port, k: int):
     from types import SimpleNamespace
 
-    from specops.triton.endpoint import Endpoint
+    from specops.triton.client import Endpoint
 
     # the n-gram settings the recorded server ran (max 4 given, min 4 set by vLLM; test_vllm_readback.AS_STARTED)
     backend, variants = _backend(load_gpu_profile, CPU, (f"method.num_speculative_tokens={k}",

@@ -4,7 +4,7 @@ from __future__ import annotations
 import io
 import logging
 
-from cli.console import WithoutTraceback, drop_console_tracebacks
+from cli.common import WithoutTraceback, drop_console_tracebacks
 
 
 def _log_failure(logger: logging.Logger) -> None:

@@ -1,4 +1,5 @@
-"""Training sequences: completions are tokenized as the benchmark sends prompts, chats templated."""
+"""Training sequences: completions are tokenized as the benchmark sends prompts, chats templated; the shared
+optimizer loop reports its steps to a progress callback."""
 from __future__ import annotations
 
 import json
@@ -6,9 +7,10 @@ import os
 from pathlib import Path
 
 import pytest
+import torch
 
 from specops.draft.conversations import DataFileError
-from specops.draft.sequences import batches, load_sequences
+from specops.draft.prepare import batches, load_sequences, run_loop, shuffled_epochs
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 
@@ -55,3 +57,20 @@ def test_batches_pad_to_a_fixed_length_when_asked():
     ids, mask = next(batches([[1, 2, 3], [4]], batch_size=2, pad_id=0, pad_to=6))
     assert ids.tolist() == [[1, 2, 3, 0, 0, 0], [4, 0, 0, 0, 0, 0]]
     assert mask.tolist() == [[1, 1, 1, 0, 0, 0], [1, 0, 0, 0, 0, 0]]
+
+
+def test_progress_follows_the_steps_to_the_end():
+    weight = torch.nn.Parameter(torch.zeros(2))
+    batches = [torch.ones(2), -torch.ones(2), torch.full((2,), 2.0)]
+    seen: list[tuple[float, str]] = []
+
+    def step(batch):
+        loss = ((weight - batch) ** 2).sum()
+        return loss, {}
+
+    stats = run_loop([weight], step, shuffled_epochs(batches, seed=0), epochs=2, steps_per_epoch=3, max_steps=5,
+                     lr=0.1, log=lambda line: None, label="train toy",
+                     progress=lambda fraction, note: seen.append((fraction, note)))
+    assert stats.steps == 5
+    assert [f for f, _ in seen] == [0.2, 0.4, 0.6, 0.8, 1.0]
+    assert seen[-1][1].startswith("train toy: step 5/5, loss ")

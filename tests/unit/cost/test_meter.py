@@ -12,8 +12,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from specops.cost.cpu import ProcessGone, process_tree_cpu_seconds
-from specops.cost.meter import CostMeter
+from specops.cost.meter import CostMeter, ProcessGone, process_tree_cpu_seconds
 
 BURN_S = 1.0  # of CPU time, whatever the wall time under a busy neighbour
 # psutil's CPU times are the kernel's user and system times, each cut to whole clock ticks

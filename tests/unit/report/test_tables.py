@@ -1,8 +1,7 @@
-"""specops/report/rounding.py: the comparison table artifact shows figures with the digits their meaning needs."""
+"""specops/report/tables.py (rounding): the comparison table artifact shows figures with the digits their meaning needs."""
 from __future__ import annotations
 
-from specops.report.rounding import decimals, rounded, rounded_records
-from specops.report.tables import comparison_frame
+from specops.report.tables import comparison_frame, decimals, rounded, rounded_records
 from tests.results_factory import run_result
 
 
