@@ -139,8 +139,7 @@ def _start_side_by_side(backend: Backend, variants: list[Variant], repos: dict[s
         wait(futures)
     except BaseException as error:  # interrupted while they start: each is stopped as soon as its start returns
         if hasattr(run, "fail_at"):  # the run ends here, whatever the threads' starts raise later
-            run.fail_at("serve", next((v.name for v, f in zip(variants, futures) if not f.done()), variants[0].name),
-                        error)
+            run.fail_at("serve", next((v.name for v, f in zip(variants, futures) if not f.done()), "servers"), error)
         for v, f in zip(variants, futures):
             context = contextvars.copy_context()
             f.add_done_callback(lambda f, v=v, c=context: f.exception() is None and c.run(stop, v, f.result()))

@@ -1,6 +1,7 @@
 """Process and port plumbing for servers we launch: free ports, spawn with a death signal, kill trees."""
 from __future__ import annotations
 
+import atexit
 import ctypes
 import logging
 import os
@@ -85,12 +86,25 @@ def _preexec(death_signal: int, parent_pid: int) -> None:  # in the child betwee
         os.kill(os.getpid(), death_signal)
 
 
+# Groups spawn() started that kill_process_tree did not stop (a server starting when the run was interrupted), killed
+# at exit: the death signal reaches the leader alone, and Triton's orphaned stubs ignore SIGTERM for up to 30 s.
+_unstopped_groups: set[int] = set()
+
+
+@atexit.register
+def _kill_unstopped_groups() -> None:
+    for pgid in list(_unstopped_groups):
+        _signal_group(pgid, signal.SIGKILL)
+
+
 def spawn(cmd: Sequence[str], env: Mapping[str, str], log_path: Path,
           death_signal: int = signal.SIGKILL) -> subprocess.Popen:
-    """Start `cmd` in its own session, output appended to `log_path`, killed if we die."""
+    """Start `cmd` in its own session, output appended to `log_path`, killed (its group too) if we die or exit."""
     with open(log_path, "ab") as log_fh:
-        return popen_dying_with_us(cmd, death_signal, env=dict(env), stdin=subprocess.DEVNULL, stdout=log_fh,
-                                   stderr=subprocess.STDOUT, start_new_session=True)
+        popen = popen_dying_with_us(cmd, death_signal, env=dict(env), stdin=subprocess.DEVNULL, stdout=log_fh,
+                                    stderr=subprocess.STDOUT, start_new_session=True)
+    _unstopped_groups.add(popen.pid)
+    return popen
 
 
 def spawn_guarded(cmd: Sequence[str], env: Mapping[str, str], **popen_kwargs: Any) -> subprocess.Popen:
@@ -148,13 +162,13 @@ def kill_process_tree(proc: subprocess.Popen, timeout_s: float) -> list[psutil.P
     for p in alive:
         log.warning("killing leftover process %d (%s)", p.pid, _described(p))
         _kill(p)
+    _unstopped_groups.discard(proc.pid)
     return wait_gone(alive, timeout_s=KILLED_EXIT_S)
 
 
 def group_members(pgid: int) -> list[psutil.Process]:
-    """The processes of a process group. A leader that died (SIGTERMed from outside while starting) left its
-    children re-parented, out of its tree but still in its group: Triton's Python stubs, which ignore SIGTERM
-    until their start-up handshake ends (stub-timeout-seconds, 30 s by default), are found this way."""
+    """The processes of a process group: a leader killed from outside leaves its children (Triton's stubs, which
+    ignore SIGTERM until their handshake times out, 30 s) out of its tree but in its group."""
     found = []
     for p in psutil.process_iter():
         with suppress(OSError, psutil.Error):

@@ -198,9 +198,8 @@ def load_profile(name_or_path: str | Path, overrides: list[str] | tuple[str, ...
 
 
 def overridden(loaded: LoadedProfile, more: list[str] | tuple[str, ...]) -> LoadedProfile:
-    """The loaded profile with `more` overrides on top, validated from memory: the file is not read again."""
-    # What the user's document set, not the defaults: a default set explicitly can be refused (a CPU trainer's
-    # setting under the GPU trainer).
+    """The loaded profile with `more` overrides on top, validated from memory: the file is not read again. From
+    what the user set, not the defaults: a default set explicitly can be refused (a CPU trainer's under 'gpu')."""
     document = loaded.profile.model_dump(mode="json", exclude_unset=True)
     return _validated(apply_overrides(document, more), loaded.path, (*loaded.overrides, *more))
 

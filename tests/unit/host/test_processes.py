@@ -3,7 +3,10 @@ import logging
 import os
 import signal
 import socket
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import psutil
 import pytest
@@ -93,6 +96,21 @@ def test_a_member_left_in_the_group_by_a_leader_killed_from_outside_is_killed_to
     assert member.is_running() and os.getpgid(member.pid) == leader.pid
     assert kill_process_tree(leader, timeout_s=1) == []
     assert not (member.is_running() and member.status() != psutil.STATUS_ZOMBIE)
+
+
+def test_a_group_never_stopped_is_killed_when_the_process_exits(tmp_path):
+    # A run interrupted while a server starts exits without stopping it: the death signal kills the leader alone.
+    pid_file = tmp_path / "member.pid"
+    code = ("import time; from pathlib import Path; from specops.host.processes import spawn; "
+            f"spawn(['bash', '-c', \"(trap '' TERM; exec sleep 60) & echo $! > {pid_file}; wait\"], "
+            f"{{'PATH': '/usr/bin:/bin'}}, Path('{tmp_path / 'log'}'))\n"
+            f"while not Path('{pid_file}').is_file() or not Path('{pid_file}').read_text().strip(): time.sleep(0.02)")
+    subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).resolve().parents[3], check=True, timeout=60)
+    member = int(pid_file.read_text())
+    deadline = time.monotonic() + 10
+    while psutil.pid_exists(member) and psutil.Process(member).status() != psutil.STATUS_ZOMBIE:
+        assert time.monotonic() < deadline, "the group's member outlived the process that spawned its group"
+        time.sleep(0.05)
 
 
 class Cause(RuntimeError):
