@@ -88,12 +88,12 @@ def _preexec(death_signal: int, parent_pid: int) -> None:  # in the child betwee
 
 # Groups spawn() started that kill_process_tree did not stop (a server starting when the run was interrupted), killed
 # at exit: the death signal reaches the leader alone, and Triton's orphaned stubs ignore SIGTERM for up to 30 s.
-_unstopped_groups: set[int] = set()
+_unstopped_groups: set[tuple[int, int]] = set()  # (the spawning pid, the group): a forked child kills none
 
 
 @atexit.register
 def _kill_unstopped_groups() -> None:
-    for pgid in list(_unstopped_groups):
+    for pgid in [pgid for owner, pgid in _unstopped_groups if owner == os.getpid()]:
         _signal_group(pgid, signal.SIGKILL)
 
 
@@ -103,7 +103,7 @@ def spawn(cmd: Sequence[str], env: Mapping[str, str], log_path: Path,
     with open(log_path, "ab") as log_fh:
         popen = popen_dying_with_us(cmd, death_signal, env=dict(env), stdin=subprocess.DEVNULL, stdout=log_fh,
                                     stderr=subprocess.STDOUT, start_new_session=True)
-    _unstopped_groups.add(popen.pid)
+    _unstopped_groups.add((os.getpid(), popen.pid))
     return popen
 
 
@@ -162,7 +162,7 @@ def kill_process_tree(proc: subprocess.Popen, timeout_s: float) -> list[psutil.P
     for p in alive:
         log.warning("killing leftover process %d (%s)", p.pid, _described(p))
         _kill(p)
-    _unstopped_groups.discard(proc.pid)
+    _unstopped_groups.discard((os.getpid(), proc.pid))
     return wait_gone(alive, timeout_s=KILLED_EXIT_S)
 
 
