@@ -56,15 +56,18 @@ def add_parser(sub) -> None:
     calibrate.set_defaults(handler=cmd_calibrate)
 
 
-def _flow_command(args, call):
-    """Run a flow under a private Prefect API (unless PREFECT_API_URL is set), SIGTERM as an interrupt."""
+def _flow_command(args, load):
+    """Run a flow under a private Prefect API (unless PREFECT_API_URL is set), SIGTERM as an interrupt. `load`
+    imports the flow and returns the call to make: the server's start-up overlaps those imports."""
     prefect_defaults()
     signal.signal(signal.SIGTERM, terminate_as_interrupt)
-    from cli.prefect_api import prefect_api
+    from cli.prefect_api import prefect_api, start_prefect_api
 
     if not getattr(args, "debug", False):
         drop_console_tracebacks()
-    with prefect_api():
+    started = start_prefect_api()
+    call = load()
+    with prefect_api(started):
         return call()
 
 
@@ -88,10 +91,11 @@ def cmd_sweep(args) -> int:
           f"{len(grid.concurrencies)} concurrencies), up to {len(grid.draft_lengths) + 1} servers, "
           f"{bench.num_requests} requests x {bench.rounds} round(s) per cell; cells measured before are reused",
           file=sys.stderr)
-    from flows.sweep import sweep
+    def load():
+        from flows.sweep import sweep
+        return lambda: sweep(args.profile, grid.draft_lengths, grid.concurrencies, args.overrides, args.run_id)
 
-    outcome = _flow_command(args, lambda: sweep(args.profile, grid.draft_lengths, grid.concurrencies,
-                                                args.overrides, args.run_id))
+    outcome = _flow_command(args, load)
     print(f"\n{outcome.table}\n\nsweep: {outcome.run_dir}  (measured now: {', '.join(outcome.measured) or 'none'}; "
           f"servers started: {dict(outcome.server_starts) or 'none'})")
     return 0
@@ -101,9 +105,11 @@ def cmd_compare_profiles(args) -> int:
     from specops.profile.loader import check_comparable, load_profile
 
     check_comparable([load_profile(p, args.overrides) for p in args.profiles])  # fail fast, before Prefect starts
-    from flows.compare import compare
+    def load():
+        from flows.compare import compare
+        return lambda: compare(args.profiles, args.overrides)
 
-    print("\n" + _flow_command(args, lambda: compare(args.profiles, args.overrides)))
+    print("\n" + _flow_command(args, load))
     return 0
 
 
@@ -111,10 +117,11 @@ def cmd_upgrade_check(args) -> int:
     from specops.upgrade.sides import load_sides
 
     load_sides(args.profile, args.before, args.after, args.overrides)  # fail fast, before Prefect starts
-    from flows.upgrade import upgrade
+    def load():
+        from flows.upgrade import upgrade
+        return lambda: upgrade(args.profile, args.before, args.after, args.overrides, args.run_id)
 
-    print("\n" + _flow_command(args, lambda: upgrade(args.profile, args.before, args.after, args.overrides,
-                                                     args.run_id)))
+    print("\n" + _flow_command(args, load))
     return 0
 
 
@@ -122,7 +129,9 @@ def cmd_calibrate(args) -> int:
     from specops.profile.calibration import load_calibration
 
     load_calibration(args.profile, args.overrides, args.runs)  # fail fast, before Prefect starts
-    from flows.calibrate import calibrate
+    def load():
+        from flows.calibrate import calibrate
+        return lambda: calibrate(args.profile, args.runs, args.overrides, args.run_id)
 
-    print("\n" + _flow_command(args, lambda: calibrate(args.profile, args.runs, args.overrides, args.run_id)))
+    print("\n" + _flow_command(args, load))
     return 0

@@ -13,6 +13,7 @@ import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
+from dataclasses import dataclass
 from pathlib import Path
 
 from specops.host import tracking
@@ -31,9 +32,20 @@ class PrefectApiError(RuntimeError):
     """The private Prefect API server did not become healthy; the message carries its log tail."""
 
 
-@contextmanager
-def prefect_api() -> Iterator[str | None]:
-    """Yield the API URL of a private server for the duration (None: one is configured; used as is)."""
+@dataclass
+class Started:
+    """What start_prefect_api began: a private server spawned and not yet healthy, or none (one is configured)."""
+
+    proc: subprocess.Popen | None = None
+    url: str = ""
+    log_path: Path | None = None
+    timeout_s: float = 0.0  # PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS, from the spawn on
+    deadline: float = 0.0
+
+
+def start_prefect_api() -> Started:
+    """Spawn the private server without waiting for it: its ~5 s of imports then overlap the caller's (a run's
+    flow modules), where `with prefect_api()` alone pays both in turn. It dies with this process (guard)."""
     from prefect.context import refresh_global_settings_context
     from prefect.settings import PREFECT_API_URL, PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS
 
@@ -41,9 +53,20 @@ def prefect_api() -> Iterator[str | None]:
     # settings are read from the environment once, at import.
     refresh_global_settings_context()
     if PREFECT_API_URL.value():  # `make up`'s server, a remote one, Prefect Cloud
+        return Started()
+    timeout_s = PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS.value()
+    return _spawn(timeout_s, time.monotonic() + timeout_s)
+
+
+@contextmanager
+def prefect_api(started: Started | None = None) -> Iterator[str | None]:
+    """Yield the API URL of a private server for the duration (None: one is configured; used as is). `started`:
+    the server start_prefect_api spawned earlier, else it is spawned here."""
+    started = started or start_prefect_api()
+    if started.proc is None:
         yield None
         return
-    proc, url, log_path = _start(PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS.value())
+    proc, url, log_path = _healthy_server(started)
     record = tracking.track_process(proc.pid, "prefect-server", f"Prefect API {url}")
     try:
         with _pointed_at(url):
@@ -57,21 +80,26 @@ def prefect_api() -> Iterator[str | None]:
         log_path.unlink(missing_ok=True)
 
 
-def _start(timeout_s: float) -> tuple[subprocess.Popen, str, Path]:
+def _spawn(timeout_s: float, deadline: float) -> Started:
     from prefect.settings import get_current_settings
 
     settings = get_current_settings()
     env = {**os.environ, **SERVER_ENV, **settings.to_environment_variables(exclude_unset=True)}
     home = Path(settings.home)
     home.mkdir(parents=True, exist_ok=True)
-    deadline = time.monotonic() + timeout_s
+    port = pick_free_ports(HOST, 1)[0]
+    log_path = home / f"specops-api-{port}.log"
+    with log_path.open("wb") as log:
+        proc = spawn_guarded(_command(port), env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
+    return Started(proc, f"http://{HOST}:{port}/api", log_path, timeout_s, deadline)
+
+
+def _healthy_server(started: Started) -> tuple[subprocess.Popen, str, Path]:
+    """Wait for the spawned server; spawn again where it exited first (a port picked free can be taken before
+    uvicorn binds it), LAUNCH_ATTEMPTS in all."""
     for attempt in range(1, LAUNCH_ATTEMPTS + 1):
-        port = pick_free_ports(HOST, 1)[0]
-        url = f"http://{HOST}:{port}/api"
-        log_path = home / f"specops-api-{port}.log"
-        with log_path.open("wb") as log:
-            proc = spawn_guarded(_command(port), env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
-        while time.monotonic() < deadline:
+        proc, url, log_path = started.proc, started.url, started.log_path
+        while time.monotonic() < started.deadline:
             if proc.poll() is not None:
                 break
             if _healthy(url):
@@ -79,13 +107,14 @@ def _start(timeout_s: float) -> tuple[subprocess.Popen, str, Path]:
             time.sleep(0.1)
         else:
             kill_process_tree(proc, STOP_TIMEOUT_S)
-            raise PrefectApiError(f"the Prefect API server on {url} was not healthy within {timeout_s:g}s "
+            raise PrefectApiError(f"the Prefect API server on {url} was not healthy within {started.timeout_s:g}s "
                                   f"(PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS); its log {log_path} "
                                   f"ends with:\n{_tail(log_path)}")
-        if attempt == LAUNCH_ATTEMPTS or time.monotonic() >= deadline:
+        if attempt == LAUNCH_ATTEMPTS or time.monotonic() >= started.deadline:
             raise PrefectApiError(f"the Prefect API server exited with code {proc.returncode} before it was "
                                   f"healthy ({attempt} attempt(s)); its log {log_path} ends with:\n{_tail(log_path)}")
         log_path.unlink(missing_ok=True)
+        started = _spawn(started.timeout_s, started.deadline)
     raise AssertionError("unreachable")
 
 

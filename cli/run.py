@@ -43,7 +43,10 @@ def cmd_run(args) -> int:
         raise PrerequisiteError(loaded.profile.name, problems)
     prefect_defaults()
     signal.signal(signal.SIGTERM, terminate_as_interrupt)
-    from cli.prefect_api import PrefectApiError, prefect_api
+    from cli.prefect_api import PrefectApiError, prefect_api, start_prefect_api
+
+    start = time.monotonic()  # Prefect's API server start-up counts as orchestration overhead
+    api = start_prefect_api()  # before the flow's imports, which its own then overlap
     from flows.specdec import RunFailed, run_specdec
     from prefect_adapters.refusal import handed_over
     from specops.report.writer import summary
@@ -52,9 +55,8 @@ def cmd_run(args) -> int:
     if not getattr(args, "debug", False):  # the step and the error end the run in one line; the UI keeps tracebacks
         drop_console_tracebacks()
 
-    start = time.monotonic()  # Prefect's API server start-up counts as orchestration overhead
     try:
-        with prefect_api(), handed_over(args.profile, args.overrides, loaded):  # private unless PREFECT_API_URL is set
+        with prefect_api(api), handed_over(args.profile, args.overrides, loaded):  # private unless PREFECT_API_URL set
             result = run_specdec(args.profile, args.overrides, args.run_id)  # INVALID: Failed, still reported
     except RunFailed as failed:
         if getattr(args, "debug", False):

@@ -69,3 +69,31 @@ def pytest_xdist_node_collection_finished(node, ids):
     if node.config.getoption("dist") == "loadgroup" and ungrouped:
         pytest.exit(f"--dist loadgroup did not group {ungrouped[0]} (and {len(ungrouped) - 1} more): this "
                     "pytest-xdist does not work with this pytest (see pyproject.toml)", returncode=4)
+
+
+def _cpu_times() -> tuple[float, float]:
+    """(busy, total) jiffies of all cores since boot, from /proc/stat's first line."""
+    fields = [float(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    idle = fields[3] + fields[4]  # idle + iowait
+    return sum(fields) - idle, sum(fields)
+
+
+def pytest_sessionstart(session):
+    if not hasattr(session.config, "workerinput"):  # the controller: the whole run, every worker in it
+        session.config.stash[_CPU_AT_START] = _cpu_times()
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    """How busy the host's cores were over the suite: the measure of how far running tests side by side can go
+    (a suite at ~100% is bound by its work, not its scheduling)."""
+    start = config.stash.get(_CPU_AT_START, None)
+    if start is None:
+        return
+    busy, total = (now - then for now, then in zip(_cpu_times(), start))
+    cores = os.cpu_count() or 1
+    wall_s = total / os.sysconf("SC_CLK_TCK") / cores
+    terminalreporter.write_line(f"host CPU over the suite: {cores} cores {busy / total:.0%} busy for {wall_s:.0f}s "
+                                f"({busy / os.sysconf('SC_CLK_TCK'):.0f} core-seconds of work)")
+
+
+_CPU_AT_START = pytest.StashKey[tuple[float, float]]()

@@ -5,8 +5,9 @@ artifacts server under setsid). Its whole tree is stopped, not only its process 
 worker starts each flow run in a session of its own. Every process of the tree but the leader
 gets SIGTERM (a flow run then crashes, and its hooks stop its servers), the leader once they are
 gone (a worker stopping first would kill its runs outright), and whatever still runs at the
-timeout gets SIGKILL. A pid file whose process is
-gone, or is no longer the one `make up` started, is only removed.
+timeout gets SIGKILL. A Triton Python stub whose server is gone gets SIGKILL as soon as it is seen: it ignores
+SIGTERM by design (kill_orphaned_stubs). A pid file whose process is gone, or is no longer the one `make up`
+started, is only removed.
 """
 from __future__ import annotations
 
@@ -53,11 +54,37 @@ def signal_all(procs: list[psutil.Process], sig: int) -> None:
             proc.send_signal(sig)
 
 
-def wait_gone(procs: list[psutil.Process], timeout_s: float) -> list[psutil.Process]:
+def wait_gone(procs: list[psutil.Process], timeout_s: float, stubs_killed: list[str] | None = None
+              ) -> list[psutil.Process]:
     deadline = time.monotonic() + timeout_s
     while (alive := [p for p in procs if running(p)]) and time.monotonic() < deadline:
+        if stubs_killed is not None:
+            stubs_killed += kill_orphaned_stubs(alive)
         time.sleep(0.1)
     return alive
+
+
+STUB = "triton_python_backend_stub"
+
+
+def kill_orphaned_stubs(procs: list[psutil.Process]) -> list[str]:
+    """SIGKILL the Triton Python stubs whose tritonserver is gone or a zombie; return them named.
+
+    A stub ignores SIGTERM by design: its server stops it, and it exits on its own once `kill(parent_pid, 0)` fails
+    (triton-inference-server/python_backend src/pb_stub.cc, the health thread). A zombie parent passes that check,
+    and where init reaps no orphan (a container without --init, as here) a dead server stays a zombie: its stubs
+    would wait out any bound. Orphaned, a stub has nothing left to finish, so SIGKILL is its stop, not a fallback.
+    """
+    killed = []
+    for proc in procs:
+        with suppress(psutil.Error):
+            if proc.name() != STUB:  # psutil completes the kernel's 15-character name from the command line
+                continue
+            parent = proc.parent()
+            if parent is None or not running(parent) or parent.name() != "tritonserver":
+                proc.kill()
+                killed.append(f"{proc.pid} {STUB}")
+    return killed
 
 
 # A word of the command line of each service `make up` starts: Prefect's server and worker, the artifacts server.
@@ -89,7 +116,8 @@ def stop(pid_file: Path, timeout_s: float) -> str:
     # outright (no report, servers left to the janitor), and a second SIGTERM to a run cuts its teardown short.
     members = [p for p in procs if p.pid != leader.pid]
     signal_all(members, signal.SIGTERM)
-    wait_gone(members, timeout_s)
+    stubs_killed: list[str] = []
+    wait_gone(members, timeout_s, stubs_killed)
     signal_all([leader], signal.SIGTERM)
     alive = wait_gone(procs, max(1.0, timeout_s - (time.monotonic() - start)))  # the leader: a second at least
     killed = ", ".join(f"{p.pid} {name_of(p)}" for p in alive)  # what ignored SIGTERM, named for whoever reads why
@@ -100,6 +128,8 @@ def stop(pid_file: Path, timeout_s: float) -> str:
     if alive:
         return f"{pid_file.stem}: {[p.pid for p in alive]} survived SIGKILL"
     how = f"SIGKILL after SIGTERM: {killed}" if killed else "SIGTERM"
+    if stubs_killed:
+        how += f"; SIGKILL to orphaned Triton stubs, which ignore SIGTERM: {', '.join(stubs_killed)}"
     return f"{pid_file.stem}: stopped {len(procs)} process(es) in {time.monotonic() - start:.1f}s ({how})"
 
 

@@ -296,7 +296,10 @@ def test_make_down_stops_everything_make_up_started_and_runs_work_again(embedded
         # SIGTERM was enough (tools/stop_services.py says which): the worker starts with SIGINT at its default (Prefect's
         # worker stops by sending itself SIGINT, which a background job of make's shell ignored: Makefile `up`), and is
         # signalled after its flow run, which ends on its one SIGTERM, report written and servers stopped.
-        assert re.search(r"^worker: stopped \d+ process\(es\) in [\d.]+s \(SIGTERM\)$", down.stdout, re.M), down.stdout
+        # A Triton stub orphaned by a server that died while its model loaded is SIGKILLed as soon as it is seen:
+        # stubs ignore SIGTERM by design (tools/stop_services.py kill_orphaned_stubs), and CI saw one cost 30 s.
+        assert re.search(r"^worker: stopped \d+ process\(es\) in [\d.]+s \(SIGTERM(; SIGKILL to orphaned Triton "
+                         r"stubs, which ignore SIGTERM: [^)]*)?\)$", down.stdout, re.M), down.stdout
         assert (tmp_path / "artifacts" / "ngram-local" / "via-worker" / "report.md").is_file()
         left, _ = wait_gone(started, 5)
         assert left == [] and marked(mark) == [], [(p.pid, label(p)) for p in left]

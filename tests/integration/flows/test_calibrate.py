@@ -3,9 +3,11 @@ base servers, as `make bench-calibrate` measures), shrunk: two A/A runs of ngram
 itself), recorded as method none, summarised, and kept out of judgement."""
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -18,6 +20,18 @@ pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 SHRINK = ["benchmark.num_requests=4", "benchmark.warmup_requests=0", "benchmark.output_tokens=24",
           "comparison.lossless_prompts=2", "comparison.lossless_max_tokens=16", "benchmark.tool=aiperf"]
+
+
+def failed_runs(runs: Path) -> str:
+    """Why a run failed, for the assertion: its status and the end of its server logs (CI once saw a run fail at
+    serve, and the table alone cannot say why)."""
+    text = ""
+    for status in sorted(runs.glob("*/status.json")):
+        if json.loads(status.read_text())["state"] != "ok":
+            text += f"\n{status}:\n{status.read_text()}"
+            for log in sorted((status.parent / "logs").glob("server-*.log")):
+                text += f"\n{log.name} ends:\n" + "\n".join(log.read_text().splitlines()[-15:])
+    return text
 
 
 def test_calibrate_runs_the_base_against_itself_and_reports_coverage(tmp_path):
@@ -33,7 +47,7 @@ def test_calibrate_runs_the_base_against_itself_and_reports_coverage(tmp_path):
     # Once: the CLI prints it (the flow's result); the run's log, on the same console, says where it is.
     assert (done.stdout + done.stderr).count(text) == 1, done.stdout[-4000:] + done.stderr[-4000:]
     covering = re.search(r"(\d) of 2 95% intervals contain 1.00x", table)
-    assert covering, table
+    assert covering, table + failed_runs(tmp_path / "artifacts" / "ngram-local")
     with ResultsStore.open(f"sqlite:///{tmp_path / 'artifacts' / 'results.db'}") as store:
         runs = store.history("ngram-local")
     assert len(runs) == 2 and {r.method for r in runs} == {"none"}
