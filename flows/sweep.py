@@ -120,10 +120,11 @@ def sweep(profile: ProfileName = "ngram-local", draft_lengths: DraftLengths = (1
     cs = grid.concurrencies
     try:
         cells, state = measure_series(state, [Series(k) for k in grid.draft_lengths], cs)
-        recommendation = recommend(loaded, best_k(cells))
+        best = best_k(cells)
+        recommendation = recommend(loaded, best)
         schedule = state.schedule(recommendation.schedule_overrides, cs[0]) if serve_schedule else None
         schedule_cells, state = measure_series(state, [schedule], cs) if schedule else ([], state)
-        outcome = sweep_outcome(state, grid, cells, recommendation, schedule_cells)
+        outcome = sweep_outcome(state, grid, cells, best, recommendation, schedule_cells)
         with run.timed("publish", "sweep", announce=False):  # a report that cannot be written fails the sweep too
             publish_sweep(outcome, run)
     except BaseException as error:

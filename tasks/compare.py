@@ -8,7 +8,7 @@ from prefect_adapters.step import step
 from specops.atomic_file import write_text
 from specops.profile.loader import check_comparable, load_profile
 from specops.report.plot import write_compare_plot
-from specops.report.writer import artifact_key, figure_markdown, link_markdown
+from specops.report.writer import artifact_key, link_markdown
 from specops.results.model import RunResult
 from specops.run.roots import artifacts_root
 from specops.run.rundir import new_run_id, validate_run_id
@@ -29,7 +29,7 @@ def publish_comparison(results: list[RunResult], run_id: str | None) -> str:
     table = format_compare(results)
     write_text(out / "compare.md", f"# Comparison\n\n```\n{table}\n```\n")
     plot = write_compare_plot(results, out / "compare.png")
-    markdown = "\n".join([f"# Comparison - {out.name}", "", figure_markdown(plot, "speedup per profile"), "",
+    markdown = "\n".join([f"# Comparison - {out.name}", "", link_markdown(plot, "speedup per profile", image=True), "",
                           link_markdown(out, "comparison directory"), "", f"```\n{table}\n```"])
     create_markdown_artifact(key=artifact_key("compare"), markdown=markdown,
                              description=f"{', '.join(r.profile for r in results)} ({out})")

@@ -14,7 +14,7 @@ from specops.regression.runs import profile_runs
 from specops.regression.suite import EVENT, resource_id
 from specops.regression.trend import trend_dir, write_trend
 from specops.regression.verdict import HISTORY_LIMIT, MetricVerdict, evaluate, verdict_table
-from specops.report.writer import artifact_key, figure_markdown, link_markdown, public_url
+from specops.report.writer import artifact_key, link_markdown, public_url
 from specops.results.compat import ReadNotes
 from specops.results.model import RunResult
 from specops.results.store import ResultsStore
@@ -58,7 +58,7 @@ def publish_trend(profile: str, history: list[RunResult], policy: RegressionPoli
     """trend.html (interactive) and trend.png under artifacts/trends/<profile>/, linked from the flow run."""
     html, png = write_trend(history, policy, trend_dir(profile))
     markdown = "\n".join([f"# {profile}: the newest run against its baseline", "",
-                          figure_markdown(png, f"{profile} trend"), "",
+                          link_markdown(png, f"{profile} trend", image=True), "",
                           link_markdown(html, "interactive trend (trend.html)"), "",
                           f"```\n{verdict_table(verdicts)}\n```"])
     create_markdown_artifact(key=artifact_key(profile, "verdicts"), markdown=markdown,

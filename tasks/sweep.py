@@ -11,7 +11,7 @@ from prefect_adapters.step import step
 from specops.atomic_file import write_text
 from specops.profile.loader import LoadedProfile
 from specops.report.plot import write_sweep_plots
-from specops.report.writer import artifact_key, figure_markdown, link_markdown, public_url
+from specops.report.writer import artifact_key, link_markdown, public_url
 from specops.results.model import RunResult
 from specops.run.rundir import RunDir
 from specops.sweep.cells import BaseCell, CellStore
@@ -59,7 +59,7 @@ def publish_sweep(outcome: SweepOutcome, run: RunDir) -> list[Path]:
     write_text(run.path / "sweep.json", outcome.model_dump_json(indent=2) + "\n")
     plots = write_sweep_plots(outcome.cells, run.path)
     markdown = "\n".join([f"# Sweep of {outcome.profile} - {run.run_id}", "",
-                          *[figure_markdown(p, p.stem) + "\n" for p in plots],
+                          *[link_markdown(p, p.stem, image=True) + "\n" for p in plots],
                           link_markdown(run.path, "sweep directory (every cell's report under it)"), "",
                           f"```\n{outcome.table}\n```"])
     create_markdown_artifact(key=artifact_key(outcome.profile, "sweep"), markdown=markdown,

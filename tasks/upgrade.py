@@ -6,7 +6,7 @@ from prefect.artifacts import create_markdown_artifact
 
 from prefect_adapters.step import step
 from specops.atomic_file import write_text
-from specops.report.writer import artifact_key, figure_markdown, link_markdown
+from specops.report.writer import artifact_key, link_markdown
 from specops.results.model import RunResult
 from specops.run.roots import artifacts_root
 from specops.run.rundir import new_run_id, validate_run_id
@@ -30,8 +30,8 @@ def publish_upgrade(profile: str, sides: list[Side], results: list[RunResult | N
     table = format_upgrade(profile, sides, results)
     write_text(out / "upgrade.md", table)
     plot = write_upgrade_plot(sides, results, out / "upgrade.png")
-    markdown = "\n".join([table, figure_markdown(plot, "speedup and acceptance per draft position, per side"), "",
-                          link_markdown(out, "upgrade check directory")])
+    markdown = "\n".join([table, link_markdown(plot, "speedup and acceptance per draft position, per side",
+                                                image=True), "", link_markdown(out, "upgrade check directory")])
     create_markdown_artifact(key=artifact_key("upgrade", profile), markdown=markdown,
                              description=f"{profile}: {sides[0].setting} -> {sides[1].setting} ({out})")
     # One line, not the table: the CLI prints the table it returns, the artifact shows it in the UI.

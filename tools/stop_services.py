@@ -54,12 +54,10 @@ def signal_all(procs: list[psutil.Process], sig: int) -> None:
             proc.send_signal(sig)
 
 
-def wait_gone(procs: list[psutil.Process], timeout_s: float, stubs_killed: list[str] | None = None
-              ) -> list[psutil.Process]:
+def wait_gone(procs: list[psutil.Process], timeout_s: float, stubs_killed: list[str]) -> list[psutil.Process]:
     deadline = time.monotonic() + timeout_s
     while (alive := [p for p in procs if running(p)]) and time.monotonic() < deadline:
-        if stubs_killed is not None:
-            stubs_killed += kill_orphaned_stubs(alive)
+        stubs_killed += kill_orphaned_stubs(alive)
         time.sleep(0.1)
     return alive
 
@@ -74,14 +72,12 @@ def kill_orphaned_stubs(procs: list[psutil.Process]) -> list[str]:
     (triton-inference-server/python_backend src/pb_stub.cc, the health thread). A zombie parent passes that check,
     and where init reaps no orphan (a container without --init, as here) a dead server stays a zombie: its stubs
     would wait out any bound. Orphaned, a stub has nothing left to finish, so SIGKILL is its stop, not a fallback.
-    """
+    psutil completes the kernel's 15-character process name from the command line."""
     killed = []
     for proc in procs:
         with suppress(psutil.Error):
-            if proc.name() != STUB:  # psutil completes the kernel's 15-character name from the command line
-                continue
             parent = proc.parent()
-            if parent is None or not running(parent) or parent.name() != "tritonserver":
+            if proc.name() == STUB and (parent is None or not running(parent) or parent.name() != "tritonserver"):
                 proc.kill()
                 killed.append(f"{proc.pid} {STUB}")
     return killed
@@ -119,11 +115,11 @@ def stop(pid_file: Path, timeout_s: float) -> str:
     stubs_killed: list[str] = []
     wait_gone(members, timeout_s, stubs_killed)
     signal_all([leader], signal.SIGTERM)
-    alive = wait_gone(procs, max(1.0, timeout_s - (time.monotonic() - start)))  # the leader: a second at least
+    alive = wait_gone(procs, max(1.0, timeout_s - (time.monotonic() - start)), stubs_killed)  # leader: 1 s at least
     killed = ", ".join(f"{p.pid} {name_of(p)}" for p in alive)  # what ignored SIGTERM, named for whoever reads why
     if alive:
         signal_all(alive, signal.SIGKILL)
-        alive = wait_gone(alive, 5)
+        alive = wait_gone(alive, 5, [])
     pid_file.unlink(missing_ok=True)
     if alive:
         return f"{pid_file.stem}: {[p.pid for p in alive]} survived SIGKILL"

@@ -11,19 +11,16 @@ import math
 from datetime import UTC, datetime
 from pathlib import Path
 
-import matplotlib
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
 
-matplotlib.use("Agg")  # no display on servers and workers
-import matplotlib.pyplot as plt  # noqa: E402
-import plotly.graph_objects as go  # noqa: E402
-from plotly.subplots import make_subplots  # noqa: E402
-
-from specops.atomic_file import replacing, write_figure
-from specops.regression.metrics import metric, metric_values, order_key  # noqa: E402
-from specops.regression.policy import RegressionPolicy  # noqa: E402
+from specops.atomic_file import replacing
+from specops.regression.metrics import metric, metric_values, order_key
+from specops.regression.policy import RegressionPolicy
 from specops.regression.runs import baseline_key, chronological, lossless_failed
-from specops.regression.verdict import Point, series  # noqa: E402
-from specops.results.model import RunResult  # noqa: E402
+from specops.regression.verdict import Point, series
+from specops.report.plot import plt, save_figure
+from specops.results.model import RunResult
 from specops.run.roots import artifacts_root
 
 HTML_NAME, PNG_NAME = "trend.html", "trend.png"
@@ -189,12 +186,7 @@ def write_png(path: Path, history: list[RunResult], policy: RegressionPolicy) ->
         fig.legend(list(legend.values()), list(legend), loc="lower center", ncol=min(len(legend), 4), fontsize=7)
     fig.suptitle(_title(profile, history, policy), fontsize=8)
     fig.autofmt_xdate()
-    fig.tight_layout(rect=(0, 0.03 if legend else 0, 1, 0.98))
-    try:
-        write_figure(fig, path, dpi=100)
-    finally:
-        plt.close(fig)
-    return path
+    return save_figure(fig, path, dpi=100, rect=(0, 0.03 if legend else 0, 1, 0.98))
 
 
 def _prepared(history: list[RunResult], policy: RegressionPolicy) -> tuple[

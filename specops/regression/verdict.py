@@ -56,6 +56,7 @@ from specops.regression.metrics import SPEEDUP, host_speed, metric, metric_value
 from specops.regression.policy import RegressionPolicy
 from specops.regression.runs import baseline_key, chronological, judged, lossless_failed
 from specops.results.calibration import MAD_SCALE, aa_spread, is_calibration
+from specops.results.figures import shown
 from specops.results.history import text_table
 from specops.results.model import RunResult, Status
 
@@ -263,10 +264,6 @@ def regressions(verdicts: list[MetricVerdict]) -> list[MetricVerdict]:
     return [v for v in verdicts if v.verdict is Verdict.REGRESSION]
 
 
-def _num(value: float | None) -> str:
-    return "-" if value is None else f"{value:.4g}"
-
-
 def _note(verdict: MetricVerdict) -> str:
     if verdict.runs_needed:
         return f"needs {verdict.runs_needed} more run{'s' if verdict.runs_needed > 1 else ''}"
@@ -278,7 +275,7 @@ def verdict_table(verdicts: list[MetricVerdict]) -> str:
     if not verdicts:
         return "no verdicts (no runs)"
     headers = ["profile", "metric", "verdict", "value", "baseline", "band", "threshold", "streak", "note"]
-    rows = [[v.profile, v.metric, v.verdict.value, _num(v.value), _num(v.baseline),
+    rows = [[v.profile, v.metric, v.verdict.value, shown(v.value, ".4g"), shown(v.baseline, ".4g"),
              f"{v.band[0]:.4g}-{v.band[1]:.4g}" if v.band else "-",
              "-" if v.threshold is None else f"x{v.threshold:g}",
              str(len(v.violating_uids)) if v.violating_uids else "-", _note(v)] for v in verdicts]

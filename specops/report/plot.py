@@ -12,14 +12,15 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 from specops.atomic_file import write_figure  # noqa: E402
 from specops.results.model import LEVEL, RunResult  # noqa: E402
-from specops.sweep.analysis import Cell  # noqa: E402
+from specops.sweep.analysis import Cell, by_k  # noqa: E402
 
 
-def save_figure(fig, path: Path, dpi: int = 110) -> Path:
-    """The figure laid out and written to `path` atomically, then closed (pyplot keeps every open figure)."""
+def save_figure(fig, path: Path, dpi: int = 110, rect: tuple[float, ...] | None = None) -> Path:
+    """The figure laid out (within `rect`, default the whole figure) and written to `path` atomically, then closed
+    (pyplot keeps every open figure). Every specops figure is drawn with this module's pyplot, on Agg."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.tight_layout()
+    fig.tight_layout(rect=rect)
     try:
         write_figure(fig, path, dpi=dpi)
     finally:
@@ -62,18 +63,10 @@ def write_plot(path: Path, result: RunResult) -> Path:
     return save_figure(fig, path)
 
 
-def _per_k(cells: list[Cell]) -> dict[int, list[Cell]]:
-    out: dict[int, list[Cell]] = {}
-    for cell in sorted(cells, key=lambda c: (c.k, c.concurrency)):
-        if cell.usable:
-            out.setdefault(cell.k, []).append(cell)
-    return out
-
-
 def _speedup_plot(cells: list[Cell], path: Path) -> Path:
     fig, ax = plt.subplots(figsize=(6, 4))
     concurrencies = sorted({c.concurrency for c in cells})
-    for k, group in _per_k(cells).items():
+    for k, group in by_k([c for c in cells if c.usable]).items():
         xs, ys = [c.concurrency for c in group], [c.speedup for c in group]
         line, = ax.plot(xs, ys, marker="o", label=f"K={k}")
         lows = [c.speedup_low if c.speedup_low is not None else c.speedup for c in group]
@@ -91,7 +84,7 @@ def _speedup_plot(cells: list[Cell], path: Path) -> Path:
 
 def _acceptance_plot(cells: list[Cell], path: Path) -> Path:
     fig, ax = plt.subplots(figsize=(6, 4))
-    for k, group in _per_k(cells).items():
+    for k, group in by_k([c for c in cells if c.usable]).items():
         rated = [c for c in group if c.position_rates]
         if not rated:
             continue

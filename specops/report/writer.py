@@ -42,21 +42,13 @@ def served(path: Path | str) -> bool:
     return not public_url(path).startswith("file:")
 
 
-def _markdown(path: Path | str, text: str, image: bool = False) -> str:
+def link_markdown(path: Path | str, text: str, image: bool = False) -> str:
+    """A markdown link a browser opens (an image, which the Prefect UI shows inline) when the file is served;
+    otherwise the path on its host."""
     if served(path):
         return f"{'!' if image else ''}[{text}]({public_url(path)})"
     note = " (set SPECOPS_ARTIFACTS_URL to see it here)" if image else ""
     return f"{text}: `{Path(path).resolve()}` on {socket.gethostname()}{note}"
-
-
-def figure_markdown(path: Path | str, caption: str) -> str:
-    """The figure as a markdown image (the Prefect UI shows it inline) when it is served; otherwise where it is."""
-    return _markdown(path, caption, image=True)
-
-
-def link_markdown(path: Path | str, text: str) -> str:
-    """A markdown link a browser opens when the file is served; otherwise the path on its host."""
-    return _markdown(path, text)
 
 
 # Prefect artifact keys: the UI's catalog shows the latest artifact of each key, so a profile's own runs keep
@@ -114,8 +106,8 @@ def report_artifact(result: RunResult, files: ReportFiles, title: str) -> str:
     run_dir = Path(result.run_dir)
     links = " · ".join(link_markdown(p, p.name) for p in (files.report_md, files.comparison_csv, files.manifest_json))
     logs = [f"- {link_markdown(log, Path(log).name)}" for log in (result.failure.logs if result.failure else [])]
-    return "\n".join([f"# {title} - {result.run_id}", "", figure_markdown(files.plot_png, "comparison.png"), "",
-                      f"{link_markdown(run_dir, 'run directory')} · {links}", "",
+    return "\n".join([f"# {title} - {result.run_id}", "", link_markdown(files.plot_png, PLOT_PNG, image=True),
+                      "", f"{link_markdown(run_dir, 'run directory')} · {links}", "",
                       *(["Logs of the failed step:", *logs, ""] if logs else []), body.lstrip("\n")])
 
 

@@ -10,22 +10,17 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 
 from specops.results.calibration import covers_one, is_calibration
-from specops.results.figures import figure
+from specops.results.figures import MISSING, figure, shown
 from specops.results.model import LEVEL, BenchmarkRecord, Design, RunResult, Status
 
 WIDTH = 100  # the terminal format_compare fits
-NONE = "-"
 
 
 def when(timestamp: float | None) -> str:
     """UTC to the minute: runs are compared across hosts in different time zones."""
     if timestamp is None:
-        return NONE
+        return MISSING
     return datetime.fromtimestamp(timestamp, UTC).strftime("%Y-%m-%d %H:%M")
-
-
-def _num(value: float | None, spec: str = ".1f", unit: str = "") -> str:
-    return NONE if value is None else f"{value:{spec}}{unit}"
 
 
 def _status(result: RunResult) -> str:
@@ -34,7 +29,7 @@ def _status(result: RunResult) -> str:
 
 
 def _acceptance_rate(result: RunResult) -> str:
-    return _num(figure(result, "speculative", "acceptance", "acceptance_rate"), ".0%")
+    return shown(figure(result, "speculative", "acceptance", "acceptance_rate"), ".0%")
 
 
 def text_table(headers: list[str], rows: list[list[str]]) -> str:
@@ -83,10 +78,10 @@ def format_history(results: list[RunResult]) -> str:
     rows = []
     for result in results:
         spec, base = (figure(result, v, "metrics", "output_token_throughput_tok_s") for v in ("speculative", "base"))
-        tokens = NONE if spec is None and base is None else f"{_num(spec)}/{_num(base)}"
+        tokens = MISSING if spec is None and base is None else f"{shown(spec, '.1f')}/{shown(base, '.1f')}"
         rows.append([
             when(result.started_at), result.run_id, result.profile, _status(result), _speedup(result), tokens,
-            _acceptance_rate(result), result.served.framework or result.served.image or NONE,
+            _acceptance_rate(result), result.served.framework or result.served.image or MISSING,
         ])
     return with_warning(cpu_warning([(r.run_id, r) for r in results]), text_table(headers, rows) + aa_coverage(results))
 
@@ -94,7 +89,7 @@ def format_history(results: list[RunResult]) -> str:
 def _speedup(result: RunResult) -> str:
     s = result.speedup
     if s is None:
-        return NONE
+        return MISSING
     if not is_calibration(result) or s.low is None:
         return s.text()
     return f"{s.text()} A/A {'holds' if covers_one(s) else 'MISSES'} 1.00x"
@@ -149,7 +144,7 @@ def _design(bench: BenchmarkRecord) -> str:
 def _lossless(result: RunResult) -> str:
     check = result.lossless
     if check is None:
-        return NONE
+        return MISSING
     if check.valid:
         return f"{check.compared}/{check.compared} equal"
     text = f"{check.mismatches} of {check.compared} differ"
@@ -161,7 +156,7 @@ def _lossless(result: RunResult) -> str:
 def _failure(result: RunResult) -> str:
     failure = result.failure
     if failure is None:
-        return NONE
+        return MISSING
     return f"{failure.step}{f' ({failure.variant})' if failure.variant else ''}: {failure.error}"
 
 
@@ -169,19 +164,19 @@ Field = Callable[[RunResult], str]
 RUN_FIELDS: list[tuple[str, Field]] = [
     ("profile", lambda r: r.profile),
     ("profile sha256", lambda r: r.profile_sha256[:12]),
-    ("overrides", lambda r: ", ".join(r.overrides) or NONE),
+    ("overrides", lambda r: ", ".join(r.overrides) or MISSING),
     ("status / verdict", lambda r: f"{r.status.value} / {r.verdict.value}"),
     ("failure", _failure),
     ("method / backend", lambda r: f"{r.method} / {r.backend}"),
-    ("served image", lambda r: r.served.image or NONE),
-    ("framework", lambda r: r.served.framework or NONE),
-    ("servers", lambda r: ", ".join(f"{k} {v}" for k, v in r.served.servers.items()) or NONE),
+    ("served image", lambda r: r.served.image or MISSING),
+    ("framework", lambda r: r.served.framework or MISSING),
+    ("servers", lambda r: ", ".join(f"{k} {v}" for k, v in r.served.servers.items()) or MISSING),
     ("host cpu", lambda r: f"{r.host.cpu_model}, {r.host.cores} cores, {r.host.memory_gb:g} GB"),
     ("host gpu", _gpus),
     ("specops", _software),
     ("benchmark", _benchmark),
-    ("wall time", lambda r: _num(r.phases.wall_s, ".0f", " s")),
-    ("speedup", lambda r: r.speedup.text() if r.speedup else NONE),
+    ("wall time", lambda r: shown(r.phases.wall_s, ".0f", " s")),
+    ("speedup", lambda r: r.speedup.text() if r.speedup else MISSING),
 ]
 
 
@@ -208,8 +203,8 @@ def _pairs(a: RunResult, b: RunResult) -> list[tuple[str, str, str]]:
     pairs = [(label, field(a), field(b)) for label, field in RUN_FIELDS]
     for metric, part, field, spec, unit in VARIANT_FIELDS:
         for name in _variant_names(a, b):
-            left, right = (_num(figure(r, name, part, field), spec, unit) for r in (a, b))
-            if left != NONE or right != NONE:  # base variants carry no acceptance: no empty lines
+            left, right = (shown(figure(r, name, part, field), spec, unit) for r in (a, b))
+            if left != MISSING or right != MISSING:  # base variants carry no acceptance: no empty lines
                 pairs.append((f"{metric} {name}", left, right))
     pairs.append(("lossless", _lossless(a), _lossless(b)))
     return pairs

@@ -7,6 +7,7 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict
 
+from specops.results.figures import figure
 from specops.results.model import RunResult, Status
 
 
@@ -29,16 +30,14 @@ class Cell(BaseModel):
 
     @classmethod
     def from_result(cls, k: int, c: int, result: RunResult) -> Cell:
-        spec, base, s = result.variant("speculative"), result.variant("base"), result.speedup
-        acc = spec.acceptance if spec is not None and spec.acceptance is not None and spec.acceptance.available \
-            else None
+        s = result.speedup
         return cls(
             k=k, concurrency=c,
             speedup=s.point if s else None, speedup_low=s.low if s else None, speedup_high=s.high if s else None,
-            spec_tok_s=spec.metrics.output_token_throughput_tok_s if spec and spec.metrics else None,
-            base_tok_s=base.metrics.output_token_throughput_tok_s if base and base.metrics else None,
-            mean_acceptance_length=acc.mean_accepted_per_step if acc else None,
-            position_rates=acc.position_rates if acc else None,
+            spec_tok_s=figure(result, "speculative", "metrics", "output_token_throughput_tok_s"),
+            base_tok_s=figure(result, "base", "metrics", "output_token_throughput_tok_s"),
+            mean_acceptance_length=figure(result, "speculative", "acceptance", "mean_accepted_per_step"),
+            position_rates=figure(result, "speculative", "acceptance", "position_rates"),
             run_uid=result.uid, status=result.status.value,
         )
 
@@ -79,7 +78,7 @@ class Crossover(BaseModel):
         return "no data"
 
 
-def _by_k(cells: list[Cell]) -> dict[int, list[Cell]]:
+def by_k(cells: list[Cell]) -> dict[int, list[Cell]]:
     out: dict[int, list[Cell]] = {}
     for cell in sorted(cells, key=lambda c: (c.k, c.concurrency)):
         out.setdefault(cell.k, []).append(cell)
@@ -113,7 +112,7 @@ def crossover_of(k: int, cells: list[Cell]) -> Crossover:
 
 def crossover(cells: list[Cell]) -> dict[int, Crossover]:
     """Per draft length: where speculation stops paying as concurrency grows."""
-    return {k: crossover_of(k, group) for k, group in _by_k(cells).items()}
+    return {k: crossover_of(k, group) for k, group in by_k(cells).items()}
 
 
 def best_k(cells: list[Cell]) -> dict[int, int | None]:

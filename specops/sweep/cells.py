@@ -30,25 +30,20 @@ class CellStore:
     def _path(self, key: str, kind: str) -> Path:
         return self.root / f"{key}.{kind}.json"
 
-    def _read(self, path: Path, model: type[BaseModel]):
+    def _read(self, key: str, kind: str, model: type[BaseModel]):
         try:
-            return model.model_validate_json(path.read_text())
-        except FileNotFoundError:
-            return None
-        except (ValidationError, ValueError):  # written by another specops version: measure it again
-            return None
-
-    def _write(self, path: Path, record: BaseModel) -> None:
-        write_text(path, record.model_dump_json())
+            return model.model_validate_json(self._path(key, kind).read_text())
+        except (FileNotFoundError, ValidationError, ValueError):  # missing, or written by another specops version
+            return None  # either way: measure it again
 
     def result(self, key: str) -> RunResult | None:
-        return self._read(self._path(key, "cell"), RunResult)
+        return self._read(key, "cell", RunResult)
 
     def put_result(self, key: str, result: RunResult) -> None:
-        self._write(self._path(key, "cell"), result)
+        write_text(self._path(key, "cell"), result.model_dump_json())
 
     def base(self, key: str) -> BaseCell | None:
-        return self._read(self._path(key, "base"), BaseCell)
+        return self._read(key, "base", BaseCell)
 
     def put_base(self, key: str, cell: BaseCell) -> None:
-        self._write(self._path(key, "base"), cell)
+        write_text(self._path(key, "base"), cell.model_dump_json())

@@ -7,7 +7,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, field_validator
+from pydantic import BaseModel, ConfigDict, ValidationInfo, field_validator
 
 from specops.fields import Count
 from specops.methods import METHODS
@@ -40,15 +40,10 @@ class SweepGrid(BaseModel):
     draft_lengths: list[Count]
     concurrencies: list[Count]
 
-    @field_validator("draft_lengths")
+    @field_validator("draft_lengths", "concurrencies")
     @classmethod
-    def _k(cls, value: list[int]) -> list[int]:
-        return _distinct_sorted(value, "draft_lengths")
-
-    @field_validator("concurrencies")
-    @classmethod
-    def _c(cls, value: list[int]) -> list[int]:
-        return _distinct_sorted(value, "concurrencies")
+    def _distinct(cls, value: list[int], info: ValidationInfo) -> list[int]:
+        return _distinct_sorted(value, info.field_name)
 
     def cells(self) -> list[tuple[int, int]]:
         """(K, concurrency) in the order a sweep measures them: every concurrency per draft length, so the

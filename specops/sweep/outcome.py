@@ -6,7 +6,7 @@ from collections import Counter
 from pydantic import BaseModel, ConfigDict
 
 from specops.run.variant import BASE, SPECULATIVE
-from specops.sweep.analysis import Cell, Crossover, best_k, crossover
+from specops.sweep.analysis import Cell, Crossover, crossover
 from specops.sweep.grid import SweepGrid
 from specops.sweep.plan import SweepRun
 from specops.sweep.schedule import Recommendation
@@ -32,10 +32,11 @@ class SweepOutcome(BaseModel):
     table: str  # the text table, crossovers and recommendation (specops.sweep.table.format_sweep)
 
 
-def sweep_outcome(sweep: SweepRun, grid: SweepGrid, cells: list[Cell], recommendation: Recommendation,
-                  schedule_cells: list[Cell]) -> SweepOutcome:
-    """The grid's cells and the served schedule's, analysed; what the sweep run measured, by the servers it started."""
-    crossovers, best = crossover(cells), best_k(cells)
+def sweep_outcome(sweep: SweepRun, grid: SweepGrid, cells: list[Cell], best: dict[int, int | None],
+                  recommendation: Recommendation, schedule_cells: list[Cell]) -> SweepOutcome:
+    """The grid's cells (`best`: their analysis.best_k, which the recommendation was made from) and the served
+    schedule's, analysed; what the sweep run measured, by the servers it started."""
+    crossovers = crossover(cells)
     return SweepOutcome(profile=sweep.loaded.profile.name, overrides=list(sweep.overrides), grid=grid,
                         run_dir=str(sweep.run.path), cells=cells, crossovers=crossovers, best=best,
                         recommendation=recommendation, schedule_cells=schedule_cells,

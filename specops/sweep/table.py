@@ -1,37 +1,20 @@
 """Plain-text tables of a sweep (K x concurrency) and of a comparison (several profiles, one target)."""
 from __future__ import annotations
 
+from specops.results.figures import MISSING, figure, interval_text, shown
+from specops.results.history import text_table
 from specops.results.model import LEVEL, RunResult
 from specops.sweep.analysis import Cell, Crossover
 from specops.sweep.schedule import Recommendation, flow
 
 
-def _speedup(point: float | None, low: float | None, high: float | None) -> str:
-    if point is None:
-        return "-"
-    spread = f" ({low:.2f}-{high:.2f})" if low is not None and high is not None else ""
-    return f"{point:.2f}x{spread}"
-
-
-def _num(value: float | None, pattern: str = "{:.2f}") -> str:
-    return "-" if value is None else pattern.format(value)
-
-
-def _grid(header: list[str], rows: list[list[str]]) -> list[str]:
-    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
-
-    def line(row: list[str]) -> str:
-        return "  ".join(v.ljust(w) for v, w in zip(row, widths)).rstrip()
-
-    return [line(header), line(["-" * w for w in widths]), *map(line, rows)]
-
-
 def _cell_text(cell: Cell | None) -> str:
     if cell is None:
         return "not measured"
+    speedup = interval_text(cell.speedup, cell.speedup_low, cell.speedup_high)
     if cell.status != "ok":
-        return f"{cell.status.upper()} {_speedup(cell.speedup, cell.speedup_low, cell.speedup_high)}"
-    return f"{_speedup(cell.speedup, cell.speedup_low, cell.speedup_high)} al {_num(cell.mean_acceptance_length)}"
+        return f"{cell.status.upper()} {speedup}"
+    return f"{speedup} al {shown(cell.mean_acceptance_length)}"
 
 
 def format_sweep(cells: list[Cell], crossovers: dict[int, Crossover], best: dict[int, int | None],
@@ -47,8 +30,8 @@ def format_sweep(cells: list[Cell], crossovers: dict[int, Crossover], best: dict
     if schedule:
         served = {c.concurrency: c for c in schedule}
         rows.append(["schedule", *(_cell_text(served.get(c)) for c in cs)])
-    rows.append(["base tok/s", *(_num(base.get(c), "{:.1f}") for c in cs)])
-    lines = [f"Speedup over the base ({LEVEL:.0%} interval), al = mean acceptance length", *_grid(header, rows), ""]
+    rows.append(["base tok/s", *(shown(base.get(c), ".1f") for c in cs)])
+    lines = [f"Speedup over the base ({LEVEL:.0%} interval), al = mean acceptance length", text_table(header, rows), ""]
     lines.append("Crossover (concurrency where speculation stops paying, log2-interpolated):")
     for k in ks:
         cross = crossovers.get(k)
@@ -77,15 +60,11 @@ def format_compare(results: list[RunResult]) -> str:
     header = ["profile", "method", f"speedup ({LEVEL:.0%})", "spec tok/s", "base tok/s", "accept len", "verdict"]
     rows = []
     for r in results:
-        spec, base, s = r.variant("speculative"), r.variant("base"), r.speedup
-        acc = spec.acceptance if spec is not None and spec.acceptance is not None and spec.acceptance.available \
-            else None
-        rows.append([
-            r.profile, r.method, _speedup(s.point, s.low, s.high) if s else "-",
-            _num(spec.metrics.output_token_throughput_tok_s if spec and spec.metrics else None, "{:.1f}"),
-            _num(base.metrics.output_token_throughput_tok_s if base and base.metrics else None, "{:.1f}"),
-            _num(acc.mean_accepted_per_step if acc else None), r.verdict.value,
-        ])
+        s = r.speedup
+        rows.append([r.profile, r.method, interval_text(s.point, s.low, s.high) if s else MISSING,
+                     *(shown(figure(r, v, "metrics", "output_token_throughput_tok_s"), ".1f")
+                       for v in ("speculative", "base")),
+                     shown(figure(r, "speculative", "acceptance", "mean_accepted_per_step")), r.verdict.value])
     targets = sorted({m.source for r in results for m in r.models if m.role == "target"})
     title = f"Comparison on {', '.join(targets) or 'the target'} (speedup against the base)"
-    return "\n".join([title, *_grid(header, rows)]) + "\n"
+    return "\n".join([title, text_table(header, rows)]) + "\n"

@@ -3,15 +3,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import matplotlib
-
-matplotlib.use("Agg")  # no display on servers and workers
-import matplotlib.pyplot as plt  # noqa: E402
-
-from specops.report.plot import label_acceptance_axes, save_figure  # noqa: E402
-from specops.results.model import LEVEL, RunResult  # noqa: E402
-from specops.upgrade.sides import Side  # noqa: E402
-from specops.upgrade.table import position_estimates, speedup_estimate  # noqa: E402
+from specops.report.plot import label_acceptance_axes, plt, save_figure
+from specops.results.model import LEVEL, RunResult
+from specops.upgrade.sides import Side
+from specops.upgrade.table import position_estimates, speedup_estimate
 
 COLORS = ("#8c8c8c", "#4c72b0")  # before, after
 

@@ -12,11 +12,9 @@ from dataclasses import dataclass
 from enum import StrEnum
 from statistics import NormalDist
 
-from specops.results.figures import figure
+from specops.results.figures import MISSING, figure, interval_text, shown
 from specops.results.model import LEVEL, RunResult, Status
 from specops.upgrade.sides import Side
-
-MISSING = "-"
 
 
 class Change(StrEnum):
@@ -83,12 +81,6 @@ def split_facts(before: dict[str, str], after: dict[str, str]) -> tuple[list[tup
 
 # ---- measurements --------------------------------------------------------------------------------------
 
-def _acceptance(result: RunResult | None):
-    spec = result.variant("speculative") if result is not None else None
-    acc = spec.acceptance if spec is not None else None
-    return acc if acc is not None and acc.available else None
-
-
 def speedup_estimate(result: RunResult | None) -> Estimate | None:
     s = result.speedup if result is not None else None
     return None if s is None else Estimate(s.point, s.low, s.high)
@@ -96,13 +88,11 @@ def speedup_estimate(result: RunResult | None) -> Estimate | None:
 
 def position_estimates(result: RunResult | None) -> list[Estimate]:
     """Acceptance at each draft position, with a Wilson interval over verification steps."""
-    acc = _acceptance(result)
-    if acc is None or not acc.accepted_per_position or not acc.num_drafts:
-        return []
+    drafts = figure(result, "speculative", "acceptance", "num_drafts")
     out = []
-    for accepted in acc.accepted_per_position:
-        low, high = wilson(accepted, acc.num_drafts) or (None, None)
-        out.append(Estimate(accepted / acc.num_drafts, low, high))
+    for accepted in (figure(result, "speculative", "acceptance", "accepted_per_position") or []) if drafts else []:
+        low, high = wilson(accepted, drafts) or (None, None)
+        out.append(Estimate(accepted / drafts, low, high))
     return out
 
 
@@ -112,11 +102,8 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|")
 
 
-def _estimate_text(e: Estimate | None, pattern: str, suffix: str = "") -> str:
-    if e is None:
-        return MISSING
-    spread = f" ({pattern.format(e.low)}-{pattern.format(e.high)})" if e.has_interval else ""
-    return f"{pattern.format(e.point)}{suffix}{spread}"
+def _estimate_text(e: Estimate | None, spec: str, unit: str = "") -> str:
+    return MISSING if e is None else interval_text(e.point, e.low, e.high, spec, unit)
 
 
 def _ratio_text(before: float | None, after: float | None) -> str:
@@ -126,20 +113,17 @@ def _ratio_text(before: float | None, after: float | None) -> str:
     return f"x{after / before:.2f} (no interval)"
 
 
-def _estimate_row(name: str, before: Estimate | None, after: Estimate | None, pattern: str,
-                  suffix: str = "") -> list[str]:
+def _estimate_row(name: str, before: Estimate | None, after: Estimate | None, spec: str,
+                  unit: str = "") -> list[str]:
     verdict = change(before, after)
-    shown = f"**{verdict.value}**" if verdict in (Change.DROP, Change.RISE) else verdict.value
-    return [name, _estimate_text(before, pattern, suffix), _estimate_text(after, pattern, suffix), shown]
+    called = f"**{verdict.value}**" if verdict in (Change.DROP, Change.RISE) else verdict.value
+    return [name, _estimate_text(before, spec, unit), _estimate_text(after, spec, unit), called]
 
 
-def _plain_row(name: str, before: float | None, after: float | None, pattern: str) -> list[str]:
-    def text(value: float | None) -> str:
-        return MISSING if value is None else pattern.format(value)
-
+def _plain_row(name: str, before: float | None, after: float | None, spec: str) -> list[str]:
     if before is None and after is None:
         return []
-    return [name, text(before), text(after), _ratio_text(before, after)]
+    return [name, shown(before, spec), shown(after, spec), _ratio_text(before, after)]
 
 
 def _status(result: RunResult | None) -> str:
@@ -152,26 +136,26 @@ def _status(result: RunResult | None) -> str:
 
 # The figures measured without an interval: (label, variant, part, figure, format); see results.figures.figure
 PLAIN_ROWS = [
-    ("accepted tokens per step", "speculative", "acceptance", "mean_accepted_per_step", "{:.2f}"),
-    ("speculative tokens/s", "speculative", "metrics", "output_token_throughput_tok_s", "{:.1f}"),
-    ("base tokens/s", "base", "metrics", "output_token_throughput_tok_s", "{:.1f}"),
-    ("speculative CPU s / 1k tokens", "speculative", "cost", "cpu_s_per_1k_tokens", "{:.1f}"),
-    ("base CPU s / 1k tokens", "base", "cost", "cpu_s_per_1k_tokens", "{:.1f}"),
-    ("speculative GPU J / 1k tokens", "speculative", "cost", "gpu_j_per_1k_tokens", "{:.0f}"),
-    ("base GPU J / 1k tokens", "base", "cost", "gpu_j_per_1k_tokens", "{:.0f}"),
+    ("accepted tokens per step", "speculative", "acceptance", "mean_accepted_per_step", ".2f"),
+    ("speculative tokens/s", "speculative", "metrics", "output_token_throughput_tok_s", ".1f"),
+    ("base tokens/s", "base", "metrics", "output_token_throughput_tok_s", ".1f"),
+    ("speculative CPU s / 1k tokens", "speculative", "cost", "cpu_s_per_1k_tokens", ".1f"),
+    ("base CPU s / 1k tokens", "base", "cost", "cpu_s_per_1k_tokens", ".1f"),
+    ("speculative GPU J / 1k tokens", "speculative", "cost", "gpu_j_per_1k_tokens", ".0f"),
+    ("base GPU J / 1k tokens", "base", "cost", "gpu_j_per_1k_tokens", ".0f"),
 ]
 
 
 def measurement_rows(before: RunResult | None, after: RunResult | None) -> list[list[str]]:
     rows = [_estimate_row(f"speedup vs base ({LEVEL:.0%})", speedup_estimate(before), speedup_estimate(after),
-                          "{:.2f}", "x")]
+                          ".2f", "x")]
     b_pos, a_pos = position_estimates(before), position_estimates(after)
     for i in range(max(len(b_pos), len(a_pos))):
         rows.append(_estimate_row(f"acceptance, draft position {i + 1} ({LEVEL:.0%}, per step)",
                                   b_pos[i] if i < len(b_pos) else None, a_pos[i] if i < len(a_pos) else None,
-                                  "{:.0%}"))
-    for label, variant, part, name, pattern in PLAIN_ROWS:
-        rows.append(_plain_row(label, *(figure(r, variant, part, name) for r in (before, after)), pattern))
+                                  ".0%"))
+    for label, variant, part, name, spec in PLAIN_ROWS:
+        rows.append(_plain_row(label, *(figure(r, variant, part, name) for r in (before, after)), spec))
     rows.append(["run", _status(before), _status(after), ""])
     return [row for row in rows if row]
 
@@ -183,7 +167,7 @@ def speedup_line(before: RunResult | None, after: RunResult | None) -> str:
         missing = [label for label, e, r in (("before", b, before), ("after", a, after)) if e is None]
         return (f"Speedup: cannot compare, no speedup measured on the {' and '.join(missing)} side "
                 f"({'; '.join(_status(r) for r in (before, after))}).")
-    text_b, text_a = _estimate_text(b, "{:.2f}", "x"), _estimate_text(a, "{:.2f}", "x")
+    text_b, text_a = _estimate_text(b, ".2f", "x"), _estimate_text(a, ".2f", "x")
     verdict = change(b, a)
     if verdict is Change.UNKNOWN:
         reasons = {label: r.speedup.resampled for label, e, r in (("before", b, before), ("after", a, after))

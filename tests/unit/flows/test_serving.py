@@ -134,12 +134,12 @@ def _slow_starts(monkeypatch, calls, fail: str | None = None):
 
 def test_a_groups_servers_start_side_by_side_then_each_is_smoked_and_stopped(calls, monkeypatch):
     _slow_starts(monkeypatch, calls)
-    began = time.monotonic()
     with seam.served_together(BACKEND, [BASE_V, SPEC_V], REPOS, "run") as up:
         assert [s.variant.name for s in up] == [BASE, SPECULATIVE] and all(s.pace for s in up)
-    assert time.monotonic() - began < 0.55  # two 0.3 s starts at once, not one after the other
+    # side by side, not one after the other: both began before either was up (an order, not a time: the time
+    # flaked under load)
     starts = sorted(calls.log[:2])
-    assert starts == [("start", BASE, "repo-b"), ("start", SPECULATIVE, "repo-s")]  # both began before either was up
+    assert starts == [("start", BASE, "repo-b"), ("start", SPECULATIVE, "repo-s")]
     assert calls.log[4:] == [("smoke", BASE), ("smoke", SPECULATIVE), ("stop", SPECULATIVE, 7.0), ("stop", BASE, 7.0)]
 
 

@@ -6,7 +6,7 @@ import socket
 import pytest
 from pydantic import ValidationError
 
-from specops.report.writer import figure_markdown, link_markdown, public_url
+from specops.report.writer import link_markdown, public_url
 from specops.settings import settings
 
 
@@ -26,7 +26,7 @@ def test_a_file_under_the_served_root_is_its_http_url_quoted(root, monkeypatch):
     assert public_url(png) == "http://bench-1:4201/ngram-local/run%201/comparison.png"
     assert public_url(png.parent) == "http://bench-1:4201/ngram-local/run%201/"  # a directory: its listing
     assert public_url(root) == "http://bench-1:4201/"
-    assert figure_markdown(png, "comparison.png") == \
+    assert link_markdown(png, "comparison.png", image=True) == \
         "![comparison.png](http://bench-1:4201/ngram-local/run%201/comparison.png)"
     assert link_markdown(png.parent, "run directory") == "[run directory](http://bench-1:4201/ngram-local/run%201/)"
 
@@ -34,7 +34,7 @@ def test_a_file_under_the_served_root_is_its_http_url_quoted(root, monkeypatch):
 def test_outside_the_root_or_without_a_server_it_stays_a_file_uri_and_says_where(root, tmp_path, monkeypatch):
     png = root / "ngram-local" / "run 1" / "comparison.png"
     assert public_url(png) == png.as_uri()
-    assert figure_markdown(png, "comparison.png") == (f"comparison.png: `{png}` on {socket.gethostname()} "
+    assert link_markdown(png, "comparison.png", image=True) == (f"comparison.png: `{png}` on {socket.gethostname()} "
                                                       "(set SPECOPS_ARTIFACTS_URL to see it here)")
     monkeypatch.setenv("SPECOPS_ARTIFACTS_URL", "https://artifacts.example")
     outside = tmp_path / "elsewhere.png"

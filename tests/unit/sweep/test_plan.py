@@ -9,7 +9,7 @@ from specops.pipeline.summarize import RunFacts
 from specops.profile.loader import load_profile
 from specops.results.model import Lossless, VariantRecord, Window
 from specops.run.rundir import RunDir
-from specops.sweep.analysis import Cell
+from specops.sweep.analysis import Cell, best_k
 from specops.sweep.cells import BaseCell, CellStore
 from specops.sweep.grid import BASE_SERIES, Series, SweepGrid, cell_key
 from specops.sweep.outcome import sweep_outcome
@@ -113,10 +113,11 @@ def test_the_outcome_names_the_cells_this_run_measured_and_the_servers_it_starte
     served = (ServerGroup(BASE_SERIES, (2,)), ServerGroup(Series(1), (2,)), ServerGroup(Series(2), (1, 2)))
     sweep = replace(sweep_run(), run=RunDir(Path("/runs/x")), served=served)
     grid = SweepGrid(draft_lengths=[1, 2], concurrencies=[1, 2])
-    outcome = sweep_outcome(sweep, grid, cells, recommend(sweep.loaded, {1: 2, 2: None}), [])
+    best = best_k(cells)
+    outcome = sweep_outcome(sweep, grid, cells, best, recommend(sweep.loaded, best), [])
     assert outcome.measured == ["base-c2", "k1-c2", "k2-c1", "k2-c2"]
     assert outcome.server_starts == {"base": 1, "speculative": 2}
     assert outcome.best == {1: 2, 2: None} and set(outcome.crossovers) == {1, 2} and outcome.run_dir == "/runs/x"
     assert outcome.overrides == ["benchmark.num_requests=4"] and "K \\ concurrency" in outcome.table
-    nothing = sweep_outcome(replace(sweep, served=()), grid, cells, outcome.recommendation, [])
+    nothing = sweep_outcome(replace(sweep, served=()), grid, cells, best, outcome.recommendation, [])
     assert nothing.measured == [] and nothing.server_starts == {}
