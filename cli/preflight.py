@@ -75,7 +75,10 @@ def environment_problems(loaded: LoadedProfile) -> list[str]:
 
 def directory_problems() -> list[str]:
     problems, given = [], settings()
-    for field, root in (("specops_artifacts", artifacts_root()), ("specops_cache", cache_root())):
+    roots = [("specops_artifacts", artifacts_root()), ("specops_cache", cache_root())]
+    if given.specops_lock_dir is not None:  # the host lock's: a run fails there at its first step otherwise
+        roots.append(("specops_lock_dir", given.specops_lock_dir))
+    for field, root in roots:
         why, var = _not_writable(root), env_name(field)
         if why:
             where = (f"{var}={getattr(given, field)}" if field in given.model_fields_set

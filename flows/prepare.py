@@ -51,7 +51,7 @@ def prepare_trained_draft(loaded: LoadedProfile, backend: Backend, target: Model
     """Data (cached, or synthesized by serving the target with speculation off), then training."""
     profile = loaded.profile
     # The synthesis server and the training use the accelerator: they hold its slots as a benchmark does.
-    with hold_slots(run_slots(profile.serving.exclusive, backend.gpus()), f"{profile.name} run {run.run_id}"):
+    with hold_slots(run_slots(profile.serving.exclusive, backend.gpus()), f"{profile.name} run {run.run_id}", run):
         data = find_training_data(profile, target, cache_dir) or synthesize(loaded, backend, target, run, cache_dir)
         # Only what shapes the draft keys its cache entry: other profile edits keep the cached draft.
         draft = train_draft_module(profile.draft.train, profile.method.draft_length(), target, data, cache_dir, run,

@@ -107,7 +107,7 @@ def measure(loaded: LoadedProfile, backend: Backend, tool: BenchTool, run: RunDi
     outputs: dict[str, list[str]] = {}
     # Build -> serve -> check -> benchmark -> teardown holds the host's accelerator slots: one benchmark
     # per GPU, and an engine build (trtllm-build runs on the GPU) never beside another run's benchmark.
-    with hold_slots(run_slots(p.serving.exclusive, backend.gpus()), f"{p.name} run {run.run_id}") as held:
+    with hold_slots(run_slots(p.serving.exclusive, backend.gpus()), f"{p.name} run {run.run_id}", run) as held:
         try:
             repos = {}
             for v in variants:

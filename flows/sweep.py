@@ -56,8 +56,8 @@ def measure_series(sweep: SweepRun, series: list[Series], cs: list[int]) -> tupl
             target, draft = prepare_models(sweep.loaded, sweep.backend, sweep.run, cache_root(), sweep.facts)
             sweep = replace(sweep, target=target, draft=draft, tokenizer=sweep.backend.tokenizer_dir(target))
         p = sweep.loaded.profile
-        with hold_slots(run_slots(p.serving.exclusive, sweep.backend.gpus()), f"{p.name} sweep {sweep.run.run_id}"
-                        ) as held:
+        with hold_slots(run_slots(p.serving.exclusive, sweep.backend.gpus()), f"{p.name} sweep {sweep.run.run_id}",
+                        sweep.run) as held:
             for group in plan:
                 cells = measure_server(sweep, group, bases, held)
                 if group.series == BASE_SERIES:

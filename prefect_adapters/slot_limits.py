@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack, contextmanager, nullcontext
 from dataclasses import dataclass, field
 
 from prefect import get_run_logger, runtime
@@ -24,6 +24,7 @@ from prefect.exceptions import ObjectAlreadyExists, ObjectNotFound
 
 from specops.host.host_lock import hold_host_locks
 from specops.host.slots import RunSlots
+from specops.run.rundir import RunDir
 
 TAG = "slot:"
 REPORT_EVERY_S = 60.0  # a waiting run says again whom it waits for (the holder may change)
@@ -84,14 +85,20 @@ def _tag(client, flow_run_id, names: list[str], held: bool) -> None:
                                  flow_run_id, exc)
 
 
+WAIT_STEP = "waiting for"  # the step status.json names while a run waits (its variant: the slots and locks)
+
+
 @contextmanager
-def hold_slots(slots: RunSlots, who: str) -> Iterator[Held]:
+def hold_slots(slots: RunSlots, who: str, run: RunDir | None = None) -> Iterator[Held]:
     """Hold the run's Prefect slots, then its host locks, for the duration; waits as long as any is
-    taken. `who` names the run to the runs waiting behind it."""
+    taken. `who` names the run to the runs waiting behind it; `run`'s status says what it waits for, and a run
+    ended while it waits ended there."""
     logger = get_run_logger()
+    names = ", ".join(dict.fromkeys([*slots.limits, *slots.locks]))
     with ExitStack() as stack:
-        held = stack.enter_context(_hold_limits(slots.limits))
-        locked_s = stack.enter_context(hold_host_locks(slots.locks, who, logger.info))
+        with run.timed(WAIT_STEP, names) if run is not None and names else nullcontext():
+            held = stack.enter_context(_hold_limits(slots.limits))
+            locked_s = stack.enter_context(hold_host_locks(slots.locks, who, logger.info))
         if locked_s >= 1:
             logger.info("holding the host lock(s) %s after waiting %.0fs", ", ".join(slots.locks), locked_s)
         held.names = list(dict.fromkeys([*held.names, *slots.locks]))

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from pydantic import AliasGenerator, Field, SecretStr, field_validator
+from pydantic import AliasGenerator, Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 UNSET = "unset"  # how the table shows a variable with no default value
@@ -91,9 +91,20 @@ def is_http_url(value: str) -> bool:
     return parts.scheme in ("http", "https") and bool(parts.hostname)
 
 
+class SettingsError(ValueError):
+    """A SPECOPS_* (or other read) variable whose value does not parse: the variable, its value and what it takes."""
+
+
 def settings() -> Settings:
     """The environment's settings, read now."""
-    return Settings()
+    try:
+        return Settings()
+    except ValidationError as exc:
+        e = exc.errors()[0]
+        name = str(e["loc"][0]) if e["loc"] else "?"
+        value = "" if "SECRET" in name or "URL" in name else f"={e.get('input')!r}"  # a URL may carry a password
+        raise SettingsError(f"environment variable {name}{value}: {e['msg']}; see `specops settings` for what each "
+                            "variable takes (or unset it for its default)") from None
 
 
 def env_name(field: str) -> str:

@@ -80,8 +80,8 @@ def run_result(
     """One run; every field a real run fills is filled, with values that can be told apart."""
     uid = uid or secrets.token_hex(16)
     run_id = run_id or time.strftime("%Y%m%d-%H%M%S", time.gmtime(started_at)) + "-" + uid[:4]
-    failed = status is Status.FAILED
-    verdict = {Status.OK: Verdict.VALID, Status.INVALID: Verdict.INVALID, Status.FAILED: Verdict.FAILED}[status]
+    failed = status.ended_early
+    verdict = Verdict(status.value.upper()) if failed else {Status.OK: Verdict.VALID, Status.INVALID: Verdict.INVALID}[status]
     variants = [] if failed else [
         variant("speculative", "ngram", spec_tok_s,
                 Acceptance("runtime counters", 400, 1600, 1000, num_steps=620, num_emitted_tokens=1024,

@@ -5,8 +5,9 @@ talks to a private API server of its own, so a CLI run and a worker's run of the
 saw each other's slot, and both measured on the same two cores (0.70x and 0.74x, against 1.50x
 alone) into the regression baselines. An flock(2) on a file in a directory every user of the host
 shares orders them all. The kernel drops it when its holder dies, however it dies, so a killed
-run leaves no stale lock. The holder writes who it is into the file, so a waiting run can say
-whom it waits for.
+run leaves no stale lock. Waiters queue by arrival (a ticket file each, beside the lock; a dead
+waiter's ticket is skipped and removed), since flock wakes its waiters in no order. The holder
+writes who it is into the file, so a waiting run can say whom it waits for.
 """
 from __future__ import annotations
 
@@ -18,6 +19,8 @@ from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager, suppress
 from pathlib import Path
 from typing import IO
+
+import psutil
 
 from specops.settings import env_name, settings
 
@@ -100,14 +103,49 @@ def _release(name: str, fh: IO[str] | None) -> None:
     fh.close()
 
 
+def _ticket(name: str) -> Path:
+    """This process's place in the lock's queue: a file named by its arrival time (ns) and pid."""
+    queue = lock_path(name).with_suffix(".queue")
+    queue.mkdir(exist_ok=True)
+    with suppress(OSError):
+        queue.chmod(0o1777)  # every user's runs queue here
+    ticket = queue / f"{time.time_ns():020d}-{os.getpid()}"
+    ticket.touch()
+    return ticket
+
+
+def _first_in_line(ticket: Path) -> bool:
+    """Whether no live process arrived before this ticket's (tickets of dead processes are removed)."""
+    for other in sorted(ticket.parent.iterdir()):
+        if other.name >= ticket.name:
+            return True
+        if _alive(other.name.rpartition("-")[2]):
+            return False
+        with suppress(OSError):
+            other.unlink()
+    return True
+
+
+def _alive(pid: str) -> bool:
+    try:
+        return pid.isdigit() and psutil.Process(int(pid)).status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+
+
 def _wait(fh: IO[str], name: str, on_wait: Callable[[str], None]) -> None:
-    said = None
-    while not _try(fh):
-        if said is None or time.monotonic() - said >= REPORT_EVERY_S:
-            on_wait(f"waiting for the host lock {name} (one benchmark per host, whoever starts it; "
-                    f"{lock_path(name)}): held by {holder_of(name)}")
-            said = time.monotonic()
-        time.sleep(POLL_S)
+    """Take the lock in arrival order: flock alone wakes waiters in no order (a run that came 7 min later won)."""
+    said, ticket = None, _ticket(name)
+    try:
+        while not (_first_in_line(ticket) and _try(fh)):
+            if said is None or time.monotonic() - said >= REPORT_EVERY_S:
+                ahead = sum(1 for t in ticket.parent.iterdir() if t.name < ticket.name)
+                on_wait(f"waiting for the host lock {name} (one benchmark per host, in arrival order; "
+                        f"{lock_path(name)}): held by {holder_of(name)}; {ahead} run(s) ahead in the queue")
+                said = time.monotonic()
+            time.sleep(POLL_S)
+    finally:
+        ticket.unlink(missing_ok=True)
 
 
 @contextmanager

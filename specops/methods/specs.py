@@ -9,7 +9,7 @@ from typing import ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from specops.fields import Count
+from specops.fields import Count, Real
 
 
 class MethodConfig(BaseModel):
@@ -26,6 +26,10 @@ class MethodConfig(BaseModel):
 
     def draft_length(self) -> int:
         return int(getattr(self, "num_speculative_tokens", 0))
+
+    def cross_request_cache(self) -> int | None:
+        """Requests whose outputs the drafter keeps for later ones (0: off); None: it keeps none by design."""
+        return None
 
 
 class NoSpeculation(MethodConfig):
@@ -54,6 +58,33 @@ class NgramMethod(MethodConfig):
                 f"prompt_lookup_max ({self.prompt_lookup_max})"
             )
         return self
+
+
+class SuffixMethod(MethodConfig):
+    """Suffix decoding (vLLM `method: suffix`, arctic-inference's suffix trees): drafts continue the longest
+    suffix match in the request's prompt and output and, with the cache on, in earlier requests' outputs.
+    Bounds are those vLLM validates (vllm/config/speculative.py _validate_suffix_decoding, vLLM 0.32.0)."""
+
+    kind: Literal["suffix"] = "suffix"
+    summary: ClassVar[str] = "suffix decoding: drafts from suffix trees of the prompt and outputs, no draft model"
+    num_speculative_tokens: Count = Field(24, ge=1, le=64, description="max draft tokens per step (vLLM's own "
+                                          "default is max_tree_depth)")
+    max_tree_depth: Count = Field(24, ge=1, le=64, description="deepest suffix tree: prefix match plus draft")
+    max_cached_requests: Count = Field(
+        0, ge=0, le=1_000_000, description="requests kept in the cross-request suffix tree (FIFO); 0 (the default) "
+        "turns it off, so a run measures what a user sees, not outputs replayed from earlier requests (vLLM's own "
+        "default is 10000)")
+    max_spec_factor: Real = Field(1.0, ge=0, le=64, description="draft at most this times the prefix match length")
+    min_token_prob: Real = Field(0.1, ge=0, le=1, description="draft only tokens at least this likely "
+                                                             "(frequency in the trees)")
+
+    def cross_request_cache(self) -> int | None:
+        return self.max_cached_requests
+
+    def engine_settings(self) -> dict[str, int | float]:
+        """The knobs as vLLM's SpeculativeConfig names them."""
+        return {f"suffix_decoding_{k}": getattr(self, k)
+                for k in ("max_tree_depth", "max_cached_requests", "max_spec_factor", "min_token_prob")}
 
 
 class DraftTargetMethod(MethodConfig):
@@ -96,6 +127,7 @@ class MedusaMethod(MethodConfig):
 ALL_METHODS: tuple[type[MethodConfig], ...] = (
     NoSpeculation,
     NgramMethod,
+    SuffixMethod,
     DraftTargetMethod,
     EagleMethod,
     Eagle3Method,

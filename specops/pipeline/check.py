@@ -58,11 +58,35 @@ def smoke(backend: Backend, server: Server, variant: Variant, pace: Pace | None 
 def check_prompts(bench: Benchmark, comparison: Comparison) -> list[str]:
     """The lossless prompts: those after the benchmark's where the source has enough, so the
     check sees prompts the benchmark did not; otherwise the source's first ones."""
-    wanted = comparison.lossless_prompts
     prompts = load_prompts(bench.prompts)
+    start = _check_start(bench, comparison, len(prompts))
+    return prompts[start : start + comparison.lossless_prompts]
+
+
+def _check_start(bench: Benchmark, comparison: Comparison, available: int) -> int:
     after = bench.prompt_offset + bench.num_requests + bench.warmup_requests
-    start = after if after + wanted <= len(prompts) else 0
-    return prompts[start : start + wanted]
+    return after if after + comparison.lossless_prompts <= available else 0
+
+
+def cache_primed(bench: Benchmark, comparison: Comparison) -> list[str]:
+    """Why a drafter's cross-request cache could hold a measured prompt's output before it is measured: the check
+    or the warm-up sent it first, or the measured requests repeat it. The tool sends the prompt list in order,
+    warm-up first, and wraps around at its end (AIPerf's sequential sampler, one per run:
+    aiperf/timing/phase_orchestrator.py, aiperf/dataset/dataset_samplers.py SequentialSampler, AIPerf 0.13.0)."""
+    source = load_prompts(bench.prompts)
+    distinct = len(source[bench.prompt_offset : bench.prompt_offset + bench.num_requests + bench.warmup_requests])
+    window = range(bench.prompt_offset, bench.prompt_offset + distinct)
+    out = []
+    if bench.warmup_requests + bench.num_requests > distinct:
+        out.append(f"{bench.warmup_requests} warm-up + {bench.num_requests} measured requests over {distinct} "
+                   f"distinct prompts of {bench.prompts}: the measured requests repeat prompts already answered")
+    if bench.rounds > 1:
+        out.append(f"{bench.rounds} rounds: each round after the first resends the prompts to the same server")
+    start = _check_start(bench, comparison, len(source))
+    checked = range(start, min(start + comparison.lossless_prompts, len(source)))
+    if comparison.baseline and set(checked) & set(window):
+        out.append(f"the lossless check's {len(checked)} prompts, sent first, are among the measured ones")
+    return out
 
 
 def greedy_outputs(backend: Backend, server: Server, variant: Variant, prompts: list[str],

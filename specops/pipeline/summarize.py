@@ -11,7 +11,9 @@ from pathlib import Path
 from specops.backends.base import Backend
 from specops.bench.tool import BenchTool
 from specops.cost.nvml import host_record
+from specops.pipeline.check import cache_primed
 from specops.profile.loader import LoadedProfile
+from specops.results.metrics import DrafterCache
 from specops.results.model import (
     BenchmarkRecord,
     Design,
@@ -108,9 +110,12 @@ def failure_of(run: RunDir, error: BaseException) -> Failure:
     return Failure(step=step, variant=variant or None, error=message, logs=logs)
 
 
-def verdict_of(lossless: Lossless | None, failure: Failure | None) -> tuple[Verdict, list[str]]:
+def verdict_of(lossless: Lossless | None, failure: Failure | None,
+               interrupted: bool = False) -> tuple[Verdict, list[str]]:
     if failure is not None:
         where = failure.step + (f" ({failure.variant})" if failure.variant else "")
+        if interrupted:
+            return Verdict.INTERRUPTED, [f"interrupted at {where}: {failure.error}"]
         return Verdict.FAILED, [f"failed at {where}: {failure.error}"]
     if lossless is None:
         return Verdict.UNCHECKED, ["the lossless check did not run (comparison.baseline is false or no prompts)"]
@@ -127,8 +132,8 @@ def verdict_of(lossless: Lossless | None, failure: Failure | None) -> tuple[Verd
 def status_of(verdict: Verdict, require_lossless: bool) -> Status:
     """A failed step fails the run; outputs that differ from the base's make it invalid unless the profile
     allows lossy speculation (comparison.require_lossless false: then it is ok, and its verdict still says so)."""
-    if verdict is Verdict.FAILED:
-        return Status.FAILED
+    if verdict in (Verdict.FAILED, Verdict.INTERRUPTED):
+        return Status(verdict.value.lower())
     if verdict is Verdict.INVALID and require_lossless:
         return Status.INVALID
     return Status.OK
@@ -140,7 +145,8 @@ def run_result(loaded: LoadedProfile, run: RunDir, backend: Backend, tool: Bench
     p = loaded.profile
     now = time.time()
     failure = failure_of(run, error) if error is not None else None
-    verdict, reasons = verdict_of(facts.lossless, failure)
+    # Not an Exception: KeyboardInterrupt, a signal (Prefect's TerminationSignal), a cancel
+    verdict, reasons = verdict_of(facts.lossless, failure, error is not None and not isinstance(error, Exception))
     status = status_of(verdict, p.comparison.require_lossless)
     by_name = {v.name: v for v in facts.variants}
     spec, base = by_name.get(SPECULATIVE), by_name.get(BASE)
@@ -161,5 +167,14 @@ def run_result(loaded: LoadedProfile, run: RunDir, backend: Backend, tool: Bench
         served=ServedRecord(backend=p.backend.kind, servers=dict(facts.servers), **backend.served()),
         benchmark=benchmark_record(loaded, backend, tool, Variant(SPECULATIVE, p.method), facts.design),
         variants=list(facts.variants), speedup=speedup, lossless=facts.lossless, phases=phases(run, now),
-        cached_steps=dict(facts.cached_steps), failure=failure, window=facts.window,
+        cached_steps=dict(facts.cached_steps), failure=failure, window=facts.window, drafter_cache=drafter_cache(p),
     )
+
+
+def drafter_cache(profile) -> DrafterCache | None:
+    """The speculative method's cross-request cache policy, and whether the run primed it (None: it has none)."""
+    kept = profile.method.cross_request_cache()
+    if kept is None:
+        return None
+    primed = cache_primed(profile.benchmark, profile.comparison) if kept else []
+    return DrafterCache(on=kept > 0, max_cached_requests=kept, primed=primed)

@@ -18,4 +18,29 @@ def load_calibration(profile: str, overrides: list[str], runs: int) -> LoadedPro
     if not loaded.profile.comparison.baseline:
         raise ProfileError(str(loaded.path), [("comparison.baseline", "false: an A/A calibration measures the "
                                                                       "base against itself, so it needs the base arm")])
+    if (why := _no_interval(loaded, profile, overrides)) is not None:
+        raise ProfileError(str(loaded.path), [("benchmark", why)])
     return loaded
+
+
+def _no_interval(loaded: LoadedProfile, profile: str, overrides: list[str]) -> str | None:
+    """Why the A/A runs' design gives no speedup interval (a calibration counts intervals that contain 1.00x), or
+    None: round blocks need 2 rounds or more; interleaved requests need 2 prompts or more and a design that can
+    interleave (the profile loads with benchmark.pairing=requests)."""
+    b = loaded.profile.benchmark
+    if b.rounds >= 2:
+        return None
+    if b.pairing != "rounds":
+        try:
+            load_profile(profile, [*overrides, AA_OVERRIDE, "benchmark.pairing=requests"])
+        except ProfileError as err:
+            blocked = "; ".join(f"{field} {message}" for field, message in err.problems)
+        else:
+            if b.num_requests >= 2:
+                return None
+            blocked = f"num_requests {b.num_requests}: an interval over the prompts needs 2 or more"
+    else:
+        blocked = "pairing is rounds"
+    return (f"rounds 1 and {blocked}: no A/A run would have an interval, so there would be no coverage to count; "
+            "set --set benchmark.rounds=3 (round blocks), or interleave requests (--set benchmark.interleave=true "
+            "--set benchmark.tool=aiperf, 2 or more requests)")

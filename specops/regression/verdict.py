@@ -244,7 +244,12 @@ def evaluate(history: list[RunResult], policy: RegressionPolicy) -> list[MetricV
     if len(profiles) > 1:
         raise ValueError(f"evaluate takes one profile's runs; got {', '.join(profiles)}")
     runs = [r for r in chronological(history) if not is_calibration(r)]
-    if not runs:  # only A/A runs: they calibrate, nothing is judged
+    # A/A runs calibrate, and a run ended from outside (Ctrl-C, SIGTERM, a cancel) says nothing of what it ran:
+    # neither is judged, and an interrupted run neither starts nor breaks a streak of failures
+    if not runs or runs[-1].status is Status.INTERRUPTED:
+        return []
+    runs = [r for r in runs if r.status is not Status.INTERRUPTED]
+    if not runs:
         return []
     newest = runs[-1]
     if newest.status is Status.FAILED:

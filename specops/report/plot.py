@@ -11,6 +11,7 @@ matplotlib.use("Agg")  # no display on servers and workers
 import matplotlib.pyplot as plt  # noqa: E402
 
 from specops.atomic_file import write_figure  # noqa: E402
+from specops.report.tables import spread_text  # noqa: E402
 from specops.results.model import LEVEL, RunResult  # noqa: E402
 from specops.sweep.analysis import Cell, by_k  # noqa: E402
 
@@ -47,8 +48,26 @@ PANELS = [
 ]
 
 
+def _per_prompt_panel(ax, result: RunResult) -> None:
+    """Each prompt's speedup against 1.0 and the pooled headline, or why there is none."""
+    spread = result.speedup.per_prompt if result.speedup else None
+    ax.set_title("speedup per prompt", fontsize=9)
+    ax.tick_params(labelsize=8)
+    if spread is None or spread.prompts < 2:
+        why = spread_text(result) or "no speedup measured"
+        ax.text(0.5, 0.5, why.replace(": ", ":\n", 1), ha="center", va="center", transform=ax.transAxes, fontsize=7,
+                wrap=True)
+        return
+    prompts = sorted(spread.by_prompt)
+    ax.bar(prompts, [spread.by_prompt[p] for p in prompts], color="#4c72b0")
+    ax.axhline(1.0, color="#555555", linestyle="--", linewidth=1, label="base")
+    ax.axhline(result.speedup.point, color="#c44e52", linewidth=1, label=f"pooled {result.speedup.point:.2f}x")
+    ax.set_xlabel("prompt", fontsize=8)
+    ax.legend(fontsize=7)
+
+
 def write_plot(path: Path, result: RunResult) -> Path:
-    fig, axes = plt.subplots(1, len(PANELS), figsize=(4 * len(PANELS), 3.2))
+    fig, axes = plt.subplots(1, len(PANELS) + 1, figsize=(4 * (len(PANELS) + 1), 3.2))
     measured = [v for v in result.variants if v.metrics is not None]
     names = [v.name for v in measured]
     colors = ["#4c72b0" if n == "speculative" else "#999999" for n in names]
@@ -58,6 +77,7 @@ def write_plot(path: Path, result: RunResult) -> Path:
         ax.bar_label(bars, fmt="%.1f", fontsize=8)
         ax.set_title(label, fontsize=9)
         ax.tick_params(labelsize=8)
+    _per_prompt_panel(axes[-1], result)
     speedup = f", {result.speedup.text()}" if result.speedup else ""
     fig.suptitle(f"{result.profile} ({result.verdict.value}{speedup})", fontsize=10)
     return save_figure(fig, path)

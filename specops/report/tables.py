@@ -85,12 +85,37 @@ def headline(result: RunResult) -> str:
     return " · ".join(parts)
 
 
+def cache_lines(result: RunResult) -> list[str]:
+    """The drafter's cross-request cache policy, flagged where the run primed it with the measured prompts."""
+    c = result.drafter_cache
+    if c is None:
+        return []
+    policy = f"on, up to {c.max_cached_requests} requests" if c.on else "off"
+    if not c.primed:
+        return [f"- drafter cache {policy}: no measured prompt's output was cached before it was measured"]
+    return [f"- **drafter cache primed** ({policy}): drafts could replay the measured prompts' own earlier outputs, "
+            "a speedup no user sees: " + "; ".join(c.primed)]
+
+
+def spread_text(result: RunResult) -> str | None:
+    """Each prompt's speedup in one line (a prompt the drafter predicts well, e.g. one that loops, shows as the
+    maximum), or why there is none; None without a speedup."""
+    s = result.speedup
+    if s is None:
+        return None
+    if s.per_prompt is None:
+        return f"no per-prompt spread: not in the run's record (schema {result.schema_version}; kept since 6)"
+    if s.per_prompt.prompts < 2:
+        return "no per-prompt spread: one prompt was measured on both variants"
+    return f"speedup per prompt (its base over speculative seconds per output token): {s.per_prompt.text()}"
+
+
 def failure_lines(result: RunResult) -> list[str]:
     f = result.failure
     if f is None:
         return []
     where = f.step + (f" ({f.variant})" if f.variant else "")
-    lines = [f"The run FAILED at **{where}**:", "", "```text", f.error, "```", "", "Logs:"]
+    lines = [f"The run {result.verdict.value} at **{where}**:", "", "```text", f.error, "```", "", "Logs:"]
     return lines + [f"- {path}" for path in f.logs] + [""]
 
 
@@ -161,8 +186,9 @@ def notes(result: RunResult) -> list[str]:
 
 
 def report_markdown(result: RunResult) -> str:
-    parts = [f"# {result.profile} - {result.run_id}", "", headline(result), "",
-             *failure_lines(result),
+    spread = spread_text(result)
+    parts = [f"# {result.profile} - {result.run_id}", "", headline(result), "", *([spread, ""] if spread else []),
+             *failure_lines(result), *cache_lines(result),
              *[f"- {r}" for r in result.reasons], ""]
     if result.variants:
         parts += [markdown_table(result), ""]

@@ -55,7 +55,7 @@ class Calibration:
     def measured(self) -> list[Speedup]:
         """The speedups with an interval (failed or unmeasured runs have none)."""
         return [r.speedup for r in self.results
-                if r.status is not Status.FAILED and r.speedup is not None and r.speedup.low is not None]
+                if not r.status.ended_early and r.speedup is not None and r.speedup.low is not None]
 
     @property
     def covering(self) -> int:
@@ -78,7 +78,7 @@ def format_calibration(calibration: Calibration) -> str:
              f"(true speedup 1.00x)", ""]
     for r in calibration.results:
         s = r.speedup
-        if r.status is Status.FAILED or s is None:
+        if r.status.ended_early or s is None:
             lines.append(f"  {r.run_id}  {r.status.value.upper()}" + (f" ({r.failure.step})" if r.failure else ""))
         else:
             # INVALID: the base's outputs differed from themselves (a nondeterministic server); still timed

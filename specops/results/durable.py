@@ -26,6 +26,18 @@ class ManifestError(ValueError):
     """A manifest that cannot be read as a RunResult; the message names the file."""
 
 
+class NewerManifest(ManifestError):
+    """A manifest a newer specops wrote: that version imports it, so its pending pointer stays."""
+
+
+def _newer(manifest: Path, data: dict) -> NewerManifest:
+    software = data.get("software") if isinstance(data.get("software"), dict) else {}
+    whose = f"specops {software.get('specops', '?')} (commit {str(software.get('git_commit') or '?')[:12]})"
+    return NewerManifest(f"{manifest} was written by a newer specops, {whose}, record schema "
+                         f"{data.get('schema_version')} (this one writes {SCHEMA_VERSION}): import it with that "
+                         "version")
+
+
 MANIFEST = "manifest.json"  # the whole RunResult: what produced the run and what it measured
 
 
@@ -41,6 +53,9 @@ def read_result(manifest: Path) -> RunResult:
     except (OSError, json.JSONDecodeError) as exc:
         raise ManifestError(f"{manifest}: not a readable run manifest ({exc})") from None
     loaded = load_record(data)
+    version = data.get("schema_version") if isinstance(data, dict) else None
+    if isinstance(version, int) and version > SCHEMA_VERSION:  # its row would lose the fields this version drops
+        raise _newer(manifest, data)
     if loaded.result is None:
         raise ManifestError(f"{manifest}: {describe(data)} cannot be read by this specops: {loaded.problem}")
     return loaded.result
@@ -108,21 +123,23 @@ def import_results(store: ResultsStore, run_dirs: Iterable[Path]) -> list[Import
     done = []
     for manifest in manifests(run_dirs):
         result = read_result(manifest)
-        if result.schema_version > SCHEMA_VERSION:  # its row would lose the fields this version drops
-            raise ManifestError(f"{manifest} was written by a newer specops (record schema {result.schema_version}, "
-                                f"this one writes {SCHEMA_VERSION}): import it with that version")
         store.append(result)
         clear_unrecorded(result.uid)
         done.append(Imported(manifest.parent, result))
     return done
 
 
-def import_unrecorded(store: ResultsStore) -> list[Imported]:
-    """Results earlier runs could not record; a pointer whose run directory is gone is dropped."""
+def import_unrecorded(store: ResultsStore, left: list[str] | None = None) -> list[Imported]:
+    """Results earlier runs could not record. A pointer to a newer specops' manifest stays for that version (why
+    appended to `left`); one whose run directory is gone or damaged is dropped."""
     done = []
     for pointer, run_dir in _pointers():
         try:
             done.extend(import_results(store, [run_dir]))
+        except NewerManifest as exc:
+            log.warning("%s; its pointer %s stays", exc, pointer)
+            if left is not None:
+                left.append(str(exc))
         except ManifestError as exc:  # the run directory was removed or its manifest damaged since
             log.warning("%s; not recorded, its pointer is dropped", exc)
             pointer.unlink(missing_ok=True)

@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 
 from specops.results.calibration import covers_one, is_calibration
 from specops.results.figures import MISSING, figure, shown
-from specops.results.model import LEVEL, BenchmarkRecord, Design, RunResult, Status
+from specops.results.model import LEVEL, BenchmarkRecord, Design, RunResult
 
 WIDTH = 100  # the terminal format_compare fits
 
@@ -99,7 +99,7 @@ def aa_coverage(results: list[RunResult]) -> str:
     """The A/A runs' coverage of 1.00x per UTC day, oldest first ("" when none has an interval)."""
     days: dict[str, list[bool]] = {}
     for r in sorted(results, key=lambda r: r.started_at):
-        if is_calibration(r) and r.status is not Status.FAILED and r.speedup is not None and r.speedup.low is not None:
+        if is_calibration(r) and not r.status.ended_early and r.speedup is not None and r.speedup.low is not None:
             days.setdefault(when(r.started_at)[:10], []).append(covers_one(r.speedup))
     if not days:
         return ""

@@ -1,6 +1,8 @@
-"""What every benchmark tool reports, typed: one run's aggregate figures and its requests."""
+"""What every benchmark tool reports, typed: one run's aggregate figures and its requests (and the spread over
+the prompts of the speedup paired from them)."""
 from __future__ import annotations
 
+import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 
@@ -69,3 +71,53 @@ class BenchRun(Record):
 
     metrics: BenchMetrics
     samples: list[RequestSample]
+
+
+class PromptSpread(Record):
+    """Each prompt's own speedup: its base seconds per output token over its speculative ones, its requests in
+    every round pooled (results.speedup pools the same sums over all prompts for the headline). A prompt the
+    drafter predicts well (one that loops) can carry the headline: its 5x shows here as the maximum."""
+
+    by_prompt: dict[int, float]  # prompt index -> its speedup
+    minimum: float
+    p25: float
+    median: float
+    p75: float
+    maximum: float
+    max_prompt: int  # the prompt with the largest speedup
+
+    @classmethod
+    def of(cls, by_prompt: dict[int, float]) -> PromptSpread:
+        values = np.array(list(by_prompt.values()))
+        q = [float(x) for x in np.percentile(values, [0, 25, 50, 75, 100])]  # linear interpolation
+        return cls(by_prompt=dict(by_prompt), minimum=q[0], p25=q[1], median=q[2], p75=q[3], maximum=q[4],
+                   max_prompt=max(by_prompt, key=by_prompt.__getitem__))
+
+    @property
+    def prompts(self) -> int:
+        return len(self.by_prompt)
+
+    def text(self) -> str:
+        """`16 prompts: min 0.95x, p25 1.02x, median 1.08x, p75 1.20x, max 5.10x at prompt 7`."""
+        quantiles = ", ".join(f"{name} {value:.2f}x" for name, value in (
+            ("min", self.minimum), ("p25", self.p25), ("median", self.median), ("p75", self.p75),
+            ("max", self.maximum)))
+        return f"{self.prompts} prompts: {quantiles} at prompt {self.max_prompt}"
+
+
+class DrafterCache(Record):
+    """A drafter's cross-request cache (suffix decoding keeps earlier requests' outputs in a global tree): its
+    policy, and why the measured drafts could replay outputs of the very prompts measured, which no user sees."""
+
+    on: bool
+    max_cached_requests: int  # 0: off
+    primed: list[str] = []  # why the cache held the measured prompts' outputs before they were measured; []: never
+
+
+class Window(Record):
+    """From the first engine build to the last server stop: what the run held the accelerator slots for."""
+
+    started_at: float  # Unix time (UTC), once the slots were held
+    finished_at: float
+    slots: list[str] = []  # e.g. gpu:<host>:<GPU UUID>; none when the profile holds no slot
+    waited_s: float = 0.0  # queued behind other runs before started_at

@@ -7,25 +7,21 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
 
 from specops.acceptance.model import Acceptance, analytical_bound
-from specops.results.metrics import BenchMetrics, RequestSample
+from specops.results.metrics import BenchMetrics, DrafterCache, PromptSpread, Record, RequestSample, Window
 from specops.results.role import RunRole, legacy_role
 
 # Of the RunResult JSON; bump with every change of its fields (and a migration of stored records
 # when old ones no longer load). 2: window, image identity, compute capability; 3: the pairing design
 # (benchmark.design, speedup.design); 4: phases.measured_s (steps that overlapped counted once); 5: role and
-# draft_length. Older records load as they are (design rounds, the role their notes said), and a specops of an
-# older schema refuses newer records naming both versions.
-SCHEMA_VERSION = 5
+# draft_length; 6: speedup.per_prompt; 7: drafter_cache, status interrupted. Older records load as they are (design
+# rounds, the role their notes said, no spread or cache), and an older specops refuses newer records naming both.
+SCHEMA_VERSION = 7
 
 # The speedup interval's level: what results record and every label prints.
 LEVEL = 0.95
-
-
-class Record(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 class Design(StrEnum):
@@ -39,6 +35,11 @@ class Status(StrEnum):
     OK = "ok"
     INVALID = "invalid"  # measured, but the speculative outputs differ from the base's
     FAILED = "failed"  # a step raised; `failure` says which
+    INTERRUPTED = "interrupted"  # ended from outside (Ctrl-C, SIGTERM, a cancel): never judged; `failure`: where
+
+    @property
+    def ended_early(self) -> bool:
+        return self in (Status.FAILED, Status.INTERRUPTED)
 
 
 class Verdict(StrEnum):
@@ -46,6 +47,7 @@ class Verdict(StrEnum):
     INVALID = "INVALID"
     UNCHECKED = "UNCHECKED"
     FAILED = "FAILED"
+    INTERRUPTED = "INTERRUPTED"
 
 
 class ModelRecord(Record):
@@ -158,6 +160,7 @@ class Speedup(Record):
     resampled: str  # the interval's unit and method, or why there is no interval
     throughput_ratio: float | None = None  # ratio of the tools' aggregate tokens/s, for reference
     design: Design = Design.ROUNDS
+    per_prompt: PromptSpread | None = None  # None: recorded before schema 6
 
     def text(self) -> str:
         """The headline as a person says it, e.g. `1.31x faster (95% interval 1.18-1.45; 8 prompts, requests
@@ -233,15 +236,6 @@ class Phases(Record):
         return self.wall_s - self.measured
 
 
-class Window(Record):
-    """From the first engine build to the last server stop: what the run held the accelerator slots for."""
-
-    started_at: float  # Unix time (UTC), once the slots were held
-    finished_at: float
-    slots: list[str] = []  # e.g. gpu:<host>:<GPU UUID>; none when the profile holds no slot
-    waited_s: float = 0.0  # queued behind other runs before started_at
-
-
 class RunResult(Record):
     schema_version: int = SCHEMA_VERSION
     uid: str  # globally unique (the database key)
@@ -273,6 +267,7 @@ class RunResult(Record):
     failure: Failure | None = None
     notes: list[str] = Field(default_factory=list)
     window: Window | None = None  # None: no server was started (and records from before it existed)
+    drafter_cache: DrafterCache | None = None  # None: the method keeps no cross-request cache (or schema < 7)
 
     @model_validator(mode="before")
     @classmethod

@@ -15,6 +15,9 @@ The interval is over what varies independently, which the design decides (Design
   not independent of each other: resampling them gave intervals that covered 1.00x in 7 of 20 A/A runs.
 - one round block per variant is a single unit: no interval, and `resampled` says why.
 
+Each prompt's own speedup (its rounds pooled the same way) is kept beside the headline (PromptSpread): a pooled
+ratio weighs the prompts by their time, so one prompt the drafter predicts well can carry it.
+
 Either way the interval is a Student t over the units on the log scale, around the pooled speedup, with the
 pooled ratio's own (linearized) variance: a percentile bootstrap over the demo's 8 prompts covered only ~87% at
 95% where this covers its level (tests/unit/results/test_speedup.py simulates both on a drifting host).
@@ -27,7 +30,7 @@ from collections.abc import Iterable
 import numpy as np
 from scipy import stats
 
-from specops.results.metrics import RequestSample
+from specops.results.metrics import PromptSpread, RequestSample
 from specops.results.model import LEVEL, Design, Speedup
 
 
@@ -74,7 +77,8 @@ def paired_speedup(spec: list[RequestSample], base: list[RequestSample], through
         low, high, resampled = _t_interval(units, [r for _, r in keys], point, level, "rounds",
                                            "each variant's round one block")
     return Speedup(point=point, low=low, high=high, level=level, prompts=len(prompts), rounds=len(rounds),
-                   resampled=resampled, throughput_ratio=throughput_ratio, design=design)
+                   resampled=resampled, throughput_ratio=throughput_ratio, design=design,
+                   per_prompt=PromptSpread.of({p: float(ratio(units[[k[0] == p for k in keys]])) for p in prompts}))
 
 
 def log_ratio_se(clusters: np.ndarray) -> float:

@@ -13,7 +13,7 @@ from enum import StrEnum
 from statistics import NormalDist
 
 from specops.results.figures import MISSING, figure, interval_text, shown
-from specops.results.model import LEVEL, RunResult, Status
+from specops.results.model import LEVEL, RunResult
 from specops.upgrade.sides import Side
 
 
@@ -129,7 +129,7 @@ def _plain_row(name: str, before: float | None, after: float | None, spec: str) 
 def _status(result: RunResult | None) -> str:
     if result is None:
         return "not run"
-    if result.status is Status.FAILED and result.failure is not None:
+    if result.status.ended_early and result.failure is not None:
         return f"FAILED at {result.failure.step}"
     return result.verdict.value
 

@@ -130,15 +130,30 @@ def venv() -> VllmVenv:
     return VllmVenv(settings().specops_vllm_venv or installed_venv(facts()["venv"], CHECKOUT))
 
 
-@functools.lru_cache(maxsize=4)
-def _installed_version(python: Path) -> str | None:
-    code = f"import importlib.metadata as m; print(m.version({facts()['distribution']!r}))"
+def pinned() -> dict[str, str]:
+    """Distribution -> the version the venv must hold: vLLM's CPU build and what is built into it from source."""
+    built = dict(row["sdist"].split("==") for row in facts().get("build_from_source") or ())
+    return {facts()["distribution"]: version()} | built
+
+
+_VERSIONS = """import importlib.metadata as m, json, sys
+def v(name):
     try:
-        done = subprocess.run([str(python), "-c", code], capture_output=True, text=True, timeout=60,
-                              env={"PATH": os.defpath})
-    except (OSError, subprocess.TimeoutExpired):
+        return m.version(name)
+    except m.PackageNotFoundError:
         return None
-    return done.stdout.strip() if done.returncode == 0 else None
+print(json.dumps({name: v(name) for name in sys.argv[1:]}))"""
+
+
+@functools.lru_cache(maxsize=4)
+def _installed_versions(python: Path) -> dict[str, str | None]:
+    """One interpreter start for every pinned distribution: what the venv holds (None: absent or unreadable)."""
+    try:
+        done = subprocess.run([str(python), "-c", _VERSIONS, *pinned()], capture_output=True, text=True,
+                              timeout=60, env={"PATH": os.defpath})
+        return json.loads(done.stdout) if done.returncode == 0 else {}
+    except (OSError, subprocess.TimeoutExpired, ValueError):
+        return {}
 
 
 def cpu_flags(cpuinfo: Path = Path("/proc/cpuinfo")) -> set[str] | None:
@@ -167,11 +182,13 @@ def preflight() -> list[str]:
     v = venv()
     if not v.python.is_file():
         return [f"no vLLM CPU venv at {v.root}: {install_hint()}"]
-    found = _installed_version(v.python)
-    if found != version():
-        return [f"{v.root} holds {facts()['distribution']} {found or '(none)'}; specops renders for and checks "
-                f"against {version()}: {install_hint()}"]
-    problems = []
+    # Every pin, whatever the profile's method: one interpreter start reads them all, and `make install` builds
+    # them all, so a venv that lacks one is not the one specops pins (arctic-inference serves only suffix decoding).
+    found = _installed_versions(v.python)
+    problems = [f"{v.root} holds {name} {found.get(name) or '(none)'}; specops renders for and checks against "
+                f"{want}: {install_hint()}" for name, want in pinned().items() if found.get(name) != want]
+    if problems:
+        return problems
     for row, path in zip(facts()["preload"], v.preload()):
         if not Path(path).is_file():
             problems.append(f"{path} is missing (from {row['from']}): vLLM's CPU backend preloads it; `make install`")

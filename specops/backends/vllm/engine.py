@@ -48,7 +48,8 @@ def speculative_config(config: VllmEngineConfig, support: VllmSupport, method: M
         spec[SCHEDULE_KEY] = [list(r) for r in config.draft_schedule]
     if config.draft_tensor_parallel_size is not None and draft is not None:
         spec["draft_tensor_parallel_size"] = config.draft_tensor_parallel_size
-    return spec | _lookup(method, "")
+    suffix = method.engine_settings() if method.kind == "suffix" else {}  # type: ignore[attr-defined]
+    return spec | _lookup(method, "") | suffix
 
 
 def _lookup(method: MethodConfig, prefix: str) -> dict[str, Any]:

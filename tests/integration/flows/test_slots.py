@@ -87,6 +87,9 @@ def test_two_runs_queue_on_one_slot_and_the_janitor_spares_the_running_one(prefe
         assert janitor.returncode == 0, janitor.stderr
         assert "the Prefect API knows 1 flow run(s) with records here, 1 still running" in janitor.stdout, janitor.stdout
         assert "leftover server" not in janitor.stdout and f"pid {server['pid']} " not in janitor.stdout, janitor.stdout
+        wait_for_line(second, f"waiting for cpu:{host}", timeout_s=600)  # its status says so, not its last step
+        status = json.loads((second.run_dir / "status.json").read_text())
+        assert (status["state"], status["step"], status["variant"]) == ("running", "waiting for", f"cpu:{host}"), status
         assert first.proc.wait(timeout=900) == 0, first.tail()  # a server killed under it would fail the run
         assert second.proc.wait(timeout=900) == 3, second.tail()
     finally:

@@ -31,6 +31,8 @@ from specops.bench.aiperf_exports import RAW_RECORDS, RECORDS
 from specops.bench.aiperf_tool import AIPerf
 from specops.bench.target import Api, BenchTarget
 from specops.bench.tool import BenchJob, BenchToolError, InterleavedJob
+from specops.results.model import Design
+from specops.results.speedup import paired_speedup
 
 FIXTURES = Path(__file__).parent / "fixtures"
 RECORDED = ("aiperf-interleaved-vllm-speculative-first", "aiperf-interleaved-vllm-base-first")
@@ -205,3 +207,15 @@ def test_servers_without_a_shared_alias_are_refused_before_anything_runs(tmp_pat
     with pytest.raises(BenchToolError, match="'speculative' answers to its own name only"):
         AIPerf().run_interleaved(_job(tmp_path, RECORDED[0], ["speculative", "base"], alias=None))
     assert commands == []
+
+
+@pytest.mark.parametrize("order", [["speculative", "base"], ["base", "speculative"]])
+def test_each_prompts_speedup_divides_the_base_servers_time_by_the_speculative_servers(tmp_path, replay, order):
+    recorded = RECORDED[1]
+    replay(recorded)
+    runs = dict(zip(order, AIPerf().run_interleaved(_job(tmp_path, recorded, order)), strict=True))
+    truth = {model: dict(pairs) for model, pairs in _truth(_recorded(recorded)[0]).items()}  # prompt -> latency
+    spread = paired_speedup(runs["speculative"].samples, runs["base"].samples, design=Design.REQUESTS).per_prompt
+    # every request answered with the same number of tokens, so a prompt's speedup is its latencies' ratio
+    assert spread.by_prompt == pytest.approx({p: truth["base"][p] / truth["speculative"][p] for p in truth["base"]})
+    assert spread.max_prompt == max(truth["base"], key=lambda p: truth["base"][p] / truth["speculative"][p])

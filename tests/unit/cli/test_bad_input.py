@@ -89,6 +89,12 @@ CASES = {
     "artifacts under a file": Case(["run", "ngram-local"], EXIT_PREREQUISITES,
                                    ["SPECOPS_ARTIFACTS={tmp}/f/artifacts", "is a file"],
                                    files={"f": "x"}, env={"SPECOPS_ARTIFACTS": "{tmp}/f/artifacts"}),
+    "lock directory is a file": Case(["run", "ngram-local"], EXIT_PREREQUISITES,
+                                     ["SPECOPS_LOCK_DIR={tmp}/f", "not a directory"],
+                                     files={"f": "x"}, env={"SPECOPS_LOCK_DIR": "{tmp}/f"}),
+    "a variable that does not parse": Case(["run", "ngram-local"], EXIT_PREREQUISITES,
+                                           ["SPECOPS_MIN_FREE_MB='abc'", "valid integer", "specops settings"],
+                                           env={"SPECOPS_MIN_FREE_MB": "abc"}),
     # 9. --run-id
     "run id with a separator": Case(["run", "ngram-local", "--run-id", "../outside"], EXIT_PROFILE,
                                     ["--run-id '../outside'", "letters, digits"]),

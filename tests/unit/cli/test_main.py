@@ -15,7 +15,7 @@ def _commands(argv: list[str]) -> dict[str, argparse.ArgumentParser]:
 
 def test_every_subcommand_comes_with_its_handler():
     commands = _commands([])
-    assert len(commands) == 17 and all(callable(p.get_default("handler")) for p in commands.values())
+    assert len(commands) == 18 and all(callable(p.get_default("handler")) for p in commands.values())
 
 
 @pytest.mark.parametrize("name", sorted(_commands([])))
@@ -27,4 +27,4 @@ def test_a_named_command_gets_its_own_parser_and_no_more_than_it_needs(name):
 
 
 def test_a_typo_still_lists_every_command():
-    assert len(_commands(["rnu"])) == 17
+    assert len(_commands(["rnu"])) == 18

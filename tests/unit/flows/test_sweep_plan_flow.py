@@ -54,7 +54,7 @@ def log(monkeypatch) -> list[tuple]:
         return {c: run_result(uid=f"{group.series.name}-{c}") for c in group.concurrencies}
 
     @contextmanager
-    def hold_slots(slots, holder):
+    def hold_slots(slots, holder, run=None):
         calls.append(("hold",))
         yield Held(names=[])
 

@@ -84,3 +84,40 @@ def test_the_default_directory_is_shared_by_every_user_and_has_a_fallback(monkey
     blocked.write_text("")  # no /run/lock on this host: the directory cannot be made
     monkeypatch.setattr(host_lock, "DEFAULT_DIRS", (blocked / "specops", fallback))
     assert lock_dir() == fallback and fallback.stat().st_mode & 0o7777 == 0o1777
+
+
+QUEUED = """
+import sys, time
+from pathlib import Path
+from specops.host.host_lock import hold_host_locks
+with hold_host_locks(["cpu:h"], sys.argv[1], lambda line: print(line, flush=True)):
+    with open(sys.argv[2], "a") as f:
+        f.write(sys.argv[1] + "\\n")
+    time.sleep(0.3)
+"""
+
+
+def test_waiting_runs_take_the_lock_in_the_order_they_arrived(env, tmp_path):
+    first = holder("cpu:h", "holder", 4, env)
+    order = tmp_path / "order.txt"
+    waiters = []
+    for name in ("second", "third", "fourth"):
+        waiters.append(subprocess.Popen([sys.executable, "-c", QUEUED, name, str(order)], cwd=REPO, env=env,
+                                        stdout=subprocess.PIPE, text=True))
+        line = waiters[-1].stdout.readline()  # it queued and said so before the next one starts
+        assert "waiting for the host lock cpu:h" in line and "in arrival order" in line, line
+    for waiter in waiters:
+        assert waiter.wait(timeout=60) == 0
+    assert first.wait(timeout=10) == 0
+    assert order.read_text().split() == ["second", "third", "fourth"]
+
+
+def test_a_dead_waiters_ticket_does_not_hold_the_queue(env):
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    queue = host_lock.lock_path("cpu:h").with_suffix(".queue")  # beside the lock file
+    queue.mkdir(parents=True)
+    (queue / f"{1:020d}-{gone.pid}").touch()  # arrived long ago, killed while waiting
+    with hold_host_locks(["cpu:h"], "next", print) as waited:
+        assert waited < 1.0
+    assert list(queue.iterdir()) == []  # its ticket removed, ours too

@@ -19,6 +19,7 @@ DIFFERING = Lossless(compared=2, mismatches=1, first=Divergence(prompt_index=1, 
     (Verdict.UNCHECKED, True, Status.OK), (Verdict.UNCHECKED, False, Status.OK),
     (Verdict.INVALID, True, Status.INVALID), (Verdict.INVALID, False, Status.OK),
     (Verdict.FAILED, True, Status.FAILED), (Verdict.FAILED, False, Status.FAILED),
+    (Verdict.INTERRUPTED, True, Status.INTERRUPTED),
 ])
 def test_status_of_each_verdict(verdict, require, status):
     assert status_of(verdict, require) is status
@@ -36,6 +37,22 @@ def test_a_run_whose_outputs_differ_is_invalid_only_where_the_profile_requires_l
     assert "1/2 prompts differ" in result.reasons[-1]
 
 
+@pytest.mark.parametrize(("error", "status", "said"), [
+    (KeyboardInterrupt("signal 15"), Status.INTERRUPTED, "interrupted at download: KeyboardInterrupt: signal 15"),
+    (RuntimeError("no room"), Status.FAILED, "failed at download: RuntimeError: no room"),
+])
+def test_a_run_ended_from_outside_is_interrupted_and_a_step_that_raised_failed(tmp_path, monkeypatch, error, status,
+                                                                                said):
+    monkeypatch.setenv("SPECOPS_ARTIFACTS", str(tmp_path))
+    loaded = load_profile("ngram-local")
+    run = RunDir.create("ngram-local", "r")
+    with pytest.raises(type(error)), run.timed("download", ""):
+        raise error
+    result = run_result(loaded, run, backend_for(loaded.profile), tool_for(loaded.profile), RunFacts(), error)
+    assert result.status is status and result.verdict.value == status.value.upper()
+    assert result.reasons == [said] and result.failure.step == "download"
+
+
 def _variant(name: str, seconds: list[float]) -> VariantRecord:
     samples = [RequestSample(prompt=p, round=0, latency_s=s, output_tokens=10) for p, s in enumerate(seconds)]
     return VariantRecord(name=name, method="ngram" if name == "speculative" else "none", model=name, samples=samples)
@@ -51,7 +68,35 @@ def test_the_run_pairs_its_speedup_in_the_design_it_was_measured_in(tmp_path, mo
                         tool_for(loaded.profile), facts)
     s = result.speedup
     assert (s.design, result.benchmark.design) == (design, design)
+    # each prompt's base seconds over its speculative ones, whatever the design
+    assert s.per_prompt.by_prompt == pytest.approx({0: 1.3, 1: 1.4 / 1.1, 2: 1.2 / 0.9, 3: 1.5 / 1.2})
     if unit:  # interleaved requests: the prompts are the units, so one round has an interval
         assert s.resampled.startswith(unit) and s.low < s.point < s.high
     else:  # one round block per variant: no interval, and the record says why the run was not interleaved
         assert (s.low, s.high) == (None, None) and result.benchmark.design_note == "genai-perf drives one server per run"
+
+
+SUFFIX_ON = "method.max_cached_requests=100"
+
+
+@pytest.mark.parametrize(("overrides", "primed"), [
+    # HumanEval has 164 prompts: from 160, 4 warm-up + 4 measured requests wrap around onto the warm-up's prompts
+    ((SUFFIX_ON, "benchmark.prompt_offset=160", "benchmark.warmup_requests=4"), ["4 warm-up + 4 measured"]),
+    ((SUFFIX_ON, "benchmark.rounds=2"), ["2 rounds"]),
+    ((SUFFIX_ON, "benchmark.num_requests=160", "benchmark.warmup_requests=4"), ["lossless check's 2 prompts"]),
+    ((SUFFIX_ON, "benchmark.warmup_requests=4"), []),  # warm-up on prompts 0-3, measured 4-7, checked 8-9
+    (("benchmark.prompt_offset=160", "benchmark.warmup_requests=4", "benchmark.rounds=2"), []),  # cache off
+])
+def test_a_drafter_cache_primed_with_the_measured_prompts_is_flagged_in_the_report(overrides, primed):
+    from specops.pipeline.summarize import drafter_cache
+    from specops.report.tables import cache_lines
+    from tests.results_factory import run_result as recorded
+
+    profile = load_profile("suffix-vllm-serve-cpu", ["benchmark.num_requests=4", "comparison.lossless_prompts=2",
+                                                     *overrides]).profile
+    cache = drafter_cache(profile)
+    assert (cache.on, cache.max_cached_requests) == ((True, 100) if SUFFIX_ON in overrides else (False, 0))
+    assert len(cache.primed) == len(primed) and all(w in why for w, why in zip(primed, cache.primed))
+    lines = cache_lines(recorded().model_copy(update={"drafter_cache": cache}))
+    assert ("drafter cache primed" in lines[0]) is bool(primed)
+    assert drafter_cache(load_profile("ngram-local").profile) is None  # no cross-request cache: nothing to record

@@ -26,3 +26,19 @@ def test_too_few_runs_and_no_base_arm_are_refused():
 def test_the_cli_refuses_before_prefect_starts(capsys):
     assert main(["calibrate", "ngram-local", "--runs", "0"]) == EXIT_PROFILE
     assert "runs: 0: a calibration needs 2 A/A runs or more" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("overrides", [
+    ["benchmark.tool=genai-perf"],  # round blocks only, one round
+    ["benchmark.pairing=rounds"],
+    ["benchmark.num_requests=1"],  # interleaved, but one prompt is one unit
+])
+def test_a_design_that_gives_no_interval_is_refused_with_the_override_that_fixes_it(overrides):
+    with pytest.raises(ProfileError, match=r"benchmark: rounds 1 and .*no coverage to count; set --set "
+                                           r"benchmark.rounds=3"):
+        load_calibration("ngram-local", overrides, runs=20)
+    assert load_calibration("ngram-local", [*overrides, "benchmark.rounds=3"], runs=20).profile.benchmark.rounds == 3
+
+
+def test_the_default_interleaved_design_gives_intervals_and_is_taken():
+    assert load_calibration("ngram-local", [], runs=20).profile.benchmark.interleave

@@ -124,6 +124,24 @@ def test_bad_values_and_sources(shipped):
         assert expected in str(info.value), (override, str(info.value))
 
 
+@pytest.mark.parametrize("override, expected", [
+    # vLLM's own bounds (vllm/config/speculative.py SpeculativeConfig._validate_suffix_decoding, 0.32.0)
+    ("method.max_tree_depth=0", "method.max_tree_depth: Input should be greater than or equal to 1"),
+    ("method.max_cached_requests=-1", "method.max_cached_requests: Input should be greater than or equal to 0"),
+    ("method.max_spec_factor=-0.5", "method.max_spec_factor: Input should be greater than or equal to 0"),
+    ("method.min_token_prob=1.5", "method.min_token_prob: Input should be less than or equal to 1"),
+    # backends without suffix decoding refuse it at load, through their support tables
+    ("backend={kind: local}", "method.kind: method 'suffix' is not supported by backend 'local'"),
+    ("backend={kind: trtllm-serve}", "method.kind: method 'suffix' is not supported by backend 'trtllm-serve'"),
+])
+def test_suffix_decoding_knobs_are_bounded_as_vllm_validates_them(override, expected):
+    with pytest.raises(ProfileError) as info:
+        load_profile("suffix-vllm-serve-cpu", [override])
+    assert expected in str(info.value), str(info.value)
+    method = load_profile("suffix-vllm-serve-cpu").profile.method
+    assert method.cross_request_cache() == 0  # the shipped default: what a user sees, no cross-request cache
+
+
 def test_all_problems_reported_at_once(shipped):
     edit(shipped, method={"kind": "ngram", "x": 1}, serving={"hots": "127.0.0.1"})
     with pytest.raises(ProfileError) as info:

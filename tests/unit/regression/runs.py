@@ -21,7 +21,7 @@ def run(day: float, *, speedup: float = 1.40, tok_s: float = 22.0, accept_len: f
     host = base.host.model_copy(update={"cpu_model": cpu, "gpus": [
         GpuRecord(index=i, name=name) for i, name in enumerate(gpus or [])]})
     update = {"host": host, "overrides": overrides if overrides is not None else base.overrides}
-    if status is Status.FAILED:
+    if status.ended_early:
         return base.model_copy(update=update)
     spec, plain = base.variants
     acceptance = Acceptance("runtime counters", 100, 400, (accept_len - 1) * 100,

@@ -135,6 +135,16 @@ def test_failed_runs_are_suspicious_once_a_regression_twice_and_skipped_by_metri
     assert verdicts(around)["speedup"].verdict is Verdict.REGRESSION
 
 
+def test_an_interrupted_run_is_never_judged_and_neither_starts_nor_breaks_a_failure_streak():
+    assert evaluate([*baseline(3), run(3, status=Status.INTERRUPTED)], POLICY) == []
+    twice = [*baseline(3), run(3, status=Status.INTERRUPTED), run(4, status=Status.INTERRUPTED)]
+    assert evaluate(twice, POLICY) == []
+    streak = [*baseline(3), run(3, status=Status.FAILED), run(4, status=Status.INTERRUPTED),
+              run(5, status=Status.FAILED)]
+    assert [(v.metric, v.verdict, len(v.violating_uids)) for v in evaluate(streak, POLICY)] == [
+        ("run", Verdict.REGRESSION, 2)]
+
+
 def test_per_position_acceptance_rates_are_judged_each_with_its_threshold():
     history = [*baseline(3, positions=[0.8, 0.5]), run(3, positions=[0.75, 0.4])]
     judged = verdicts(history)

@@ -4,10 +4,9 @@ from __future__ import annotations
 import socket
 
 import pytest
-from pydantic import ValidationError
 
 from specops.report.writer import link_markdown, public_url
-from specops.settings import settings
+from specops.settings import SettingsError, settings
 
 
 @pytest.fixture
@@ -46,7 +45,7 @@ def test_outside_the_root_or_without_a_server_it_stays_a_file_uri_and_says_where
 @pytest.mark.parametrize("value", ["bench-1:4201", "file:///srv/artifacts", "http://"])
 def test_a_url_no_browser_opens_is_refused_naming_the_variable(monkeypatch, value):
     monkeypatch.setenv("SPECOPS_ARTIFACTS_URL", value)
-    with pytest.raises(ValidationError, match="SPECOPS_ARTIFACTS_URL=.*http\\(s\\) URL"):
+    with pytest.raises(SettingsError, match="SPECOPS_ARTIFACTS_URL=.*http\\(s\\) URL"):
         settings()
 
 

@@ -3,10 +3,13 @@ from __future__ import annotations
 
 import json
 
+import matplotlib.pyplot as plt
 import pandas as pd
 
 from specops.acceptance.model import Acceptance
+from specops.report.plot import _per_prompt_panel
 from specops.report.writer import REPORT_NAMES, summary, write_report
+from specops.results.metrics import PromptSpread
 from specops.results.model import Design, RunResult, Status
 from tests.results_factory import run_result
 
@@ -99,3 +102,16 @@ def test_a_speedup_without_an_interval_says_why_in_the_headline_and_how_to_get_o
     assert ("- speedup: no 95% interval: one round block per variant is one unit of noise; set benchmark.rounds >= 2, "
             "or interleave requests (benchmark.pairing, with a tool that can)") in md
     assert summary(result).startswith("VALID; speedup vs base 1.33x faster (no interval: one round block per variant;")
+
+
+def test_the_plot_draws_each_prompts_speedup_or_says_why_not():
+    result = run_result()
+    spread = PromptSpread.of({0: 1.1, 1: 0.9, 2: 4.8})
+    fig, (drawn, empty) = plt.subplots(1, 2)
+    _per_prompt_panel(drawn, result.model_copy(update={"speedup": result.speedup.model_copy(
+        update={"per_prompt": spread})}))
+    assert sorted(bar.get_height() for bar in drawn.patches) == [0.9, 1.1, 4.8]
+    assert [line.get_ydata()[0] for line in drawn.lines] == [1.0, 1.36]  # the base and the pooled headline
+    _per_prompt_panel(empty, result)
+    assert not empty.patches and "no per-prompt spread" in empty.texts[0].get_text()
+    plt.close(fig)

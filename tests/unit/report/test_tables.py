@@ -1,7 +1,8 @@
 """specops/report/tables.py (rounding): the comparison table artifact shows figures with the digits their meaning needs."""
 from __future__ import annotations
 
-from specops.report.tables import comparison_frame, decimals, rounded, rounded_records
+from specops.report.tables import comparison_frame, decimals, report_markdown, rounded, rounded_records, spread_text
+from specops.results.metrics import PromptSpread
 from tests.results_factory import run_result
 
 
@@ -30,3 +31,25 @@ def test_the_table_artifact_of_a_run_shows_no_long_floats():
             if isinstance(value, float):
                 assert len(repr(value).split(".")[1]) <= 4, (column, value)
     assert records[0]["speedup_vs_base"] == 1.36 and records[1]["speedup_low"] is None
+
+
+def _with_spread(by_prompt: dict[int, float] | None, **changes):
+    result = run_result()
+    spread = PromptSpread.of(by_prompt) if by_prompt is not None else None
+    return result.model_copy(update={"speedup": result.speedup.model_copy(update={"per_prompt": spread}), **changes})
+
+
+def test_the_spread_line_names_the_quantiles_and_the_prompt_with_the_largest_speedup():
+    by_prompt = {p: 1.0 + 0.01 * p for p in range(8)} | {5: 5.0}
+    line = spread_text(_with_spread(by_prompt))
+    assert line == ("speedup per prompt (its base over speculative seconds per output token): 8 prompts: min 1.00x, "
+                    "p25 1.02x, median 1.04x, p75 1.06x, max 5.00x at prompt 5")
+    md = report_markdown(_with_spread(by_prompt)).splitlines()
+    assert md[md.index(line) - 2].startswith("**VALID** · speedup vs base: **1.36x")  # just under the headline
+
+
+def test_without_a_pairing_of_several_prompts_the_report_says_why_there_is_no_spread():
+    assert spread_text(_with_spread({3: 1.4})) == "no per-prompt spread: one prompt was measured on both variants"
+    assert spread_text(_with_spread(None, schema_version=5)) == \
+        "no per-prompt spread: not in the run's record (schema 5; kept since 6)"
+    assert spread_text(run_result(speedup=None)) is None

@@ -1,7 +1,10 @@
 """The schema-version policy: a newer specops' record is read with what this one knows, or skipped by name."""
 from __future__ import annotations
 
+import json
+
 from specops.results.compat import ReadNotes, load_record
+from specops.results.metrics import PromptSpread
 from specops.results.model import SCHEMA_VERSION
 from tests.results_factory import run_result
 
@@ -60,3 +63,15 @@ def test_notes_name_each_run_once_shown_in_part_or_skipped():
     assert "energy_budget" in lines[0]
     assert lines[1].startswith("2 run(s) skipped") and "changed-run" in lines[1] and "status" in lines[1]
     assert "not a JSON object" in lines[1]
+
+
+def test_a_speedup_recorded_before_its_per_prompt_spread_loads_without_one_and_a_new_one_keeps_its_prompts():
+    old = _stored(schema_version=5)
+    assert "per_prompt" not in old["speedup"] or old["speedup"].pop("per_prompt") is None
+    loaded = load_record(old)
+    assert loaded.result is not None and loaded.result.speedup.per_prompt is None and loaded.dropped == ()
+    result = run_result()
+    spread = PromptSpread.of({0: 1.1, 7: 4.9, 12: 1.0})
+    data = result.model_copy(update={"speedup": result.speedup.model_copy(update={"per_prompt": spread})})
+    stored = json.loads(json.dumps(data.model_dump(mode="json")))  # JSON keys are strings
+    assert load_record(stored).result.speedup.per_prompt == spread and spread.max_prompt == 7

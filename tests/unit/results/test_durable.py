@@ -80,6 +80,39 @@ def test_a_manifest_written_by_a_newer_specops_is_left_for_that_version_to_impor
     _, run_dir = _kept(artifacts, "from-the-future")
     data = json.loads((run_dir / MANIFEST).read_text())
     (run_dir / MANIFEST).write_text(json.dumps(data | {"schema_version": SCHEMA_VERSION + 1, "later": 1}))
-    with pytest.raises(ManifestError, match=rf"newer specops \(record schema {SCHEMA_VERSION + 1}.*import it with that"):
+    newer = rf"newer specops, specops .*record schema {SCHEMA_VERSION + 1} .*import it with that"
+    with pytest.raises(ManifestError, match=newer):
         durable.import_results(store, [run_dir])
     assert store.history() == []
+
+
+def test_a_pending_result_of_a_newer_specops_stays_pending_and_import_says_whose(artifacts, store, capsys):
+    older, _ = _kept(artifacts, "ours")
+    durable.mark_unrecorded(older, "down")
+    newer, run_dir = _kept(artifacts, "from-the-future")
+    durable.mark_unrecorded(newer, "down")
+    data = json.loads((run_dir / MANIFEST).read_text())
+    data["software"]["specops"] = "9.9.9"
+    (run_dir / MANIFEST).write_text(json.dumps(data | {"schema_version": SCHEMA_VERSION + 1, "later": 1}))
+    left: list[str] = []
+    assert [i.result.uid for i in durable.import_unrecorded(store, left)] == [older.uid]
+    assert durable.unrecorded() == [run_dir] and durable.is_unrecorded(newer.uid)  # kept for that version
+    assert len(left) == 1 and "specops 9.9.9" in left[0] and str(run_dir) in left[0]
+    assert durable.import_unrecorded(store) == [] and durable.is_unrecorded(newer.uid)  # still kept, run after run
+
+
+def test_results_import_names_what_it_leaves_for_a_newer_specops(artifacts, tmp_path, monkeypatch, capsys):
+    from argparse import Namespace
+
+    from cli.history import cmd_results_import
+
+    monkeypatch.setenv("SPECOPS_RESULTS_URL", f"sqlite:///{tmp_path / 'cli.db'}")
+    newer, run_dir = _kept(artifacts, "from-the-future")
+    durable.mark_unrecorded(newer, "down")
+    data = json.loads((run_dir / MANIFEST).read_text())
+    (run_dir / MANIFEST).write_text(json.dumps(data | {"schema_version": SCHEMA_VERSION + 1}))
+    assert cmd_results_import(Namespace(run_dirs=[])) == 0
+    out = capsys.readouterr().out
+    assert f"left pending: {run_dir / MANIFEST} was written by a newer specops" in out
+    assert "nothing recorded: 1 pending result(s) left for a newer specops" in out
+    assert durable.is_unrecorded(newer.uid)

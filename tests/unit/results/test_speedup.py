@@ -209,3 +209,44 @@ def test_the_result_records_the_level_its_interval_was_computed_at():
     spec, base = noisy(3, 1)
     assert paired_speedup(spec, base).level == LEVEL
     assert paired_speedup(spec, base, level=0.8).level == 0.8
+
+
+def test_each_prompts_speedup_is_base_time_over_speculative_time_per_output_token():
+    # prompt 0: the speculative answer takes half the base's time; prompt 1: a third, at twice the tokens
+    spec = [sample(0, 0, 1.0), sample(1, 0, 1.0, tokens=20)]
+    base = [sample(0, 0, 2.0), sample(1, 0, 1.5, tokens=10)]
+    spread = paired_speedup(spec, base).per_prompt
+    # base 0.2 s/token over speculative 0.1; base 0.15 over speculative 0.05
+    assert spread.by_prompt == pytest.approx({0: 2.0, 1: 3.0})
+    assert paired_speedup(base, spec).per_prompt.by_prompt == pytest.approx({0: 0.5, 1: 1 / 3})  # arms swapped
+    assert (spread.minimum, spread.maximum, spread.max_prompt, spread.prompts) == (pytest.approx(2.0),
+                                                                                   pytest.approx(3.0), 1, 2)
+
+
+def test_a_prompts_several_requests_and_rounds_are_pooled_before_its_ratio():
+    # prompt 0: the speculative variant 10 tokens in 1 s (two requests) then 10 in 4 s, the base 10 in 4 s then
+    # 10 in 8 s: pooled 20 tokens in 5 s vs 20 in 12 s -> 2.4x, where the mean of the rounds' ratios (4x, 2x) is 3x
+    spec = [sample(0, 0, 0.5, tokens=5), sample(0, 0, 0.5, tokens=5), sample(0, 1, 4.0), sample(1, 0, 1.0),
+            sample(1, 1, 1.0)]
+    base = [sample(0, 0, 4.0), sample(0, 1, 8.0), sample(1, 0, 1.0), sample(1, 1, 1.0)]
+    spread = paired_speedup(spec, base, design=Design.REQUESTS).per_prompt
+    assert spread.by_prompt == pytest.approx({0: 2.4, 1: 1.0})
+    assert spread.median == pytest.approx((2.4 + 1.0) / 2) and spread.max_prompt == 0
+
+
+def test_a_looping_prompt_shows_as_the_maximum_while_the_median_stays_near_one():
+    rng = np.random.default_rng(3)
+    loops = 11
+    spec, base = [], []
+    for p in range(16):
+        for r in range(2):
+            seconds = 10.0 * rng.uniform(0.95, 1.05)
+            base.append(sample(p, r, seconds, tokens=128))
+            spec.append(sample(p, r, seconds / (5.0 if p == loops else rng.uniform(0.97, 1.03)), tokens=128))
+    s = paired_speedup(spec, base, design=Design.REQUESTS)
+    spread = s.per_prompt
+    assert spread.max_prompt == loops and spread.maximum == pytest.approx(5.0, rel=0.06)
+    assert 0.95 < spread.minimum <= spread.p25 <= spread.median <= spread.p75 < 1.06 and spread.prompts == 16
+    assert s.point < 1.3  # the pooled headline hides it: one prompt in 16 at 5x
+    assert spread.text().endswith(f"max {spread.maximum:.2f}x at prompt {loops}")
+    assert spread.text().startswith("16 prompts: min ")

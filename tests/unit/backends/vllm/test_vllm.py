@@ -75,6 +75,10 @@ def test_the_image_decides_flat_or_nested_keys(load_gpu_profile, release, nested
       "draft_tensor_parallel_size": 1}),
     (("method={kind: ngram, num_speculative_tokens: 4, prompt_lookup_min: 2, prompt_lookup_max: 3}", "draft=null"),
      {"method": "ngram", "num_speculative_tokens": 4, "prompt_lookup_max": 3, "prompt_lookup_min": 2}),
+    (("method={kind: suffix, num_speculative_tokens: 8, max_tree_depth: 16, min_token_prob: 0.2}", "draft=null"),
+     {"method": "suffix", "num_speculative_tokens": 8, "suffix_decoding_max_tree_depth": 16,
+      "suffix_decoding_max_cached_requests": 0, "suffix_decoding_max_spec_factor": 1.0,
+      "suffix_decoding_min_token_prob": 0.2}),
 ])
 def test_nested_speculative_config_per_method(load_gpu_profile, overrides, expected):
     args = _model_json(load_gpu_profile("eagle-vllm-nested", overrides), "speculative")
@@ -93,6 +97,8 @@ def test_eagle1_draft_mount_says_eagle_for_vllms_path_detection(load_gpu_profile
     (("method.kind=eagle3",), "method.kind", ["25.03", "vLLM 0.7.3", "no speculative method 'eagle3'",
                                               "first in vLLM 0.9.2"]),
     ((f"backend.image={IMAGE.format('25.02')}",), "backend.image", ["vLLM 0.7.0", "from vLLM 0.7.3"]),
+    (("method={kind: suffix}", "draft=null"), "method.kind", ["vLLM 0.7.3", "no speculative method 'suffix'",
+                                                          "first in vLLM 0.11.1"]),
     ((f"backend.image={IMAGE.format('25.12')}", "method.kind=draft-target"), "method.kind",
      ["vLLM 0.11.1", "NotImplementedError", "vllm/config/speculative.py", "runs from vLLM 0.15.1"]),
     ((f"backend.image={IMAGE.format('25.08')}", "method.kind=eagle3"), "method.kind",

@@ -21,3 +21,16 @@ def test_servers_side_by_side_get_cores_of_their_own_only_where_one_stays_spare(
     assert vllm_cpu.core_share(0, 2, [0, 1, 2]) == "0" and vllm_cpu.core_share(1, 2, [0, 1, 2]) == "1"
     assert vllm_cpu.core_share(0, 2, list(range(8))) == "0,1,2" and vllm_cpu.core_share(1, 2, list(range(8))) == "3,4,5"
     assert vllm_cpu.core_share(0, 1, list(range(8))) is None  # one server: vLLM's own choice
+
+
+def test_preflight_names_a_pinned_distribution_the_venv_lacks(tmp_path, monkeypatch):
+    """arctic-inference (suffix decoding) is pinned beside vllm-cpu: a venv without it is named, with the fix."""
+    python = tmp_path / "bin" / "python"
+    python.parent.mkdir()
+    python.write_text('#!/bin/sh\necho \'{"vllm-cpu": "0.32.0", "arctic-inference": null}\'\n')
+    python.chmod(0o755)
+    monkeypatch.setattr(vllm_cpu, "venv", lambda: vllm_cpu.VllmVenv(tmp_path))
+    monkeypatch.setattr(vllm_cpu, "cpu_flags", lambda: {"avx2"})
+    assert vllm_cpu.pinned() == {"vllm-cpu": "0.32.0", "arctic-inference": "0.3.0"}
+    problems = vllm_cpu.preflight()
+    assert len(problems) == 1 and "holds arctic-inference (none)" in problems[0] and "make install" in problems[0]

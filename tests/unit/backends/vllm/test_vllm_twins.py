@@ -1,5 +1,5 @@
-"""GPU/CPU twins: ngram-vllm vs ngram-vllm-cpu (Triton's vLLM backend) and ngram-vllm-serve vs ngram-vllm-serve-cpu
-(vLLM's OpenAI server). The profiles say only launch and device settings differ; this renders both with
+"""GPU/CPU twins: ngram-vllm vs ngram-vllm-cpu (Triton's vLLM backend), ngram-vllm-serve vs ngram-vllm-serve-cpu
+and suffix-vllm-serve vs suffix-vllm-serve-cpu (vLLM's OpenAI server). The profiles say only launch and device settings differ; this renders both with
 placeholder artifacts and shows the diff:
 
 - config.pbtxt: identical;
@@ -26,7 +26,8 @@ from specops.run.variant import variants_of
 
 ROOT = Path(__file__).resolve().parents[4]
 CPU_FRAGMENT = ROOT / "profiles" / "_shared" / "vllm-cpu.yaml"
-TWINS = [("ngram-vllm", "ngram-vllm-cpu"), ("ngram-vllm-serve", "ngram-vllm-serve-cpu")]
+TWINS = [("ngram-vllm", "ngram-vllm-cpu"), ("ngram-vllm-serve", "ngram-vllm-serve-cpu"),
+         ("suffix-vllm-serve", "suffix-vllm-serve-cpu")]
 
 
 def device_keys() -> set[str]:
@@ -118,4 +119,5 @@ def test_the_versions_are_the_ones_the_profiles_claim(load_gpu_profile):
     releases = {name: load_gpu_profile(name).backend.release()
                 for pair in TWINS for name in pair}
     assert releases == {"ngram-vllm": "0.27.1", "ngram-vllm-cpu": "0.32.0",
-                        "ngram-vllm-serve": "0.32.0", "ngram-vllm-serve-cpu": "0.32.0"}
+                        "ngram-vllm-serve": "0.32.0", "ngram-vllm-serve-cpu": "0.32.0",
+                        "suffix-vllm-serve": "0.32.0", "suffix-vllm-serve-cpu": "0.32.0"}

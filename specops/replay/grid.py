@@ -1,0 +1,115 @@
+"""The settings a replay predicts, and its ranking of them.
+
+Knob ranges are the engine's own: vLLM 0.32's SpeculativeConfig (vllm/config/speculative.py: prompt_lookup_min <=
+prompt_lookup_max, both >= 1; suffix_decoding_max_tree_depth 24, _max_spec_factor 1.0, _min_token_prob 0.1,
+_max_cached_requests 10000 by default, and num_speculative_tokens defaulting to the tree depth for suffix).
+"""
+from __future__ import annotations
+
+import itertools
+import statistics
+import textwrap
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from specops.results.figures import shown
+from specops.results.history import text_table
+
+SUFFIX_CACHED = 10000  # vLLM's suffix_decoding_max_cached_requests default: the cross-request cache on
+NOTE = ("tokens/step counts what one target forward emits (accepted drafts + its own token), steps without a draft "
+        "included; it is not yet a speedup: what verifying each extra drafted token costs is not modelled. "
+        "vLLM's counters (accepted/step in a run's report) divide by steps that carried a draft only: "
+        "the 'per drafted step' column.")
+
+
+class NgramSetting(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    method: Literal["ngram"] = "ngram"
+    min: int = Field(ge=1, description="prompt_lookup_min")
+    max: int = Field(ge=1, description="prompt_lookup_max")
+    k: int = Field(ge=1, le=64, description="num_speculative_tokens")
+
+    def label(self) -> str:
+        return f"ngram min {self.min} max {self.max} K {self.k}"
+
+
+class SuffixSetting(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    method: Literal["suffix"] = "suffix"
+    depth: int = Field(24, ge=1, description="suffix_decoding_max_tree_depth")
+    factor: float = Field(1.0, ge=0, description="suffix_decoding_max_spec_factor")
+    min_prob: float = Field(0.1, ge=0, le=1, description="suffix_decoding_min_token_prob")
+    cached: int = Field(0, ge=0, description="suffix_decoding_max_cached_requests (0: no cross-request cache)")
+    k: int = Field(24, ge=1, description="num_speculative_tokens (vLLM's default: the tree depth)")
+
+    def label(self) -> str:
+        cache = "on" if self.cached else "off"
+        return (f"suffix depth {self.depth} factor {self.factor:g} prob {self.min_prob:g} K {self.k} "
+                f"cache {cache}")
+
+
+Setting = NgramSetting | SuffixSetting
+
+
+def ngram_grid() -> list[NgramSetting]:
+    pairs = [(lo, hi) for lo, hi in itertools.product(range(1, 6), repeat=2) if lo <= hi]
+    return [NgramSetting(min=lo, max=hi, k=k) for (lo, hi), k in itertools.product(pairs, (1, 2, 3, 4, 5, 6, 8))]
+
+
+def suffix_grid() -> list[SuffixSetting]:
+    return [SuffixSetting(depth=depth, factor=factor, min_prob=prob, k=k, cached=cached)
+            for depth, factor, prob, cached in itertools.product((24, 64), (1.0, 2.0), (0.1, 0.3), (0, SUFFIX_CACHED))
+            for k in sorted({8, depth})]
+
+
+GRIDS = {"ngram": ngram_grid, "suffix": suffix_grid, "all": lambda: [*ngram_grid(), *suffix_grid()]}
+
+
+class Prediction(BaseModel):
+    """One setting's replay over the profile's prompts, summed over them, with the spread across prompts."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    setting: NgramSetting | SuffixSetting = Field(discriminator="method")
+    label: str
+    tokens_per_step: float
+    per_drafted_step: float | None  # 1 + accepted / steps with a draft: vLLM's accepted/step counter
+    acceptance_rate: float | None
+    prompt_tokens_per_step: list[float]  # one per prompt, in the prompts' order
+    steps: int
+
+    @classmethod
+    def of(cls, setting: Setting, counts: list[dict]) -> Prediction:
+        total = {key: sum(c[key] for c in counts) for key in counts[0]}
+        return cls(setting=setting, label=setting.label(), steps=total["steps"],
+                   tokens_per_step=_ratio(total["emitted"], total["steps"]) or 0.0,
+                   per_drafted_step=None if not total["drafted_steps"] else
+                   1 + total["accepted"] / total["drafted_steps"],
+                   acceptance_rate=_ratio(total["accepted"], total["drafted"]),
+                   prompt_tokens_per_step=[_ratio(c["emitted"], c["steps"]) or 0.0 for c in counts])
+
+
+def _ratio(a: float, b: float) -> float | None:
+    return a / b if b else None
+
+
+def ranked(predictions: list[Prediction]) -> list[Prediction]:
+    """Best first; of settings that predict the same, the one drafting fewer tokens per step first (it costs less
+    to verify)."""
+    return sorted(predictions, key=lambda p: (-round(p.tokens_per_step, 6), p.setting.k))
+
+
+def ranking_table(predictions: list[Prediction], top: int | None, marked: Setting | None = None) -> str:
+    """The settings best first (the profile's own too when it is not among the top N); each prompt's tokens/step as
+    min / median / max, so a looping prompt shows."""
+    order = ranked(predictions)
+    shown_ones = order[:top] + [p for p in order[top or len(order):] if p.setting == marked]
+    rows = []
+    for p in shown_ones:
+        spread = p.prompt_tokens_per_step
+        rows.append([p.label + (" (profile)" if p.setting == marked else ""), f"{p.tokens_per_step:.2f}",
+                     shown(p.per_drafted_step, ".2f"), shown(p.acceptance_rate, ".0%"),
+                     f"{min(spread):.2f} / {statistics.median(spread):.2f} / {max(spread):.2f}"])
+    headers = ["setting", "tokens/step", "per drafted step", "acceptance", "per prompt min / median / max"]
+    return text_table(headers, rows) + "\n\n" + textwrap.fill(NOTE, 116)
+

@@ -1,0 +1,62 @@
+"""A profile's replay (specops/replay/run.py): the settings, engine args and prompts it takes from the profile, and
+its cache of greedy outputs. The vLLM venv's worker is replaced: tests/integration/replay runs the real one."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from specops.profile.errors import ProfileError
+from specops.profile.loader import load_profile
+from specops.replay import run
+from specops.replay.grid import NgramSetting
+
+
+def test_the_profiles_ngram_setting_is_the_one_vllm_serves():
+    assert run.profile_setting(load_profile("ngram-vllm-serve-cpu")) == NgramSetting(min=2, max=3, k=4)
+    # prompt_lookup_min unset: vLLM sets it to prompt_lookup_max (vllm/config/speculative.py)
+    unset = load_profile("ngram-vllm-serve-cpu", ["method.prompt_lookup_min=null", "method.prompt_lookup_max=4"])
+    assert run.profile_setting(unset) == NgramSetting(min=4, max=4, k=4)
+
+
+def test_only_engine_args_that_decide_the_tokens_reach_the_offline_engine():
+    loaded = load_profile("ngram-vllm-serve-cpu", ["backend.engine_args.max_num_seqs=7"])
+    assert run.engine_args(loaded) == {"dtype": "float32", "max_model_len": 2048, "enforce_eager": True}
+
+
+def test_a_prompt_selection_that_is_empty_is_named_as_the_profiles_field():
+    loaded = load_profile("ngram-vllm-serve-cpu", ["benchmark.prompt_offset=100000"])  # HumanEval has 164
+    with pytest.raises(ProfileError, match="benchmark.prompts"):
+        run.prompts_of(loaded)
+
+
+@pytest.fixture
+def stand_in(monkeypatch, tmp_path):
+    """The target fetched without a download, the cache under tmp_path, the worker recording its requests."""
+    asked = []
+
+    class Target:
+        sha256, path = "f" * 64, Path("/model")
+
+    def worker(request, say):
+        asked.append(request)
+        n = request["output_tokens"]
+        return {"sequences": [{"prompt": [1], "output": list(range(n))} for _ in request["prompts"]], "seconds": 0.0}
+
+    monkeypatch.setattr(run, "fetch", lambda *a, **k: Target)
+    monkeypatch.setattr(run, "cache_root", lambda: tmp_path)
+    monkeypatch.setattr(run, "run_worker", worker)
+    return asked
+
+
+def test_greedy_outputs_are_generated_once_per_target_prompts_and_length(stand_in, tmp_path):
+    small = load_profile("ngram-vllm-serve-cpu", ["benchmark.num_requests=2", "benchmark.output_tokens=5"])
+    first = run.greedy_outputs(small, lambda line: None)
+    again = run.greedy_outputs(small, lambda line: None)
+    assert first == again and len(stand_in) == 1
+    assert stand_in[0]["prompts"] == [p.strip() for p in stand_in[0]["prompts"]]  # as the benchmark sends them
+    longer = load_profile("ngram-vllm-serve-cpu", ["benchmark.num_requests=2", "benchmark.output_tokens=6"])
+    assert len(run.greedy_outputs(longer, lambda line: None)[0]["output"]) == 6 and len(stand_in) == 2
+    cached = [json.loads(p.read_text()) for p in (tmp_path / "replay").glob("greedy-*.json")]
+    assert sorted(c["key"]["output_tokens"] for c in cached) == [5, 6]
