@@ -13,6 +13,7 @@ import json
 import os
 import signal
 
+import psutil
 import pytest
 
 from tests.integration.faults.support import (
@@ -67,6 +68,14 @@ def test_a_sigkilled_run_leaves_no_process_and_no_port(tool, embedded_model, tmp
         run.stop()
 
 
+def _frozen(proc: psutil.Process) -> bool:
+    try:
+        proc.suspend()
+        return True
+    except psutil.NoSuchProcess:
+        return False
+
+
 def test_the_janitor_stops_a_benchmark_tool_whose_guard_died_with_the_run(embedded_model, tmp_path):
     run = start_run(tmp_path)
     try:
@@ -82,6 +91,8 @@ def test_the_janitor_stops_a_benchmark_tool_whose_guard_died_with_the_run(embedd
         left, _ = wait_gone(everything, DEATH_BOUND_S)
         survivors = sorted(label(p) for p in left)
         assert set(survivors) <= {"genai-perf", "perf_analyzer"}, survivors
+        left = [p for p in left if _frozen(p)]  # so none exits by itself in the janitor's start-up (CI saw one
+        # give up on its dead server there and leave nothing to stop); a stopped process still dies by SIGKILL
         janitor = specops(run.env, "janitor")
         assert janitor.returncode == 0, janitor.stderr
         print(f"left after {DEATH_BOUND_S:g}s: {survivors}; {janitor.stdout.strip()}")
