@@ -120,9 +120,14 @@ def manifests(paths: Iterable[Path]) -> list[Path]:
 
 def import_results(store: ResultsStore, run_dirs: Iterable[Path]) -> list[Imported]:
     """Append the results kept in these run directories; appending a uid again replaces its row."""
-    done = []
+    done: list[Imported] = []
     for manifest in manifests(run_dirs):
-        result = read_result(manifest)
+        try:
+            result = read_result(manifest)
+        except ManifestError as err:  # what went in before it stays in: say so, or a rerun looks like the first
+            if done:
+                err.args = (f"{err} (recorded before it: " + ", ".join(str(i.run_dir) for i in done) + ")",)
+            raise
         store.append(result)
         clear_unrecorded(result.uid)
         done.append(Imported(manifest.parent, result))

@@ -116,3 +116,13 @@ def test_results_import_names_what_it_leaves_for_a_newer_specops(artifacts, tmp_
     assert f"left pending: {run_dir / MANIFEST} was written by a newer specops" in out
     assert "nothing recorded: 1 pending result(s) left for a newer specops" in out
     assert durable.is_unrecorded(newer.uid)
+
+
+def test_a_damaged_manifest_names_what_was_recorded_before_it(artifacts, store):
+    _kept(artifacts, "a-good")
+    _, bad = _kept(artifacts, "b-damaged")
+    (bad / MANIFEST).write_text("{not json")
+    with pytest.raises(ManifestError, match=r"b-damaged/manifest.json: not a readable run manifest .*"
+                                            r"\(recorded before it: .*a-good\)"):
+        durable.import_results(store, [artifacts])
+    assert [r.run_id for r in store.history()] == ["a-good"]
