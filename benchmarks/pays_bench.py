@@ -24,16 +24,6 @@ PAIRED = ["benchmark.tool=aiperf", "benchmark.interleave=true", "benchmark.pairi
 ROUNDS = ["benchmark.tool=aiperf", "benchmark.interleave=true", "benchmark.pairing=rounds", "benchmark.rounds=3"]
 
 
-def setting_overrides(setting) -> list[str]:
-    """The profile fields that serve a replayed setting."""
-    if setting.method == "ngram":
-        return [f"method.prompt_lookup_min={setting.min}", f"method.prompt_lookup_max={setting.max}",
-                f"method.num_speculative_tokens={setting.k}"]
-    return [f"method.max_tree_depth={setting.depth}", f"method.max_spec_factor={setting.factor}",
-            f"method.min_token_prob={setting.min_prob}", f"method.max_cached_requests={setting.cached}",
-            f"method.num_speculative_tokens={setting.k}"]
-
-
 def best(method: str, extra: list[str]):
     """The replay's best setting of this method on the profile (suffix: with the cross-request cache off)."""
     from specops.profile.loader import load_profile
@@ -74,7 +64,7 @@ def main() -> None:
               f"per step, {shown(prediction.per_drafted_step, '.2f')} per drafted step)", flush=True)
         for c in loads:
             design = PAIRED if c == 1 else ROUNDS
-            result = run_specdec(PROFILES[method], [*SIZE, *args.overrides, *setting_overrides(prediction.setting),
+            result = run_specdec(PROFILES[method], [*SIZE, *args.overrides, *prediction.setting.overrides(),
                                                     *design, f"benchmark.concurrency={c}"])
             print(f"  concurrency {c}: {result.verdict.value}, {result.run_dir}", flush=True)
             rows.append(row(method, prediction, c, result))

@@ -33,6 +33,11 @@ class NgramSetting(BaseModel):
     def label(self) -> str:
         return f"ngram min {self.min} max {self.max} K {self.k}"
 
+    def overrides(self) -> list[str]:
+        """The profile fields that serve this setting (replay.run.profile_setting reads them back)."""
+        return [f"method.prompt_lookup_min={self.min}", f"method.prompt_lookup_max={self.max}",
+                f"method.num_speculative_tokens={self.k}"]
+
 
 class SuffixSetting(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -47,6 +52,11 @@ class SuffixSetting(BaseModel):
         cache = "on" if self.cached else "off"
         return (f"suffix depth {self.depth} factor {self.factor:g} prob {self.min_prob:g} K {self.k} "
                 f"cache {cache}")
+
+    def overrides(self) -> list[str]:
+        return [f"method.max_tree_depth={self.depth}", f"method.max_spec_factor={self.factor}",
+                f"method.min_token_prob={self.min_prob}", f"method.max_cached_requests={self.cached}",
+                f"method.num_speculative_tokens={self.k}"]
 
 
 Setting = NgramSetting | SuffixSetting

@@ -78,20 +78,21 @@ class PromptSpread(Record):
     every round pooled (results.speedup pools the same sums over all prompts for the headline). A prompt the
     drafter predicts well (one that loops) can carry the headline: its 5x shows here as the maximum."""
 
-    by_prompt: dict[int, float]  # prompt index -> its speedup
-    minimum: float
-    p25: float
-    median: float
-    p75: float
-    maximum: float
-    max_prompt: int  # the prompt with the largest speedup
+    by_prompt: dict[int, float]  # prompt index -> its speedup; the quantiles below are read from it
 
-    @classmethod
-    def of(cls, by_prompt: dict[int, float]) -> PromptSpread:
-        values = np.array(list(by_prompt.values()))
-        q = [float(x) for x in np.percentile(values, [0, 25, 50, 75, 100])]  # linear interpolation
-        return cls(by_prompt=dict(by_prompt), minimum=q[0], p25=q[1], median=q[2], p75=q[3], maximum=q[4],
-                   max_prompt=max(by_prompt, key=by_prompt.__getitem__))
+    def _quantile(self, q: float) -> float:
+        return float(np.percentile(list(self.by_prompt.values()), q))  # linear interpolation
+
+    minimum = property(lambda self: self._quantile(0))
+    p25 = property(lambda self: self._quantile(25))
+    median = property(lambda self: self._quantile(50))
+    p75 = property(lambda self: self._quantile(75))
+    maximum = property(lambda self: self._quantile(100))
+
+    @property
+    def max_prompt(self) -> int:
+        """The prompt with the largest speedup."""
+        return max(self.by_prompt, key=self.by_prompt.__getitem__)
 
     @property
     def prompts(self) -> int:

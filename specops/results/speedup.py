@@ -76,9 +76,10 @@ def paired_speedup(spec: list[RequestSample], base: list[RequestSample], through
     else:
         low, high, resampled = _t_interval(units, [r for _, r in keys], point, level, "rounds",
                                            "each variant's round one block")
+    by_prompt = {p: float(ratio(units[[k[0] == p for k in keys]])) for p in prompts}
     return Speedup(point=point, low=low, high=high, level=level, prompts=len(prompts), rounds=len(rounds),
                    resampled=resampled, throughput_ratio=throughput_ratio, design=design,
-                   per_prompt=PromptSpread.of({p: float(ratio(units[[k[0] == p for k in keys]])) for p in prompts}))
+                   per_prompt=PromptSpread(by_prompt=by_prompt))
 
 
 def log_ratio_se(clusters: np.ndarray) -> float:

@@ -10,7 +10,7 @@ import pytest
 from specops.profile.errors import ProfileError
 from specops.profile.loader import load_profile
 from specops.replay import run
-from specops.replay.grid import NgramSetting
+from specops.replay.grid import NgramSetting, SuffixSetting
 
 
 def test_the_profiles_ngram_setting_is_the_one_vllm_serves():
@@ -60,3 +60,12 @@ def test_greedy_outputs_are_generated_once_per_target_prompts_and_length(stand_i
     assert len(run.greedy_outputs(longer, lambda line: None)[0]["output"]) == 6 and len(stand_in) == 2
     cached = [json.loads(p.read_text()) for p in (tmp_path / "replay").glob("greedy-*.json")]
     assert sorted(c["key"]["output_tokens"] for c in cached) == [5, 6]
+
+
+@pytest.mark.parametrize(("profile", "setting"), [
+    ("ngram-vllm-serve-cpu", NgramSetting(min=1, max=5, k=8)),
+    ("suffix-vllm-serve-cpu", SuffixSetting(depth=64, factor=2.0, min_prob=0.3, cached=0, k=64)),
+])
+def test_a_settings_overrides_serve_that_setting(profile, setting):
+    """What make bench-pays serves is what the replay predicted: the overrides load back as the same setting."""
+    assert run.profile_setting(load_profile(profile, setting.overrides())) == setting

@@ -106,7 +106,7 @@ def test_a_speedup_without_an_interval_says_why_in_the_headline_and_how_to_get_o
 
 def test_the_plot_draws_each_prompts_speedup_or_says_why_not():
     result = run_result()
-    spread = PromptSpread.of({0: 1.1, 1: 0.9, 2: 4.8})
+    spread = PromptSpread(by_prompt={0: 1.1, 1: 0.9, 2: 4.8})
     fig, (drawn, empty) = plt.subplots(1, 2)
     _per_prompt_panel(drawn, result.model_copy(update={"speedup": result.speedup.model_copy(
         update={"per_prompt": spread})}))

@@ -35,7 +35,7 @@ def test_the_table_artifact_of_a_run_shows_no_long_floats():
 
 def _with_spread(by_prompt: dict[int, float] | None, **changes):
     result = run_result()
-    spread = PromptSpread.of(by_prompt) if by_prompt is not None else None
+    spread = PromptSpread(by_prompt=by_prompt) if by_prompt is not None else None
     return result.model_copy(update={"speedup": result.speedup.model_copy(update={"per_prompt": spread}), **changes})
 
 

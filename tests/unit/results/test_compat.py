@@ -71,7 +71,7 @@ def test_a_speedup_recorded_before_its_per_prompt_spread_loads_without_one_and_a
     loaded = load_record(old)
     assert loaded.result is not None and loaded.result.speedup.per_prompt is None and loaded.dropped == ()
     result = run_result()
-    spread = PromptSpread.of({0: 1.1, 7: 4.9, 12: 1.0})
+    spread = PromptSpread(by_prompt={0: 1.1, 7: 4.9, 12: 1.0})
     data = result.model_copy(update={"speedup": result.speedup.model_copy(update={"per_prompt": spread})})
     stored = json.loads(json.dumps(data.model_dump(mode="json")))  # JSON keys are strings
     assert load_record(stored).result.speedup.per_prompt == spread and spread.max_prompt == 7
