@@ -240,9 +240,12 @@ define deploy_recipe
 	@# the block the alert deployments notify through (webhook/specops-regression), before they exist
 	@if [ -n "$$SPECOPS_ALERT_URL" ]; then $(BIN)/specops alert setup; \
 	  else echo "alerts: ALERT_URL unset, the alert block is left as it is (\`specops alert test\` tries it)"; fi
-	@# tools/deploy_output.py: Prefect's "start a worker" hint once at the end, not after every deployment
-	@set -o pipefail; PATH=$(BIN):$$PATH $(BIN)/prefect --no-prompt deploy --all \
-	  | $(BIN)/python tools/deploy_output.py $(DEPLOY_WORKER_FOLLOWS)
+	@# tools/deploy_output.py: Prefect's output whole in deploy.log; here one line per flow and the pools with no worker
+	@set -o pipefail; PATH=$(BIN):$$PATH $(BIN)/prefect --no-prompt deploy --all 2>&1 \
+	  | $(BIN)/python tools/deploy_output.py $(DEPLOY_WORKER_FOLLOWS) --log $(PREFECT_HOME)/deploy.log \
+	  || { echo "prefect deploy failed; $(PREFECT_HOME)/deploy.log ends with:"; tail -20 $(PREFECT_HOME)/deploy.log; exit 1; }
+	@# Prefect stores one form per flow: each deployment's narrowed to its pool's profiles (prefect_adapters/forms.py)
+	@$(BIN)/specops deployments --narrow-forms
 endef
 
 ## up: a Prefect server on $(PREFECT_HOST):$(PREFECT_PORT) (SQLite, or PostgreSQL with PREFECT_DB_URL),
@@ -272,7 +275,7 @@ up: install
 	@echo "Prefect UI: http://$(PREFECT_PUBLIC_HOST):$(PREFECT_PORT)  (PREFECT_HOME=$(PREFECT_HOME))"
 	@echo "workers on other hosts: PREFECT_API_URL=http://$(PREFECT_PUBLIC_HOST):$(PREFECT_PORT)/api"
 	@echo "artifacts (the UI's plots and links; alerts at POST /alerts): $(ARTIFACTS_URL)"
-	@echo "run:  PREFECT_HOME=$(PREFECT_HOME) $(BIN)/prefect deployment run specdec/$(PROFILE)"
+	@echo "stop: make down$(if $(filter command line,$(origin PREFECT_HOME)), PREFECT_HOME=$(PREFECT_HOME))$(if $(filter command line,$(origin PREFECT_PORT)), PREFECT_PORT=$(PREFECT_PORT))"
 
 ## deploy: prefect.yaml regenerated from the profiles, the pools specops-cpu/-gpu created or updated
 ## (the GPU pool's runs get HF_TOKEN from the Secret block hf-token), every deployment pinned to this
@@ -284,13 +287,15 @@ deploy: install
 	$(deploy_recipe)
 
 ## down: stop what `up` started, worker first (its flow runs too: SIGTERM, SIGKILL after
-## $(STOP_TIMEOUT)s), stop what dead runs left (janitor), and unset the profile's PREFECT_API_URL so
-## `specops run` and `make demo` start a private Prefect server again
+## $(STOP_TIMEOUT)s), stop what dead runs left (janitor, while the server still answers which runs are over),
+## then the servers, and unset the profile's PREFECT_API_URL so `specops run` and `make demo` start a private
+## Prefect server again
 down:
 	@if [ ! -x $(BIN)/python ]; then echo "no $(VENV): nothing was started"; exit 0; fi; \
-	$(BIN)/python tools/stop_services.py --timeout $(STOP_TIMEOUT) $(PREFECT_HOME)/worker.pid $(PREFECT_HOME)/server.pid $(PREFECT_HOME)/artifacts.pid; \
-	rc=$$?; $(BIN)/prefect config unset PREFECT_API_URL --yes >/dev/null 2>&1; \
-	$(BIN)/specops janitor || rc=1; exit $$rc
+	$(BIN)/python tools/stop_services.py --timeout $(STOP_TIMEOUT) $(PREFECT_HOME)/worker.pid; rc=$$?; \
+	PREFECT_API_URL=http://$(PREFECT_API_HOST):$(PREFECT_PORT)/api $(BIN)/specops janitor || rc=1; \
+	$(BIN)/python tools/stop_services.py --timeout $(STOP_TIMEOUT) $(PREFECT_HOME)/server.pid $(PREFECT_HOME)/artifacts.pid || rc=1; \
+	$(BIN)/prefect config unset PREFECT_API_URL --yes >/dev/null 2>&1; exit $$rc
 
 clean: down
 	rm -rf artifacts/*/ .cache .prefect

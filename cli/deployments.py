@@ -18,6 +18,9 @@ def add_parser(sub) -> None:
     deployments.add_argument("--pool-description", metavar="POOL", help="print POOL's description instead (the "
                              "worker command and the blocks its runs need; for `prefect work-pool update "
                              "--description`)")
+    deployments.add_argument("--narrow-forms", action="store_true", help="on the configured Prefect server, narrow "
+                             "each specops deployment's form to the profiles its pool runs and check overrides "
+                             "against the profile schema (run after `prefect deploy`)")
     deployments.set_defaults(handler=cmd_deployments)
 
 
@@ -51,6 +54,13 @@ def cmd_deployments(args) -> int:
     from specops.fleet.deployments import CPU_POOL, GPU_POOL
     from specops.fleet.prefect_yaml import render
 
+    if args.narrow_forms:
+        from prefect_adapters.forms import narrow_forms
+
+        changed = narrow_forms()
+        print(f"forms: {len(changed)} deployment(s) offer only their pool's profiles and check overrides when a run "
+              "is created")
+        return 0
     if args.pool_description:
         if args.pool_description not in (CPU_POOL, GPU_POOL):
             print(f"specops: --pool-description {args.pool_description!r}: the pools are {CPU_POOL}, {GPU_POOL}",

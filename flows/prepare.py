@@ -18,7 +18,7 @@ from specops.run.rundir import RunDir
 from specops.sources.entry_lock import Stored
 from specops.sources.schemes import ModelArtifact
 from tasks.draft import find_training_data, publish_training, synthesize_training_data, train_draft_module
-from tasks.models import check_draft_vocabulary, download_model
+from tasks.models import check_draft_vocabulary, download_backend_sources, download_model
 from tasks.render import build_engine, render_repository
 
 
@@ -34,6 +34,7 @@ def prepare_models(loaded: LoadedProfile, backend: Backend, run: RunDir, cache_d
     files = backend.registration.hub_files  # of a hub repository, only what this backend's loaders read
     target = noted_result(download_model(p.target.source, cache_dir, run, "target", files), facts, "download target")
     facts.models["target"] = target
+    download_backend_sources(backend, cache_dir, run)
     draft = None
     if p.draft is not None and p.draft.train is not None:
         draft, _ = prepare_trained_draft(loaded, backend, target, run, cache_dir)

@@ -80,7 +80,14 @@ def up_to(history: list[RunResult], run_id: str, profile: str) -> list[RunResult
 def regression(suite: list[SuiteEntry], policy: RegressionPolicy | None = None,
                deployment_timeout_s: float = DEPLOYMENT_TIMEOUT_S) -> list[MetricVerdict] | State:
     """Run each profile of the suite once and judge it against its history: Completed with the
-    verdicts, or Failed (data: RegressionFound) when any metric regressed."""
+    verdicts, or Failed (data: RegressionFound) when any metric regressed.
+
+    Args:
+        suite: The profiles to run, one after another, each with its overrides; each metric of each is judged
+            against that profile's earlier runs.
+        policy: How a metric is judged: the baseline runs, thresholds and noise rule (empty: the defaults).
+        deployment_timeout_s: How long a GPU profile's run, dispatched to its own deployment, may take.
+    """
     policy = policy or RegressionPolicy()
     loaded = validate_suite(suite)
     verdicts: list[MetricVerdict] = []

@@ -1,4 +1,5 @@
-"""Fetch model checkpoints into the verified cache (specops/sources/integrity.py), which says whether it held them."""
+"""Fetch model checkpoints (and a backend's other remote sources) into the verified cache
+(specops/sources/integrity.py), which says whether it held them."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -6,6 +7,7 @@ from pathlib import Path
 from prefect import get_run_logger
 
 from prefect_adapters.step import step
+from specops.backends.base import Backend
 from specops.run.rundir import RunDir
 from specops.sources.hub_files import CHECKPOINT, HubFiles
 from specops.sources.integrity import CacheCorruptError
@@ -42,3 +44,14 @@ def check_draft_vocabulary(target: ModelArtifact, draft: ModelArtifact, run: Run
     tokenizer = AutoTokenizer.from_pretrained(str(target.path))
     check_same_vocabulary(draft.path, tokenizer, AutoConfig.from_pretrained(str(target.path)))
     get_run_logger().info("draft %s shares the target's tokenizer", draft.source)
+
+
+@step(timed="download", label="backend code")
+def download_backend_sources(backend: Backend, cache_dir: Path, run: RunDir) -> dict[str, str]:
+    """The backend's remote sources besides the models (Triton's vllm_backend at its commit), fetched and verified
+    where every source is: one that cannot be reached fails the run here, not at serve."""
+    log = get_run_logger()
+    fetched = backend.fetch_sources(cache_dir, log.info)
+    for field, digest in fetched.items():
+        log.info("%s verified (sha256 %s)", field, digest[:12])
+    return fetched

@@ -1,12 +1,17 @@
 """Read a Late flow run and its pool's workers; raise the "no worker" event."""
 from __future__ import annotations
 
+import logging
+from datetime import UTC, datetime
+from uuid import UUID
+
 from prefect import get_client
 from prefect.events import emit_event
 
 from prefect_adapters.step import step
 from specops.fleet.deployments import NO_WORKER_EVENT
 from specops.fleet.pools import LateRun, WorkerSeen, pool_resource, worker_command
+from specops.settings import settings
 
 FLOW_RUN_RESOURCE = "prefect.flow-run."
 
@@ -46,3 +51,22 @@ def emit_no_worker_event(late: LateRun, message: str) -> None:
                  "deployment": late.deployment, "worker_command": worker_command(late.pool or ""),
                  "message": message},
     )
+
+
+@step
+def explain_on_the_run(late: LateRun, message: str) -> None:
+    """The reason on the Late run's own page, where its user looks (it said only "Late"): a log line in its Logs
+    tab, which the page opens on (the run never started, so it is the only one), and an artifact in its Artifacts
+    tab; both point at the alert inbox when an artifacts server serves one."""
+    from prefect.client.schemas.actions import ArtifactCreate, LogCreate
+
+    inbox = f"{settings().specops_artifacts_url}/alerts" if settings().specops_artifacts_url else None
+    text = message + (f" (Alerts sent to the artifacts server land in its inbox: {inbox})" if inbox else "")
+    run_id = UUID(late.run_id)
+    with get_client(sync_client=True) as client:
+        client.create_logs([LogCreate(name="specops.no-worker", level=logging.WARNING, message=text,
+                                      timestamp=datetime.now(UTC), flow_run_id=run_id)])
+        client.create_artifact(ArtifactCreate(
+            key=f"no-worker-{late.pool}".lower(), type="markdown", flow_run_id=run_id,
+            description=f"why this run waits: no live worker serves {late.pool}",
+            data=f"# No worker serves {late.pool}\n\n{text}" + (f"\n\n[alert inbox]({inbox})" if inbox else "")))

@@ -189,6 +189,41 @@ def flow_run_artifact_pages(driver: WebDriver, ui_base: str, flow_run_id: str, t
         return []
 
 
+def flow_run_page_text(driver: WebDriver, ui_base: str, flow_run_id: str, containing: str,
+                       timeout_s: float = 30) -> str:
+    """The flow run's page as it opens (its Logs tab), once its text holds `containing` (AssertionError with the
+    page text if it does not within timeout_s)."""
+    driver.get(ui_base.rstrip("/") + FLOW_RUN_PAGE.format(id=flow_run_id))
+    text = "return document.body.innerText"
+    try:
+        WebDriverWait(driver, timeout_s, poll_frequency=0.5).until(lambda d: containing in d.execute_script(text))
+    except TimeoutException:
+        raise AssertionError(f"flow run {flow_run_id}'s page never said {containing!r} within {timeout_s}s; its "
+                             f"text:\n{driver.execute_script(text)[:2000]}") from None
+    return driver.execute_script(text)
+
+
+# A deployment's "Custom run" form; a parameter with choices renders as a native <select> in its schema property.
+DEPLOYMENT_RUN_PAGE = "/deployments/deployment/{id}/run"
+_PROPERTY_OPTIONS = """
+const label = Array.from(document.querySelectorAll('.schema-form-property'))
+  .find(p => (p.querySelector('.schema-form-property__label') || {}).innerText?.startsWith(arguments[0]));
+const select = label && label.querySelector('select.p-native-select__control');
+return select && select.options.length ? Array.from(select.options).map(o => o.value) : null;
+"""
+
+
+def form_profile_choices(driver: WebDriver, ui_base: str, deployment_id: str, timeout_s: float = 30) -> list[str]:
+    """The options of the `profile` select in the deployment's Custom run form, as the browser renders them."""
+    driver.get(ui_base.rstrip("/") + DEPLOYMENT_RUN_PAGE.format(id=deployment_id))
+    try:
+        return WebDriverWait(driver, timeout_s, poll_frequency=0.2).until(
+            lambda d: d.execute_script(_PROPERTY_OPTIONS, "profile"))
+    except TimeoutException:
+        raise AssertionError(f"deployment {deployment_id}: no profile select in its run form within {timeout_s}s; "
+                             f"page text:\n{driver.execute_script('return document.body.innerText')[:2000]}") from None
+
+
 # The flow run page's tabs are <li class="p-tab" id="artifacts" area-controls="artifacts-content">.
 ARTIFACTS_TAB = "li.p-tab#artifacts"
 _TAB_ARTIFACT_LINKS = """

@@ -7,7 +7,13 @@ deploy` has no option to leave it out. Everything else passes unchanged (errors 
 one line at the end naming the pools that had no worker, less those given as --worker-follows (the pool
 `make up` starts a worker on next).
 
+With --log FILE the output goes to FILE whole, and only a summary to stdout: one line per flow family (its
+deployments, their pools from --config, the pools with no worker), the no-worker line, and where the log is.
+Prefect prints a boxed blurb per deployment (1017 lines for 56 in `make up`, issue 39), which buried the four
+lines a user needs; errors ("Error: ..." lines) still reach stdout.
+
     prefect --no-prompt deploy --all 2>&1 | python3 tools/deploy_output.py [--worker-follows POOL]
+        [--log FILE --config prefect.yaml]
 """
 from __future__ import annotations
 
@@ -15,9 +21,12 @@ import argparse
 import re
 import sys
 from collections.abc import Iterable, Iterator
+from pathlib import Path
 
 HINT_START = "To execute flow runs from these deployments, start a worker"
 HINT_END = re.compile(r"\$ prefect worker start --pool '([^']+)'")
+# Prefect's panel, possibly wrapped over lines: "Deployment 'flow/name' successfully created with id '...'."
+CREATED = re.compile(r"Deployment '([^'/]+)/([^']+)' successfully created")
 
 
 def without_worker_hints(lines: Iterable[str], pools: list[str]) -> Iterator[str]:
@@ -42,11 +51,72 @@ def summary(pools: list[str], follows: list[str]) -> str | None:
             f"one (`prefect worker start --pool <pool> --type process` on a host the pool's runs need)")
 
 
+def created(lines: Iterable[str]) -> Iterator[tuple[str, str]]:
+    """(flow, deployment name) of each deployment Prefect created or updated, from its panels' joined text."""
+    panel: list[str] = []
+    for line in lines:
+        text = line.strip()
+        if text.startswith("╭"):
+            panel = [""]
+        elif panel and text.startswith("╰"):
+            yield from CREATED.findall(" ".join(panel))
+            panel = []
+        elif panel:
+            panel.append(text.strip("│ "))
+
+
+def pools_by_deployment(config: Path) -> dict[tuple[str, str], str]:
+    """(entrypoint function, deployment name) -> work pool, from prefect.yaml."""
+    import yaml  # noqa: PLC0415 - Prefect's dependency, in the venv that runs this filter
+
+    entries = yaml.safe_load(config.read_text()).get("deployments") or []
+    return {(e["entrypoint"].rpartition(":")[2], e["name"]): (e.get("work_pool") or {}).get("name", "?")
+            for e in entries}
+
+
+def families(deployed: list[tuple[str, str]], pools: dict[tuple[str, str], str], idle: list[str]) -> list[str]:
+    """One line per flow: how many deployments, on which pools, which of those have no worker. A flow's name is
+    its function's with "-" for "_" (flows/*.py name them so); a deployment not found in the config shows "?"."""
+    by_flow: dict[str, list[str]] = {}
+    for flow, name in deployed:
+        by_flow.setdefault(flow, []).append(pools.get((flow.replace("-", "_"), name), "?"))
+    lines = []
+    for flow, used in by_flow.items():
+        counts = ", ".join(f"{pool} {used.count(pool)}" for pool in sorted(set(used)))
+        missing = sorted(set(used) & set(idle))
+        lines.append(f"  {flow}: {len(used)} deployment{'s' if len(used) > 1 else ''} ({counts})"
+                     + (f"; no worker on {', '.join(missing)}" if missing else ""))
+    return lines
+
+
+def quiet(lines: Iterable[str], log: Path, config: Path, follows: list[str]) -> None:
+    """Every line to `log`; errors, one line per flow family and the no-worker line to stdout."""
+    kept: list[str] = []
+    with log.open("w") as out:
+        for line in lines:
+            out.write(line)
+            kept.append(line)
+            if line.startswith("Error"):
+                print(line, end="", flush=True)
+    pools: list[str] = []
+    deployed = list(created(without_worker_hints(kept, pools)))
+    idle = [p for p in pools if p not in follows]
+    print(f"deployed {len(deployed)} deployments (`prefect deploy` output: {log}):")
+    print("\n".join(families(deployed, pools_by_deployment(config), idle)))
+    if note := summary(pools, follows):
+        print(note)
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--worker-follows", action="append", default=[], metavar="POOL",
                         help="a pool whose worker is started right after: not named at the end")
+    parser.add_argument("--log", type=Path, help="write the whole output here; print only a summary")
+    parser.add_argument("--config", type=Path, default=Path("prefect.yaml"), help="the deployments' pools (with --log)")
     args = parser.parse_args(argv)
+    if args.log:
+        quiet(sys.stdin, args.log, args.config, args.worker_follows)
+        return 0
     pools: list[str] = []
     for line in without_worker_hints(sys.stdin, pools):
         sys.stdout.write(line)

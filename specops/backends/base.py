@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -162,6 +163,11 @@ class Backend(ABC):
 
     def tokenizer_dir(self, target: ModelArtifact) -> Path:
         return target.path
+
+    def fetch_sources(self, cache_dir: Path, log: Callable[[str], None]) -> dict[str, str]:
+        """Fetch and verify every remote source the servers will use besides the models (upstream backend code),
+        at the download step: a source that cannot be reached fails there. {field: sha256} of what it fetched."""
+        return {}
 
     def gpus(self) -> str:
         """The GPUs its servers use, as a profile names them ("all", a count, ids; "none")."""

@@ -12,43 +12,53 @@ import os
 import subprocess
 import sys
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from specops.bench.genai_perf import GenaiPerfRequest, build_command
 
-# The part of genai_perf.subcommand.profile.Profile.profile() before perf_analyzer runs.
+# The part of genai_perf.subcommand.profile.Profile.profile() before perf_analyzer runs, for each command line on
+# stdin (one interpreter for all: each start costs ~5 s of genai-perf's imports).
 _GENERATE = """
+import json
 import sys
 from genai_perf import parser
 from genai_perf.config.input.create_config import CreateConfig
 from genai_perf.subcommand.profile import Profile
-sys.argv = ["genai-perf", *sys.argv[1:]]
-args, extra = parser.parse_args()
-config = CreateConfig.create(args, extra)
-profile = Profile(config, extra)
-pa_config = profile._create_perf_analyzer_config(profile._create_objectives_based_on_stimulus())
-profile._create_tokenizer()
-profile._create_artifact_directory(pa_config)
-profile._generate_inputs(pa_config)
-print(pa_config.get_artifact_directory())
+for argv in json.load(sys.stdin):
+    sys.argv = ["genai-perf", *argv]
+    args, extra = parser.parse_args()
+    config = CreateConfig.create(args, extra)
+    profile = Profile(config, extra)
+    pa_config = profile._create_perf_analyzer_config(profile._create_objectives_based_on_stimulus())
+    profile._create_tokenizer()
+    profile._create_artifact_directory(pa_config)
+    profile._generate_inputs(pa_config)
+    print(pa_config.get_artifact_directory(), flush=True)
 """
 
 
-def payloads(req: GenaiPerfRequest, timeout_s: float = 180.0) -> list[dict[str, Any]]:
-    """The request bodies genai-perf would send for `req` (one per input row, "model" included)."""
+def payloads(reqs: Sequence[GenaiPerfRequest], timeout_s: float = 300.0) -> list[list[dict[str, Any]]]:
+    """Per request, the bodies genai-perf would send for it (one per input row, "model" included)."""
     with tempfile.TemporaryDirectory(prefix="specops-genai-perf-inputs-") as tmp:
-        local = {"artifact_dir": Path(tmp) / "out", "input_file": Path(req.input_file).resolve()}
-        if Path(req.tokenizer).exists():
-            local["tokenizer"] = Path(req.tokenizer).resolve()
-        argv = build_command(GenaiPerfRequest(**{**req.__dict__, **local}))[1:]
+        argvs = []
+        for i, req in enumerate(reqs):
+            local = {"artifact_dir": Path(tmp) / f"out-{i}", "input_file": Path(req.input_file).resolve()}
+            if Path(req.tokenizer).exists():
+                local["tokenizer"] = Path(req.tokenizer).resolve()
+            argvs.append(build_command(GenaiPerfRequest(**{**req.__dict__, **local}))[1:])
         env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
-        proc = subprocess.run([sys.executable, "-c", _GENERATE, *argv], capture_output=True, text=True,
-                              timeout=timeout_s, env=env, cwd=tmp)
+        proc = subprocess.run([sys.executable, "-c", _GENERATE], input=json.dumps(argvs), capture_output=True,
+                              text=True, timeout=timeout_s, env=env, cwd=tmp)
         if proc.returncode != 0:
             raise RuntimeError(f"genai-perf input generation failed:\n{proc.stderr[-2000:]}")
-        artifact_dir = Path(proc.stdout.strip().splitlines()[-1])
-        return json.loads((artifact_dir / "inputs.json").read_text())["data"]
+        # genai-perf prints too: each artifact directory is the last line of its request's output
+        dirs = [line for line in proc.stdout.splitlines() if line.startswith(str(Path(tmp) / "out-"))]
+        if len(dirs) != len(reqs):
+            raise RuntimeError(f"genai-perf built inputs for {len(dirs)} of {len(reqs)} requests:\n"
+                               f"{proc.stdout[-2000:]}")
+        return [json.loads((Path(d) / "inputs.json").read_text())["data"] for d in dirs]
 
 
 def requests(bodies: list[dict[str, Any]]) -> list[dict[str, Any]]:

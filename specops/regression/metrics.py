@@ -2,7 +2,10 @@
 better, and its default threshold.
 
 Per-position acceptance rates are a family: `acceptance_rate_pos<i>` for each draft position the
-run's acceptance source counted (0 = the first drafted token), all sharing one default threshold.
+run's acceptance source counted, all sharing one default threshold. Positions number from 1 (the first
+drafted token), as the report and the upgrade table do (issue 39: verdicts said pos3 where the report
+said 4). The names are computed from each run's record at every judging, never stored, so renumbering
+them rewrote no data; a policy naming `acceptance_rate_pos0` (the old first) is refused, saying so.
 """
 from __future__ import annotations
 
@@ -13,6 +16,7 @@ from dataclasses import dataclass, field
 
 from specops.results.figures import figure
 from specops.results.model import RunResult
+from specops.upgrade.table import wilson
 
 POSITION_PREFIX = "acceptance_rate_pos"
 SPEEDUP = "speedup"  # also the metric an A/A calibration sets the noise floor of
@@ -63,18 +67,19 @@ def _longest_draft() -> int:
 
 def allowed_names() -> list[str]:
     return [*METRICS, f"{POSITION_PREFIX} (every position)",
-            f"{POSITION_PREFIX}<i> (one position, i from 0 to {_longest_draft() - 1})"]
+            f"{POSITION_PREFIX}<i> (one position, i from 1, the first drafted token, to {_longest_draft()})"]
 
 
 def metric(name: str) -> Metric:
     """The registered metric `name`, or a member of the per-position family."""
     if name in METRICS:
         return METRICS[name]
-    if (match := _POSITION.fullmatch(name)) and int(match[1]) < _longest_draft():
+    if (match := _POSITION.fullmatch(name)) and 1 <= int(match[1]) <= _longest_draft():
         family = POSITION_FAMILY
         return Metric(name, f"acceptance rate, draft position {int(match[1])}", family.higher_is_better,
                       family.default_threshold)
-    raise UnknownMetric(f"unknown metric {name!r}; allowed: {', '.join(allowed_names())}")
+    renumbered = "; positions number from 1 (the first drafted token)" if name == f"{POSITION_PREFIX}0" else ""
+    raise UnknownMetric(f"unknown metric {name!r}{renumbered}; allowed: {', '.join(allowed_names())}")
 
 
 def position(name: str) -> int | None:
@@ -95,9 +100,26 @@ def order_key(name: str) -> tuple[int, int, str]:
 def metric_values(result: RunResult) -> dict[str, float]:
     """Every tracked metric the run has, finite values only (a failed run has none)."""
     values: dict[str, float | None] = {name: m.read(result) for name, m in METRICS.items() if m.read}
-    for i, rate in enumerate(figure(result, "speculative", "acceptance", "position_rates") or []):
+    for i, rate in enumerate(figure(result, "speculative", "acceptance", "position_rates") or [], start=1):
         values[f"{POSITION_PREFIX}{i}"] = rate
     return {name: float(v) for name, v in values.items() if v is not None and math.isfinite(v)}
+
+
+def drafted_steps(result: RunResult) -> float | None:
+    """The verification steps that carried a draft: the trials each per-position rate counts over."""
+    steps = figure(result, "speculative", "acceptance", "num_drafts")
+    return float(steps) if steps else None
+
+
+def counting_band(pool: list[tuple[RunResult, float]]) -> tuple[float, float] | None:
+    """The 95% Wilson interval of a per-position rate over its baseline runs' pooled drafted steps, or None when
+    a run lacks the count. A rate is a count over n steps and is known no closer than counting allows: the log
+    band alone gave three 0% runs the band 0.001-0.001 (issue 39), which any run off zero leaves, where 0 of
+    300 steps says only that the rate is below ~1.3%. Never zero-width: n is finite."""
+    steps = [drafted_steps(run) for run, _ in pool]
+    if not pool or None in steps:
+        return None
+    return wilson(sum(value * n for (_, value), n in zip(pool, steps)), sum(steps))
 
 
 def host_speed(result: RunResult) -> float | None:

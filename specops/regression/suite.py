@@ -1,7 +1,7 @@
 """What the regression flow runs: a suite of profiles, each with the overrides it runs under."""
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from specops.profile.loader import LoadedProfile, load_profile
 
@@ -12,8 +12,10 @@ RESOURCE_PREFIX = "specops.profile."  # the event's resource: specops.profile.<p
 class SuiteEntry(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    profile: str  # a shipped profile's name (a GPU one runs through its deployment), or a YAML path
-    overrides: list[str] = []
+    profile: str = Field(description="A shipped profile (a GPU one runs through its own deployment, on its "
+                         "pool), or in Python a path to a profile file")
+    overrides: list[str] = Field([], description="Profile fields to change for this profile's run, one "
+                                 "`key=value` each, e.g. benchmark.num_requests=8")
 
 
 def load_suite(suite: list[SuiteEntry]) -> list[LoadedProfile]:

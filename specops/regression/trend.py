@@ -12,13 +12,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import plotly.graph_objects as go
+from matplotlib import dates as mdates
 from plotly.subplots import make_subplots
 
 from specops.atomic_file import replacing
 from specops.regression.metrics import metric, metric_values, order_key
 from specops.regression.policy import RegressionPolicy
 from specops.regression.runs import baseline_key, chronological, lossless_failed
-from specops.regression.verdict import Point, series
+from specops.regression.verdict import AA_BAND, COUNT_BAND, NOISE_BAND, Point, Verdict, point_verdicts, series
 from specops.report.plot import plt, save_figure
 from specops.results.model import RunResult
 from specops.run.roots import artifacts_root
@@ -26,6 +27,11 @@ from specops.run.roots import artifacts_root
 HTML_NAME, PNG_NAME = "trend.html", "trend.png"
 COLORS = ["#4c72b0", "#dd8452", "#55a868", "#8172b3", "#937860"]  # one per baseline key
 VIOLATING, IMPROVED, INVALID = "#d62728", "#2ca02c", "#000000"
+# Each point in the colour of its verdict (as if it were the newest run), each band in that of what set it.
+VERDICT_COLORS = {Verdict.REGRESSION: VIOLATING, Verdict.SUSPICIOUS: "#ff7f0e", Verdict.IMPROVED: IMPROVED,
+                  Verdict.OK: "#1f77b4", Verdict.INSUFFICIENT: "#9e9e9e", Verdict.HOST_DRIFT: "#9467bd"}
+HOST_DRIFT_BAND = "host-drift band (base arm moved: not judged)"
+BAND_COLORS = {NOISE_BAND: "#7f7f7f", AA_BAND: "#17becf", COUNT_BAND: "#bcbd22", HOST_DRIFT_BAND: "#9467bd"}
 
 
 def trend_dir(profile: str) -> Path:
@@ -57,13 +63,17 @@ def _groups(points: list[Point]) -> dict[str, list[Point]]:
     return groups
 
 
+def _band_label(point: Point) -> str:
+    return HOST_DRIFT_BAND if point.unjudged else point.band_kind
+
+
 def _segments(points: list[Point]) -> list[list[Point]]:
-    """Runs of consecutive points that have a baseline: one band polygon each."""
+    """Runs of consecutive points that have a band of one kind: one band polygon each."""
     out: list[list[Point]] = [[]]
     for point in points:
-        if point.band is None:
+        if point.band is None or (out[-1] and _band_label(out[-1][-1]) != _band_label(point)):
             out.append([])
-        else:
+        if point.band is not None:
             out[-1].append(point)
     return [segment for segment in out if segment]
 
@@ -97,20 +107,22 @@ def _add_html_row(fig: go.Figure, row: int, points: list[Point], invalid: list[t
                   first: bool) -> None:
     for index, (key, group) in enumerate(_groups(points).items()):
         color = COLORS[index % len(COLORS)]
-        legend = dict(legendgroup=key, showlegend=first)
-        for n, segment in enumerate(_segments(group)):
-            xs = [_when(p.run) for p in segment]
+        legend, seen = dict(legendgroup=key, showlegend=first), set()
+        for segment in _segments(group):
+            xs, label = [_when(p.run) for p in segment], _band_label(segment[0])
             fig.add_trace(go.Scatter(
                 x=xs + xs[::-1], y=[p.band[1] for p in segment] + [p.band[0] for p in segment][::-1],
-                fill="toself", fillcolor="rgba(128,128,128,0.2)", line=dict(width=0), hoverinfo="skip",
-                name=f"noise band ({key})", legendgroup=key, showlegend=first and n == 0), row=row, col=1)
+                fill="toself", fillcolor=BAND_COLORS[label], opacity=0.25, line=dict(width=0), hoverinfo="skip",
+                name=f"{label} ({key})", legendgroup=key, showlegend=first and label not in seen), row=row, col=1)
+            seen.add(label)
         fig.add_trace(go.Scatter(
             x=[_when(p.run) for p in group], y=[p.baseline for p in group], mode="lines",
             line=dict(color=color, dash="dash"), name=f"baseline ({key})", hoverinfo="skip", **legend),
             row=row, col=1)
         fig.add_trace(go.Scatter(
             x=[_when(p.run) for p in group], y=[p.value for p in group], mode="markers+lines",
-            line=dict(color=color, width=1), marker=dict(color=color, size=7), name=f"runs ({key})",
+            line=dict(color=color, width=1), name=f"runs ({key}), coloured by verdict",
+            marker=dict(color=[VERDICT_COLORS[v] for v in point_verdicts(group)], size=7),
             hovertext=[_hover(p) for p in group], hoverinfo="text", **legend), row=row, col=1)
     for label, color, symbol, pick in (("violates", VIOLATING, "x", lambda p: p.violates),
                                        ("improved", IMPROVED, "triangle-up", lambda p: p.improves)):
@@ -148,31 +160,43 @@ def trend_figure(history: list[RunResult], policy: RegressionPolicy) -> go.Figur
 
 
 def _png_row(ax, name: str, points: list[Point], invalid: list[tuple[RunResult, float]]) -> None:
-    for index, (key, group) in enumerate(_groups(points).items()):
-        color = COLORS[index % len(COLORS)]
-        xs = [_when(p.run) for p in group]
-        ax.plot(xs, [p.value for p in group], "o-", color=color, markersize=4, linewidth=1, label=key)
-        ax.plot(xs, [math.nan if p.baseline is None else p.baseline for p in group], "--", color=color, linewidth=1)
+    groups = _groups(points)
+    for index, (key, group) in enumerate(groups.items()):
+        color, xs = COLORS[index % len(COLORS)], [_when(p.run) for p in group]
+        which = f" ({key})" if len(groups) > 1 else ""  # one baseline key: the title's, no need to repeat it
+        ax.plot(xs, [p.value for p in group], "-", color=color, linewidth=1, label=f"runs{which}")
+        ax.plot(xs, [math.nan if p.baseline is None else p.baseline for p in group], "--", color=color, linewidth=1.2,
+                label=f"baseline{which}")
         for segment in _segments(group):
-            ax.fill_between([_when(p.run) for p in segment], [p.band[0] for p in segment],
-                            [p.band[1] for p in segment], color="grey", alpha=0.2, linewidth=0)
-    for label, color, marker, pick in (("violates", VIOLATING, "X", lambda p: p.violates),
-                                       ("improved", IMPROVED, "^", lambda p: p.improves)):
-        if marked := [p for p in points if pick(p)]:
-            ax.scatter([_when(p.run) for p in marked], [p.value for p in marked], color=color, marker=marker, s=60,
-                       zorder=3, label=label)
+            at, kind = [_when(p.run) for p in segment], _band_label(segment[0])
+            lows, highs = [p.band[0] for p in segment], [p.band[1] for p in segment]
+            if len(segment) > 1:
+                ax.fill_between(at, lows, highs, color=BAND_COLORS[kind], alpha=0.25, linewidth=0, label=kind)
+            else:  # one run's band: a bar, where a polygon would have no width
+                ax.vlines(at, lows, highs, color=BAND_COLORS[kind], alpha=0.4, linewidth=6, label=kind)
+        verdicts = point_verdicts(group)
+        for verdict in dict.fromkeys(verdicts):
+            picked = [p for p, v in zip(group, verdicts) if v is verdict]
+            ax.scatter([_when(p.run) for p in picked], [p.value for p in picked], color=VERDICT_COLORS[verdict], s=22,
+                       zorder=3, label=verdict.value)
+    if points and all(p.baseline is None for p in points):
+        ax.text(0.01, 0.92, f"no baseline or band yet: {points[-1].runs_needed} more run(s) needed", fontsize=7,
+                transform=ax.transAxes, va="top")
     if invalid:
         ax.scatter([_when(r) for r, _ in invalid], [v for _, v in invalid], color=INVALID, marker="x", s=50, zorder=3,
                    label="lossless check failed")
+    locator = mdates.AutoDateLocator()
+    ax.xaxis.set_major_locator(locator)
+    ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator))
     ax.set_title(metric(name).label, fontsize=9)
     ax.tick_params(labelsize=7)
 
 
-def write_png(path: Path, history: list[RunResult], policy: RegressionPolicy) -> Path:
-    """The same series as a static image, for places that show no HTML."""
+def png_figure(history: list[RunResult], policy: RegressionPolicy):
+    """The same series as a matplotlib figure: per metric, its runs coloured by verdict, baseline, band, dates."""
     profile, metrics, invalid = _prepared(history, policy)
     names = list(metrics)
-    fig, axes = plt.subplots(max(len(names), 1), 1, figsize=(9, 1.2 + 2.2 * max(len(names), 1)), sharex=True,
+    fig, axes = plt.subplots(max(len(names), 1), 1, figsize=(9, 1.6 + 2.2 * max(len(names), 1)), sharex=True,
                              squeeze=False)
     for ax, name in zip(axes[:, 0], names):
         _png_row(ax, name, metrics[name], invalid.get(name, []))
@@ -183,10 +207,16 @@ def write_png(path: Path, history: list[RunResult], policy: RegressionPolicy) ->
         for handle, label in zip(*ax.get_legend_handles_labels()):
             legend.setdefault(label, handle)
     if legend:
-        fig.legend(list(legend.values()), list(legend), loc="lower center", ncol=min(len(legend), 4), fontsize=7)
+        fig.legend(list(legend.values()), list(legend), loc="lower center", ncol=3, fontsize=7)
     fig.suptitle(_title(profile, history, policy), fontsize=8)
-    fig.autofmt_xdate()
-    return save_figure(fig, path, dpi=100, rect=(0, 0.03 if legend else 0, 1, 0.98))
+    rows = -(-len(legend) // 3)  # the legend's rows, ~0.17 inch each, kept clear of the axes
+    return fig, (0, rows * 0.17 / fig.get_figheight(), 1, 0.98)
+
+
+def write_png(path: Path, history: list[RunResult], policy: RegressionPolicy) -> Path:
+    """The same series as a static image, for places that show no HTML."""
+    fig, rect = png_figure(history, policy)
+    return save_figure(fig, path, dpi=100, rect=rect)
 
 
 def _prepared(history: list[RunResult], policy: RegressionPolicy) -> tuple[

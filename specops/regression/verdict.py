@@ -7,9 +7,10 @@ than baseline x threshold (below it for higher-is-better metrics, above it for l
 ones) and also outside the noise band: a metric that wobbles by 8% night to night must not alert
 at a 5% threshold. Every metric here is a speed or a rate, whose noise is a ratio, so the
 baseline and band are taken on the log scale: the median of the runs' logarithms +- noise_mads x
-1.4826 x their MAD, back on the linear scale. The band is then a factor around the baseline and
-never reaches zero, which a linear band did (-4.6..27.9 tokens/s from two runs judged a 53% drop
-"ok"). The verdict for the newest run, per metric (after PyTorch HUD's practice):
+1.4826 x their MAD, back on the linear scale: a factor around the baseline that never reaches zero, which a
+linear band did (-4.6..27.9 tokens/s from two runs judged a 53% drop "ok"). A per-position acceptance rate's
+band is at least the 95% Wilson interval of its baseline runs' pooled counts (metrics.counting_band): a zero
+baseline's band is then not zero-width. The verdict for the newest run, per metric (after PyTorch HUD's practice):
 
 - `regression`: it and the previous run of that profile and `baseline_key` with the metric both violate,
   each against its own baseline (`violating_uids` is the whole streak, oldest first). The runs of a
@@ -52,7 +53,7 @@ from itertools import takewhile
 
 from pydantic import BaseModel, ConfigDict
 
-from specops.regression.metrics import SPEEDUP, host_speed, metric, metric_values, order_key
+from specops.regression.metrics import SPEEDUP, counting_band, host_speed, metric, metric_values, order_key, position
 from specops.regression.policy import RegressionPolicy
 from specops.regression.runs import baseline_key, chronological, judged, lossless_failed
 from specops.results.calibration import MAD_SCALE, aa_spread, is_calibration
@@ -66,6 +67,9 @@ RUN = "run"
 # Values at or below this count as this on the log scale: an acceptance rate can be 0, which has no
 # logarithm (every tracked metric's meaningful values are far above it).
 LOG_FLOOR = 1e-3
+# What set a point's band, as the trend's legend names it: the runs' own spread, the A/A runs' (wider), or the
+# counting noise of a per-position rate (metrics.counting_band), which a zero baseline needs.
+NOISE_BAND, AA_BAND, COUNT_BAND = "noise band", "A/A-widened band", "counting band (Wilson 95%)"
 
 
 class Verdict(StrEnum):
@@ -122,6 +126,7 @@ class Point:
     improves: bool
     runs_needed: int = 0  # baseline runs missing before the metric can be judged
     unjudged: str | None = None  # why an absolute metric was not judged (the host's speed moved)
+    band_kind: str = NOISE_BAND
 
 
 def log_band(values: list[float], noise_mads: float, floor: float = 0.0) -> tuple[float, tuple[float, float]]:
@@ -157,15 +162,19 @@ def _point(run: RunResult, name: str, value: float, pool: list[tuple[RunResult, 
         return Point(run, name, value, None, None, uids, violates=False, improves=False,
                      runs_needed=policy.min_baseline_runs - len(pool))
     base, (low, high) = log_band([v for _, v in pool], policy.noise_mads, floor)
+    kind = AA_BAND if floor and low < log_band([v for _, v in pool], policy.noise_mads)[1][0] else NOISE_BAND
+    if position(name) is not None and (counted := counting_band(pool)) and (counted[0] < low or counted[1] > high):
+        kind, low, high = COUNT_BAND, min(low, counted[0]), max(high, counted[1])
     t = policy.threshold(name)
     if metric(name).absolute and policy.judge_absolute == "when-host-steady":
         if reason := _host_moved(run, [q for q, _ in pool], t):
-            return Point(run, name, value, base, (low, high), uids, violates=False, improves=False, unjudged=reason)
+            return Point(run, name, value, base, (low, high), uids, violates=False, improves=False, unjudged=reason,
+                         band_kind=kind)
     if metric(name).higher_is_better:
         violates, improves = value < base * t and value < low, value > base / t and value > high
     else:
         violates, improves = value > base * t and value > high, value < base / t and value < low
-    return Point(run, name, value, base, (low, high), uids, violates, improves)
+    return Point(run, name, value, base, (low, high), uids, violates, improves, band_kind=kind)
 
 
 def _aa_floor(run: RunResult, aa_runs: list[RunResult], key: str, policy: RegressionPolicy) -> float:
@@ -204,17 +213,20 @@ def series(history: list[RunResult], policy: RegressionPolicy) -> dict[str, list
     return {name: out[name] for name in sorted(out, key=order_key)}
 
 
+def point_verdicts(points: list[Point]) -> list[Verdict]:
+    """Each point's verdict as if it were the newest of `points` (one metric and baseline key, oldest first)."""
+    out, streak = [], 0
+    for p in points:
+        streak = streak + 1 if p.violates else 0
+        judged = (Verdict.REGRESSION if streak >= 2 else Verdict.SUSPICIOUS) if streak else (
+            Verdict.IMPROVED if p.improves else Verdict.OK)
+        out.append(Verdict.INSUFFICIENT if p.baseline is None else Verdict.HOST_DRIFT if p.unjudged else judged)
+    return out
+
+
 def _metric_verdict(points: list[Point], policy: RegressionPolicy) -> MetricVerdict:
-    last = points[-1]
+    last, verdict = points[-1], point_verdicts(points)[-1]
     streak = [p.run.uid for p in takewhile(lambda p: p.violates, reversed(points))][::-1]  # oldest first
-    if last.baseline is None:
-        verdict = Verdict.INSUFFICIENT
-    elif last.unjudged:
-        verdict = Verdict.HOST_DRIFT
-    elif streak:
-        verdict = Verdict.REGRESSION if len(streak) >= 2 else Verdict.SUSPICIOUS
-    else:
-        verdict = Verdict.IMPROVED if last.improves else Verdict.OK
     return MetricVerdict(profile=last.run.profile, metric=last.metric, verdict=verdict, value=last.value,
                          baseline=last.baseline, band=last.band, threshold=policy.threshold(last.metric),
                          run_uid=last.run.uid, baseline_uids=list(last.baseline_uids), violating_uids=streak,

@@ -35,6 +35,10 @@ MARKER = "COMPLETE"
 DOWNLOAD_TIMEOUT_S = 120
 
 
+class SourceUnreachable(RuntimeError):
+    """A remote source that cannot be fetched: the message names the field, the URL and the local override."""
+
+
 @dataclass(frozen=True)
 class BackendCode:
     path: Path  # the directory holding model.py

@@ -13,7 +13,7 @@ from packaging.version import InvalidVersion, Version
 def load(name: str) -> dict[str, Any]:
     """One data file, parsed once per process."""
     text = (resources.files("specops.versions") / "data" / f"{name}.yaml").read_text(encoding="utf-8")
-    return yaml.safe_load(text)
+    return yaml.load(text, Loader=yaml.CSafeLoader)  # libyaml: ~10x faster on these 600 kB, same data
 
 
 def parse(version: str) -> Version:

@@ -257,6 +257,11 @@ def test_make_down_stops_everything_make_up_started_and_runs_work_again(embedded
             assert reply.status == 200 and reply.headers["Cache-Control"] == "no-cache"
         assert not (home / "prefect.db").exists()  # Prefect's SQLite default was not used
         assert "postgresql+asyncpg://specops:***@127.0.0.1" in up.stdout
+        # Quiet (issue 39: 1017 lines): one line per flow, the four a user needs last, Prefect's output in a log.
+        assert len(up.stdout.splitlines()) <= 30 and up.stdout.splitlines()[-1].startswith("stop: make down"), up.stdout
+        assert re.search(r"^  specdec: \d+ deployments \(specops-cpu \d+, specops-gpu \d+\); no worker on specops-gpu$",
+                         up.stdout, re.M), up.stdout
+        assert "successfully created" in (home / "deploy.log").read_text()
         shown = {"make up": up.stdout + up.stderr}
         shown.update({f"command line of {label(p)}": " ".join(p.cmdline()) for p in marked(mark)})
         assert [where for where, text in shown.items() if password in text] == []
@@ -268,6 +273,8 @@ def test_make_down_stops_everything_make_up_started_and_runs_work_again(embedded
         assert alert_url == env["ALERT_URL"]
         assert "prefect worker start --pool specops-gpu --type process" in gpu_pool and "hf-token" in gpu_pool
         emit_regression_event(api, "make-up-alert")  # its alert runs on the worker beside the runs below
+        # Forms per pool (issue 39; their pages and refusals: tests/integration/flows/test_no_worker.py): narrowed
+        assert re.search(r"^forms: \d+ deployment\(s\) offer only their pool's profiles", up.stdout, re.M), up.stdout
 
         # The UI (issue 29): a specdec run, a regression run and a sweep through the deployments, their artifact
         # pages in headless Chromium with their plots loaded and their links open over http.

@@ -16,6 +16,7 @@ import json
 import logging
 import shlex
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -29,9 +30,10 @@ from specops.backends.vllm import cpu as vllm_cpu
 from specops.backends.vllm.config import VllmBackendConfig
 from specops.backends.vllm.engine import VllmEngineBackend
 from specops.backends.vllm.readback import ServedConfigError, findings, from_engine_log
+from specops.http_client import HttpError
 from specops.run.roots import cache_root
 from specops.run.variant import Variant
-from specops.sources.backend_code import fetch_backend_code
+from specops.sources.backend_code import BackendCode, SourceUnreachable, fetch_backend_code
 from specops.triton import client
 from specops.triton.backend_dir import triton_dist
 from specops.triton.client import Endpoint
@@ -100,13 +102,27 @@ class VllmBackend(VllmEngineBackend):
         in the vLLM CPU venv (the bridge installed there, active through $SPECOPS_VLLM_BRIDGE)."""
         venv = vllm_cpu.venv()
         venv.install_bridge()
-        code = fetch_backend_code(self.config.backend_code, cache_root(), log=lambda line: log.info("%s", line))
+        code = self.backend_code(cache_root(), lambda line: log.info("%s", line))
         backend_dir = vllm_backend_dir(cache_root() / "triton-backends-vllm", triton_dist(), code.path, code.sha256,
                                        vllm_cpu.bridge_table())
         env = self.process_env(variant) | {vllm_cpu.BRIDGE_VAR: str(backend_dir / BRIDGES)}
         return TritonServer(repo, log_path, backend_dir=backend_dir, backend_dir_ready=True,
                             host=self.serving.host, exit_timeout_s=self.config.exit_timeout_s, python_bin=venv.bin,
                             base_env=env)
+
+    def fetch_sources(self, cache_dir: Path, log: Callable[[str], None]) -> dict[str, str]:
+        return {"backend.backend_code": self.backend_code(cache_dir, log).sha256} if self.config.in_process else {}
+
+    def backend_code(self, cache_dir: Path, log: Callable[[str], None]) -> BackendCode:
+        """Triton's vllm_backend at the pinned commit, cached; one that cannot be fetched names the field, the
+        URL and the local override."""
+        try:
+            return fetch_backend_code(self.config.backend_code, cache_dir, log=log)
+        except HttpError as error:
+            raise SourceUnreachable(
+                f"backend.backend_code: cannot fetch {self.config.backend_code} ({error}); without network, point "
+                f"it at a checkout of the repository at commit {self.config.backend_code_commit}: --set "
+                "backend.backend_code=/path/to/vllm_backend") from None
 
     def check_served(self, server, variant: Variant, repo: Path, log_path: Path) -> None:
         """The engine's start-up line against model.json: a setting it runs without stops the run here."""

@@ -26,9 +26,11 @@ from pathlib import Path
 import pytest
 
 from cli.deployments import pool_template
+from prefect_adapters.forms import pool_choices
 from specops.fleet.deployments import CPU_POOL, GPU_POOL, NO_WORKER_EVENT
 from specops.fleet.pools import pool_description
 from specops.host.processes import kill_process_tree
+from tests.browser import flow_run_page_text, form_profile_choices, headless_chromium
 from tests.integration.flows.test_prefect_deployment import commit_of_working_tree, host_without_checkout, read
 from tests.integration.support import SHARED_CACHE, WebhookServer, prefect_server, service_env
 
@@ -86,7 +88,9 @@ def server(tmp_path_factory, hook):
         read(api, create_pools)
         setup = run([str(BIN / "specops"), "alert", "setup"], dict(env, SPECOPS_ALERT_URL=hook), source)
         deployed = run([prefect, "--no-prompt", "deploy", "--name=no-worker-alert/notify",
-                        "--name=specdec/eagle3-trtllm"], env, source)
+                        "--name=specdec/eagle3-trtllm", "--name=specdec/ngram-local"], env, source)
+        narrowed = run([str(BIN / "specops"), "deployments", "--narrow-forms"], env, source)
+        assert "forms: 2 deployment(s)" in narrowed.stdout, narrowed.stdout
         assert "no-worker-alert/notify" in deployed.stdout and "specdec/eagle3-trtllm" in deployed.stdout
         print(f"server + pools + alert block + deploy: {time.monotonic() - t0:.0f}s")
         yield {"api": api, "env": env, "tmp": tmp, "source": source, "setup": setup}
@@ -176,5 +180,46 @@ def test_a_gpu_run_with_no_gpu_worker_raises_the_event_and_the_alert(server, web
         assert event["payload"]["worker_command"].endswith("prefect worker start --pool specops-gpu --type process")
         still = read(api, lambda c: c.read_flow_run(flow_run.id))
         assert still.state.name == "Late"  # nothing picked it up: the alert was not a false one
+        # Where the run's user looks (issue 39): its own page, which opens on its Logs tab, names the missing
+        # worker and the inbox; the same words are an artifact of the run.
+        with headless_chromium() as driver:
+            page = flow_run_page_text(driver, api.removesuffix("/api"), str(flow_run.id),
+                                      f"no live worker serves the work pool {GPU_POOL}", timeout_s=60)
+        assert "prefect worker start --pool specops-gpu --type process" in page, page
+        assert "inbox: http://127.0.0.1:9/alerts" in page, page
+        print(f"the Late run's page names the missing worker {time.monotonic() - t0:.0f}s after the run's creation")
+        keys = read(api, lambda c: c.read_artifacts())
+        assert f"no-worker-{GPU_POOL}" in {a.key for a in keys if str(a.flow_run_id) == str(flow_run.id)}
     finally:
         kill_process_tree(worker, timeout_s=60)
+
+
+
+def test_each_pools_form_offers_the_profiles_its_workers_run(server):
+    """The deployments' Custom run forms in headless Chromium, after `specops deployments --narrow-forms` (what
+    `make up` runs after `prefect deploy`): the CPU pool's profile select holds no GPU profile, the GPU pool's no
+    CPU one."""
+    choices = pool_choices()
+    api = server["api"]
+    with headless_chromium() as driver:
+        for name, pool in (("specdec/ngram-local", CPU_POOL), ("specdec/eagle3-trtllm", GPU_POOL)):
+            deployment = read(api, lambda c, name=name: c.read_deployment_by_name(name))
+            offered = form_profile_choices(driver, api.removesuffix("/api"), str(deployment.id))
+            assert offered == choices[pool], (name, offered)
+    assert not set(choices[CPU_POOL]) & set(choices[GPU_POOL])
+
+    async def create(client, parameters: dict) -> str:
+        from prefect.exceptions import PrefectHTTPStatusError
+
+        deployment = await client.read_deployment_by_name("specdec/ngram-local")
+        try:
+            await client.create_flow_run_from_deployment(deployment.id, parameters=parameters)
+        except PrefectHTTPStatusError as error:
+            return f"{error.response.status_code} {error.response.json().get('detail')}"
+        return "created"
+
+    # A bad override is refused when the run is created (the UI's Run button posts the same), naming the field.
+    answer = read(api, lambda c: create(c, {"profile": "ngram-local", "overrides": ["num_requests 4"]}))
+    assert answer.startswith("409 ") and "field 'overrides[0]'" in answer, answer
+    answer = read(api, lambda c: create(c, {"profile": "eagle3-trtllm"}))
+    assert answer.startswith("409 ") and "field 'profile'" in answer, answer

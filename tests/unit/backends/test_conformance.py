@@ -37,25 +37,36 @@ def tokenizer_dir(tmp_path_factory) -> Path:
     return path
 
 
-def _genai_perf(profile, backend, variant, tokenizer_dir, tmp_path) -> list[dict]:
-    """The requests genai-perf builds for the exact job a run gives it."""
-    tool = GenaiPerf()
-    job = bench_job(tool, backend, None, variant, tokenizer_dir, profile.benchmark,
+def _genai_perf_job(profile, backend, variant, tokenizer_dir: Path, tmp_path: Path):
+    """The request genai-perf gets for the exact job a run gives it, with its input file written."""
+    job = bench_job(GenaiPerf(), backend, None, variant, tokenizer_dir, profile.benchmark,
                     ["def add(a, b):", "return x if y else b"], tmp_path, 0)
-    req = tool.request(job)
+    req = GenaiPerf().request(job)
     req.input_file.parent.mkdir(parents=True, exist_ok=True)
     req.input_file.write_text('{"text": "def add(a, b):"}\n{"text": "return x if y else b"}\n')
-    return requests(payloads(req))
+    return req
 
 
-@pytest.mark.slow  # genai-perf builds its inputs in a child process: ~5 s per variant
+@pytest.fixture(scope="module")
+def sent_by_genai_perf(tokenizer_dir, tmp_path_factory) -> dict[tuple[str, str], list[dict]]:
+    """(profile, variant) -> the requests genai-perf builds for it: every GPU profile's, from one genai-perf
+    child (~5 s of imports each, which made this module cost CI ~4 minutes)."""
+    jobs = {}
+    for name in GPU_PROFILES:
+        profile = load_profile(name).profile
+        for variant in variants_of(profile.method, profile.comparison.baseline):
+            tmp = tmp_path_factory.mktemp(f"{name}-{variant.name}")
+            jobs[(name, variant.name)] = _genai_perf_job(profile, backend_for(profile), variant, tokenizer_dir, tmp)
+    return dict(zip(jobs, (requests(bodies) for bodies in payloads(list(jobs.values())))))
+
+
+@pytest.mark.slow  # genai-perf builds every profile's inputs in a child process (the fixture)
 @pytest.mark.parametrize("name", GPU_PROFILES)
-def test_every_gpu_profile_renders_and_sends_only_what_its_version_accepts(name, tokenizer_dir, tmp_path):
+def test_every_gpu_profile_renders_and_sends_only_what_its_version_accepts(name, sent_by_genai_perf):
     profile = load_profile(name).profile
     backend = backend_for(profile)
     for variant in variants_of(profile.method, profile.comparison.baseline):
-        sent = {"genai-perf": _genai_perf(profile, backend, variant, tokenizer_dir, tmp_path),
-                "specops": [backend.own_request(variant)]}
+        sent = {"genai-perf": sent_by_genai_perf[(name, variant.name)], "specops": [backend.own_request(variant)]}
         assert sent["genai-perf"] and all(sent["genai-perf"])
         assert backend.conformance(variant, sent) == [], (name, variant.name)
 

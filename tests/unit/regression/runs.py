@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from specops.acceptance.model import Acceptance
 from specops.results.model import GpuRecord, RunResult, Status
+from specops.results.role import CALIBRATE, RunRole
 from tests.results_factory import T0, metrics, run_result
 
 DAY = 86400.0
@@ -33,3 +34,9 @@ def run(day: float, *, speedup: float = 1.40, tok_s: float = 22.0, accept_len: f
 def baseline(days: int = 3, **values) -> list[RunResult]:
     """`days` identical ok runs on days 0 .. days-1."""
     return [run(d, **values) for d in range(days)]
+
+
+def aa_run(day: float, point: float) -> RunResult:
+    """An A/A run (method none, role calibrate) of the profile with this false speedup."""
+    return run(day, speedup=point, uid=f"aa{int(day * 1000):030d}").model_copy(
+        update={"method": "none", "role": RunRole(kind=CALIBRATE)})

@@ -6,7 +6,7 @@ import re
 import pytest
 from pydantic import ValidationError
 
-from specops.regression.metrics import METRICS, metric, metric_values
+from specops.regression.metrics import METRICS, UnknownMetric, metric, metric_values
 from specops.regression.policy import RegressionPolicy
 from tests.unit.regression.runs import run
 
@@ -16,7 +16,7 @@ def test_defaults_and_overrides():
     assert [RegressionPolicy().threshold(n) for n in METRICS] == [0.95, 0.95, 0.95, 1.10]
     assert RegressionPolicy().threshold("acceptance_rate_pos5") == 0.90
     assert policy.threshold("speedup") == 0.9 and policy.threshold("output_tokens_per_s") == 0.95
-    assert policy.threshold("acceptance_rate_pos0") == 0.8  # the family's
+    assert policy.threshold("acceptance_rate_pos1") == 0.8  # the family's
     assert policy.threshold("acceptance_rate_pos2") == 0.7  # its own wins
 
 
@@ -46,5 +46,7 @@ def test_inconsistent_counts_and_unknown_fields_are_refused():
 def test_metric_values_reads_each_registered_metric():
     values = metric_values(run(0, speedup=1.3, tok_s=20.0, accept_len=2.2, itl_ms=45.0, positions=[0.7, 0.3]))
     assert values == pytest.approx({"speedup": 1.3, "output_tokens_per_s": 20.0, "mean_acceptance_length": 2.2,
-                                    "itl_p50_ms": 45.0, "acceptance_rate_pos0": 0.7, "acceptance_rate_pos1": 0.3})
-    assert metric("acceptance_rate_pos1").label == "acceptance rate, draft position 1"
+                                    "itl_p50_ms": 45.0, "acceptance_rate_pos1": 0.7, "acceptance_rate_pos2": 0.3})
+    assert metric("acceptance_rate_pos1").label == "acceptance rate, draft position 1"  # the first, as in the report
+    with pytest.raises(UnknownMetric, match="positions number from 1"):
+        metric("acceptance_rate_pos0")

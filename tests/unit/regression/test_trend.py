@@ -1,14 +1,19 @@
-"""The trend report: both files written, the violating runs marked, and the edge cases (one run, a
-metric some runs lack, only failed runs, none)."""
+"""The trend report: both files written, the violating runs marked, the PNG's baseline, labelled bands, dates and
+verdict colours (issue 39), and the edge cases (one run, a metric some runs lack, only failed runs, none)."""
 from __future__ import annotations
 
 import pytest
+from matplotlib import dates as mdates
+from matplotlib.colors import to_rgb
 
 from specops.regression.metrics import METRICS
 from specops.regression.policy import RegressionPolicy
-from specops.regression.trend import trend_figure, write_trend
+from specops.regression.trend import BAND_COLORS, VERDICT_COLORS, png_figure, trend_figure, write_trend
+from specops.regression.verdict import Verdict
+from specops.report.plot import plt
 from specops.results.model import Status
-from tests.unit.regression.runs import baseline, run
+from tests.results_factory import T0
+from tests.unit.regression.runs import aa_run, baseline, run
 
 POLICY = RegressionPolicy()
 
@@ -44,10 +49,41 @@ def test_one_run_runs_lacking_a_metric_and_only_failed_runs_still_draw(tmp_path)
         html, png = write_trend(history, POLICY, tmp_path / str(i))
         assert html.stat().st_size > 1_000_000 and png.stat().st_size > 1_000
     rows = trend_figure([run(0), run(1, positions=[0.5]), run(2)], POLICY).layout.annotations
-    assert [a.text for a in rows][-1] == "acceptance rate, draft position 0"
+    assert [a.text for a in rows][-1] == "acceptance rate, draft position 1"
 
 
 def test_no_runs_is_a_clear_error(tmp_path):
     with pytest.raises(ValueError, match="no runs to draw a trend of"):
         write_trend([], POLICY, tmp_path)
     assert not list(tmp_path.iterdir())
+
+
+def test_the_png_draws_baseline_and_bands_on_dates_points_in_their_verdicts_colour():
+    aa = [aa_run(0.1 * i, p) for i, p in enumerate([0.95, 1.05, 0.97, 1.04, 1.0])]
+    history = [*aa, *(run(d, speedup=s, positions=[0.8, 0.0]) for d, s in enumerate([1.3, 1.4, 1.5, 1.4])),
+               run(4, speedup=0.9, positions=[0.8, 0.0]), run(5, tok_s=11.0, host_tok_s=8.0, positions=[0.8, 0.0])]
+    fig, _ = png_figure(history, POLICY)
+    try:
+        axes = {ax.get_title(): ax for ax in fig.axes}
+        assert "acceptance rate, draft position 1" in axes and not [t for t in axes if "position 0" in t]
+        speedup = axes["speedup (x)"]
+        assert [line.get_label() for line in speedup.lines] == ["runs", "baseline"]
+        bands = {c.get_label(): c for c in speedup.collections if "band" in c.get_label()}
+        assert "A/A-widened band" in bands and set(bands) <= {"noise band", "A/A-widened band"}  # each labelled
+        assert isinstance(speedup.xaxis.get_major_formatter(), mdates.ConciseDateFormatter)
+        assert abs(mdates.num2date(speedup.get_xlim()[0]).timestamp() - T0) < 2 * 86400  # an axis of dates
+        dots = {c.get_label(): c for c in speedup.collections if c.get_label() in {v.value for v in Verdict}}
+        assert tuple(dots["suspicious"].get_facecolor()[0][:3]) == pytest.approx(
+            to_rgb(VERDICT_COLORS[Verdict.SUSPICIOUS]))  # the 0.9x run, the verdict's colour
+        assert len(dots["suspicious"].get_offsets()) == 1 and "insufficient-data" in dots
+        drift = [c.get_label() for c in axes["output tokens/s (speculative)"].collections]
+        assert "host-drift band (base arm moved: not judged)" in drift and "host-drift" in drift
+        zero = next(c for c in axes["acceptance rate, draft position 2"].collections
+                    if c.get_label() == "counting band (Wilson 95%)")
+        top = zero.get_paths()[0].vertices[:, 1]
+        assert top.max() - top.min() > 0.01  # a zero baseline's band has width
+        assert BAND_COLORS.keys() >= set(bands)
+        handles = [t.get_text() for t in fig.legends[0].get_texts()]
+        assert {"baseline", "A/A-widened band", "counting band (Wilson 95%)", "suspicious"} <= set(handles)
+    finally:
+        plt.close(fig)

@@ -148,11 +148,11 @@ def test_an_interrupted_run_is_never_judged_and_neither_starts_nor_breaks_a_fail
 def test_per_position_acceptance_rates_are_judged_each_with_its_threshold():
     history = [*baseline(3, positions=[0.8, 0.5]), run(3, positions=[0.75, 0.4])]
     judged = verdicts(history)
-    assert judged["acceptance_rate_pos0"].verdict is Verdict.OK  # 0.75 >= 0.8 x 0.90
-    assert judged["acceptance_rate_pos1"].verdict is Verdict.SUSPICIOUS  # 0.4 < 0.5 x 0.90
-    assert judged["acceptance_rate_pos1"].threshold == 0.90
+    assert judged["acceptance_rate_pos1"].verdict is Verdict.OK  # 0.75 >= 0.8 x 0.90
+    assert judged["acceptance_rate_pos2"].verdict is Verdict.SUSPICIOUS  # 0.4 < 0.5 x 0.90
+    assert judged["acceptance_rate_pos2"].threshold == 0.90
     strict = verdicts(history, RegressionPolicy(thresholds={"acceptance_rate_pos": 0.99}))
-    assert strict["acceptance_rate_pos0"].verdict is Verdict.SUSPICIOUS
+    assert strict["acceptance_rate_pos1"].verdict is Verdict.SUSPICIOUS
     assert list(judged)[:4] == ["speedup", "output_tokens_per_s", "mean_acceptance_length", "itl_p50_ms"]
 
 

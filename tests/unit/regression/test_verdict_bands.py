@@ -9,9 +9,18 @@ import pytest
 
 from specops.regression.metrics import metric
 from specops.regression.policy import RegressionPolicy
-from specops.regression.verdict import LOG_FLOOR, Verdict, evaluate, log_band, series, verdict_table
-from specops.results.role import CALIBRATE, RunRole
-from tests.unit.regression.runs import baseline, run
+from specops.regression.verdict import (
+    AA_BAND,
+    COUNT_BAND,
+    LOG_FLOOR,
+    Verdict,
+    evaluate,
+    log_band,
+    series,
+    verdict_table,
+)
+from specops.upgrade.table import wilson
+from tests.unit.regression.runs import aa_run, baseline, run
 
 POLICY = RegressionPolicy()
 
@@ -48,7 +57,7 @@ def test_the_issues_linear_band_went_below_zero_and_the_log_band_does_not():
 
 
 @pytest.mark.parametrize("name", ["speedup", "output_tokens_per_s", "mean_acceptance_length", "itl_p50_ms",
-                                  "acceptance_rate_pos0", "acceptance_rate_pos1"])
+                                  "acceptance_rate_pos1", "acceptance_rate_pos2"])
 def test_a_50_percent_drop_after_noisy_nights_is_a_regression(name):
     rng = random.Random(name)
     worse = 0.5 if metric(name).higher_is_better else 2.0  # half the speed, twice the latency
@@ -71,7 +80,7 @@ def _worse(name: str, factor: float, fresh: dict) -> dict:
              "itl_p50_ms": "itl_ms"}.get(name)
     if field:
         return {field: fresh[field] * factor}
-    i = int(name.removeprefix("acceptance_rate_pos"))
+    i = int(name.removeprefix("acceptance_rate_pos")) - 1  # positions number from 1
     positions = list(fresh["positions"])
     positions[i] *= factor
     return {"positions": positions}
@@ -79,8 +88,19 @@ def _worse(name: str, factor: float, fresh: dict) -> dict:
 
 def test_an_acceptance_rate_that_falls_to_zero_is_caught():
     history = [*baseline(3, positions=[0.8, 0.5]), run(3, positions=[0.8, 0.0]), run(4, positions=[0.8, 0.0])]
-    judged = verdicts(history)["acceptance_rate_pos1"]
+    judged = verdicts(history)["acceptance_rate_pos2"]
     assert judged.verdict is Verdict.REGRESSION and judged.band[0] > 0
+
+
+def test_a_rate_with_a_zero_baseline_gets_a_band_of_counting_noise_never_zero_width():
+    # issue 39: three 0% runs gave `acceptance_rate_pos3 improved 0.1795 0.001 0.001-0.001`
+    zeros = baseline(3, positions=[0.8, 0.0])  # 100 drafted steps each
+    judged = verdicts([*zeros, run(3, positions=[0.8, 0.18])])["acceptance_rate_pos2"]
+    assert judged.band == pytest.approx((0.0, wilson(0, 300)[1])) and judged.band[1] > 0.01
+    assert judged.verdict is Verdict.IMPROVED  # 18% of steps is far past what 0 of 300 allows
+    # one accepted step in 100 is within what 0 of 300 allows; the log band alone called it a 10x improvement
+    assert verdicts([*zeros, run(3, positions=[0.8, 0.01])])["acceptance_rate_pos2"].verdict is Verdict.OK
+    assert series([*zeros, run(3, positions=[0.8, 0.0])], POLICY)["acceptance_rate_pos2"][-1].band_kind == COUNT_BAND
 
 
 def test_insufficient_data_says_how_many_more_runs_the_baseline_needs():
@@ -123,11 +143,6 @@ def test_a_host_drift_run_breaks_no_streak_and_joins_later_baselines():
     assert verdicts(later, RegressionPolicy(baseline_runs=3))["output_tokens_per_s"].verdict is Verdict.OK
 
 
-def aa_run(day: float, point: float):
-    """An A/A run (method none, role calibrate) of the profile with this false speedup."""
-    return run(day, speedup=point, uid=f"aa{int(day * 1000):030d}").model_copy(update={"method": "none", "role": RunRole(kind=CALIBRATE)})
-
-
 def test_aa_runs_are_never_judged_nor_a_baseline_and_set_the_speedups_noise_floor():
     steady = [run(d, speedup=1.40) for d in range(5)]  # a baseline with no spread at all
     dipped = run(5, speedup=1.30)  # -7%: past the 0.95 threshold, outside a zero-width band
@@ -136,6 +151,7 @@ def test_aa_runs_are_never_judged_nor_a_baseline_and_set_the_speedups_noise_floo
     aa = [aa_run(0.1 * i, p) for i, p in enumerate([0.95, 1.05, 0.97, 1.04, 1.0])]
     judged = verdicts([*aa, *steady, dipped])["speedup"]
     assert judged.verdict is Verdict.OK and judged.band[0] < 1.30 < 1.40 < judged.band[1]
+    assert series([*aa, *steady, dipped], POLICY)["speedup"][-1].band_kind == AA_BAND  # the trend's legend says so
     assert judged.baseline_uids == [r.uid for r in steady]  # no A/A run in the baseline
     # fewer A/A runs than min_baseline_runs: no floor
     assert verdicts([*aa[:2], *steady, dipped])["speedup"].verdict is Verdict.SUSPICIOUS

@@ -260,3 +260,29 @@ def test_the_cache_lives_under_the_given_root_only(tmp_path, reference_stats):
     fetch_backend_code(str(CHECKOUT), cache, log=lambda line: None)
     assert {p.name for p in cache.iterdir()} == {"code"}
     assert all(os.path.commonpath([p, cache]) == str(cache) for p in cache.rglob("*"))
+
+
+def test_the_vllm_backend_fetches_its_code_at_the_download_step_and_an_unreachable_one_says_the_override(
+        tmp_path, fake_origin, monkeypatch):
+    """ngram-vllm-cpu (Triton's vllm_backend at a pinned commit, launch: process): the backend's remote sources
+    are fetched where models are (Backend.fetch_sources, called by the download step), and GitHub out of reach
+    fails there naming the field, the URL and the local checkout that replaces it (issue 40: it failed at serve
+    with a raw URLError)."""
+    from specops.backends.vllm.backend import SourceUnreachable
+    from specops.pipeline.backend import backend_for
+    from specops.profile.loader import load_profile
+
+    profile = load_profile("ngram-vllm-cpu").profile
+    source = profile.backend.backend_code
+    commit = source.rsplit("@", 1)[1]
+    fake_origin.archives[f"/triton-inference-server/vllm_backend/tar.gz/{commit}"] = github_archive("vllm_backend",
+                                                                                                   commit)
+    fetched = backend_for(profile).fetch_sources(tmp_path / "cache", log=lambda line: None)
+    assert fetched == {"backend.backend_code": hash_dir(CHECKOUT / "src")}
+    monkeypatch.setattr(backend_code, "ARCHIVE_URL", "http://127.0.0.1:9/{owner}/{repo}/tar.gz/{commit}")
+    with pytest.raises(SourceUnreachable) as refused:
+        backend_for(profile).fetch_sources(tmp_path / "elsewhere", log=lambda line: None)
+    message = str(refused.value)
+    assert message.startswith(f"backend.backend_code: cannot fetch {source} (http://127.0.0.1:9/")
+    assert f"commit {commit}: --set backend.backend_code=" in message
+    assert backend_for(load_profile("ngram-vllm").profile).fetch_sources(tmp_path / "c2", print) == {}  # the image's

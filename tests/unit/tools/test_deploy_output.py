@@ -59,3 +59,25 @@ def test_the_pool_make_up_starts_a_worker_on_is_not_named():
     text = DEPLOYED.format(hint_cpu=HINT.format(pool="specops-cpu"), hint_gpu="")
     out = filtered(text, "--worker-follows", "specops-cpu").stdout
     assert out == DEPLOYED.format(hint_cpu="\n", hint_gpu="")
+
+
+def test_with_a_log_stdout_has_one_line_per_flow_and_the_log_has_everything(tmp_path):
+    config = tmp_path / "prefect.yaml"
+    config.write_text("deployments:\n"
+                      "- {name: ngram-local, entrypoint: 'flows/specdec.py:specdec', work_pool: {name: specops-cpu}}\n"
+                      "- {name: eagle3-trtllm, entrypoint: 'flows/specdec.py:specdec', work_pool: {name: specops-gpu}}\n"
+                      "- {name: ngram-local, entrypoint: 'flows/sweep.py:sweep', work_pool: {name: specops-gpu}}\n")
+    # a long name that rich wraps onto the panel's next line, and a second flow
+    wrapped = ("╭────╮\n│ Deployment                     │\n│ 'specdec/eagle3-trtllm' successfully created with id │\n"
+               "│ 'ab'. │\n╰────╯\n╭────╮\n│ Deployment 'sweep/ngram-local' successfully created │\n╰────╯\n")
+    text = DEPLOYED.format(hint_cpu=HINT.format(pool="specops-cpu"), hint_gpu=HINT.format(pool="specops-gpu")) + wrapped
+    log = tmp_path / "deploy.log"
+    out = filtered(text, "--worker-follows", "specops-cpu", "--log", str(log), "--config", str(config)).stdout
+    assert log.read_text() == text
+    assert out.splitlines() == [
+        "Error: deploying specdec/eagle3-trtllm failed",
+        f"deployed 3 deployments (`prefect deploy` output: {log}):",
+        "  specdec: 2 deployments (specops-cpu 1, specops-gpu 1); no worker on specops-gpu",
+        "  sweep: 1 deployment (specops-gpu 1); no worker on specops-gpu",
+        "no worker was online for 'specops-gpu' when deployed: runs there wait for one "
+        "(`prefect worker start --pool <pool> --type process` on a host the pool's runs need)"]
