@@ -97,7 +97,7 @@ def test_upgrade_check_on_two_cpu_engines_then_regression_of_the_vllm_profile(em
     verdicts = run_regression_flow(suite, {"min_baseline_runs": 1}, env, timeout=1800)["verdicts"]
     # Judged against the check's vLLM side: every tracked metric and each draft position vLLM counted.
     positions = {m for m in verdicts if m.startswith(POSITION_PREFIX)}
-    assert positions == {f"{POSITION_PREFIX}{i}" for i in range(K)}, verdicts
+    assert positions == {f"{POSITION_PREFIX}{i}" for i in range(1, K + 1)}, verdicts  # numbered from 1
     for metric in ["speedup", "output_tokens_per_s", "mean_acceptance_length", *positions]:
         assert verdicts[metric] != Verdict.INSUFFICIENT.value, (metric, verdicts)
     assert len(_history(tmp_path, PROFILE)) == 3
