@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import copy
 import re
+from functools import cache
 from typing import Any
 
 from specops.profile.schema import Profile
@@ -63,8 +64,9 @@ def _leaves(node: dict, defs: dict, prefix: str, out: dict[str, str]) -> None:
     out[prefix] = value if seen in (None, value) else ANY if ANY in (seen, value) else f"(?:{seen}|{value})"
 
 
+@cache  # the profile schema is fixed in a process; `make up` narrows ~56 deployments' forms (40 ms each otherwise)
 def override_patterns() -> dict[str, str]:
-    """Every dotted key of the profile schema (key regex) and the shape of its value (value regex)."""
+    """Every dotted key of the profile schema (key regex) and the shape of its value (value regex); read only."""
     schema = Profile.model_json_schema()
     out: dict[str, str] = {}
     for name, child in schema["properties"].items():
