@@ -52,9 +52,20 @@ def cmd_janitor(args) -> int:
                   f"{sum(runs.values())} still running")
         except ApiUnavailable as err:
             print(f"janitor: {err}; a run counts as over when its specops process is gone")
-    stopped = janitor.sweep(everything=args.all, runs=runs)
+    stopped = janitor.sweep(everything=args.all, runs=runs, abandoned=_write_row)
     print(janitor.summary(stopped, kept=0 if args.all else janitor.live_records(runs)))
     return 0
+
+
+def _write_row(record: dict) -> None:
+    """A killed run's row (specops/pipeline/abandoned.py); one that cannot be written is said, never fatal: the
+    janitor's other work goes on."""
+    from specops.pipeline.abandoned import record_abandoned
+
+    try:
+        print(f"janitor: {record_abandoned(record)}")
+    except Exception as err:  # a run directory half gone, a profile this version cannot read
+        print(f"janitor: {record['run_dir']}: no row written ({type(err).__name__}: {err})")
 
 
 def cmd_settings(args) -> int:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from specops.host import tracking
 from specops.results.model import RunResult
 from specops.run.rundir import RunDir
 from tasks.report import publish_artifacts, record_result, save_result, write_report
@@ -24,5 +25,7 @@ def finish(result: RunResult, run: RunDir) -> Path:
 
 
 def set_final_status(run: RunDir, result: RunResult) -> None:
+    """The run's status from its result; nothing left for a janitor to finish (a sweep cell has no record)."""
     f = result.failure
     run.set_status(result.status.value, f.step if f else None, f.variant if f else None, f.error if f else None)
+    tracking.untrack_run(run.path)

@@ -165,15 +165,17 @@ class GroupMeasure:
     records: list[VariantRecord]
     design: Design
     why_not_requests: str | None = None
+    rounds: int = 1
 
 
 def measure_group(group: list[Served], tool: BenchTool, tokenizer: Path, bench: Benchmark, prompts: list[str],
-                  run: RunDir) -> GroupMeasure:
+                  run: RunDir, min_rounds: int = 1) -> GroupMeasure:
     """Each served variant's benchmark rounds, and its acceptance over its rounds only (not smoke or check).
 
     With several variants up, each round is one tool run whose requests alternate between them when the tool can
     (benchmark.pairing; the order flips every round), else the variants take turns round by round (A B A B): either
-    way a slow spell of the host falls on all of them."""
+    way a slow spell of the host falls on all of them. `min_rounds`: at least that many rounds where they take
+    turns (each round is then one unit of the interval)."""
     before = [read_acceptance(s.backend, s.server, s.variant, settle=True) for s in group]
     rounds: list[list[Measured]] = [[] for _ in group]
 
@@ -181,6 +183,8 @@ def measure_group(group: list[Served], tool: BenchTool, tokenizer: Path, bench: 
         return bench_job(tool, s.backend, s.server, s.variant, tokenizer, bench, prompts, run.path, r, s.pace)
 
     design, why_not = choose_design(tool, [job(s, 0) for s in group], bench.pairing)
+    if design is not Design.REQUESTS and bench.rounds < min_rounds:
+        bench = bench.model_copy(update={"rounds": min_rounds})
     for r in range(bench.rounds):
         if design is Design.REQUESTS:
             order = list(range(len(group)))[::-1 if r % 2 else 1]
@@ -197,4 +201,4 @@ def measure_group(group: list[Served], tool: BenchTool, tokenizer: Path, bench: 
         after = read_acceptance(s.backend, s.server, s.variant, settle=True)
         # None: the backend has no counters to read
         records.append(variant_record(s.variant, measured, after.since(earlier) if after is not None else None))
-    return GroupMeasure(records, design, why_not)
+    return GroupMeasure(records, design, why_not, bench.rounds)

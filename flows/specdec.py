@@ -132,7 +132,7 @@ def specdec(profile: ProfileName = "ngram-local", overrides: Overrides = (),
     loaded = loaded_or_refused(profile, overrides)  # the run's one load of its profile, handed to every step
     if isinstance(loaded, State):
         return loaded
-    run = create_run_dir(loaded, run_id)
+    run = create_run_dir(loaded, run_id, role)
     backend, tool = backend_for(loaded.profile), tool_for(loaded.profile)  # built once, handed to every step
     facts = RunFacts()
     try:

@@ -1,16 +1,18 @@
 """The `sweep` flow: one profile over a grid of draft length (num_speculative_tokens) x concurrency.
 
-The base is served once and measured at each concurrency; each draft length is served once and
-measured at every concurrency (a server restarts per draft length, never per cell). Every cell is
-a RunResult of its own (in the results database, with its report in <sweep run>/k<K>/c<C>/) and is
-kept under <cache>/sweeps/, so a sweep killed half-way, run again with the same settings, measures
-only the cells it lacks (specops.sweep.plan). The outcome: the table, the concurrency where speculation stops
-paying per K, the best K per concurrency as profile overrides and, where the backend's pinned version
-has a per-load schedule, in its own keys.
+The base's server is started once and stays up; each draft length is served once beside it and measured at
+every concurrency (a server restarts per draft length, never per cell), the base measured with it in the same
+window: requests interleaved at concurrency 1, alternating rounds above it, so every cell's speedup has its
+interval. Every cell is a RunResult of its own (in the results database, with its report in
+<sweep run>/k<K>/c<C>/) and is kept under <cache>/sweeps/, so a sweep killed half-way, run again with the same
+settings, measures only the cells it lacks (specops.sweep.plan). The outcome: the table, the concurrency where
+speculation stops paying per K, the K per concurrency where its interval says it pays (specops.sweep.analysis
+.choose) as profile overrides and, where the backend's pinned version has a per-load schedule, in its own keys.
 """
 from __future__ import annotations
 
 import time
+from contextlib import ExitStack
 from dataclasses import replace
 
 from prefect import flow
@@ -18,85 +20,103 @@ from prefect.states import State
 
 from flows.finish import finish, set_final_status
 from flows.prepare import prepare_models
-from flows.serving import measure_group, served
+from flows.serving import Served, measure_group, served
 from prefect_adapters.parameters import Concurrencies, DraftLengths, Overrides, ProfileName, RunId, ServeSchedule
 from prefect_adapters.reaping import reap_servers
 from prefect_adapters.refusal import refused_profiles
 from prefect_adapters.slot_limits import Held, hold_slots
+from specops.host import tracking
 from specops.host.slots import run_slots
 from specops.pipeline.backend import backend_for, tool_for
 from specops.pipeline.benchmark import bench_prompts
+from specops.profile.loader import overridden
 from specops.results.model import RunResult, Window
 from specops.results.role import SWEEP_CELL, RunRole
 from specops.run.roots import cache_root
 from specops.run.rundir import end_open_statuses
 from specops.run.variant import BASE, SPECULATIVE, Variant, base_method
-from specops.sweep.analysis import Cell, best_k
-from specops.sweep.cells import BaseCell, CellStore
-from specops.sweep.grid import BASE_SERIES, Series, SweepGrid
+from specops.sweep.analysis import Cell, choose_k
+from specops.sweep.cells import CellStore
+from specops.sweep.grid import CELL_ROUNDS, Series, SweepGrid
 from specops.sweep.outcome import SweepOutcome, sweep_outcome
-from specops.sweep.plan import ServerGroup, SweepRun, plan_sweep
+from specops.sweep.plan import BASE_GROUP, ServerGroup, SweepRun, plan_sweep
 from specops.sweep.schedule import recommend
 from tasks.check import compare_check_outputs
 from tasks.profile import check_prerequisites, check_result_storage, create_run_dir
 from tasks.render import build_engine, render_repository
 from tasks.report import summarize_run
-from tasks.sweep import find_measured_cells, keep_base_cell, keep_cell, publish_sweep, validate_sweep
+from tasks.sweep import find_measured_cells, keep_cell, publish_sweep, validate_sweep
 
 
-def measure_series(sweep: SweepRun, series: list[Series], cs: list[int]) -> tuple[list[Cell], SweepRun]:
+class SweepServers:
+    """The slots' hold and the base's server, begun at the sweep run's first missing cell and kept until the flow's
+    stack closes: each cell measures the base beside its own server, in the same window (intervals need both)."""
+
+    def __init__(self, stack: ExitStack):
+        self.stack, self.base, self.held, self.outputs = stack, None, None, []
+
+    def up(self, sweep: SweepRun) -> tuple[Served, Held]:
+        if self.base is None:
+            p, variant, server_run = sweep.loaded.profile, Variant(BASE, base_method()), sweep.run.child("base")
+            self.held = self.stack.enter_context(hold_slots(run_slots(p.serving.exclusive, sweep.backend.gpus()),
+                                                            f"{p.name} sweep {sweep.run.run_id}", sweep.run))
+            engines = build_engine(sweep.backend, variant, sweep.target, sweep.draft, cache_root(), server_run).value
+            repo = render_repository(sweep.backend, variant, sweep.target, sweep.draft, cache_root(), engines,
+                                     server_run).value
+            self.base = self.stack.enter_context(served(sweep.backend, variant, repo, server_run, sweep.facts))
+            self.outputs = self.base.check(p)
+        return self.base, self.held
+
+
+def measure_series(sweep: SweepRun, series: list[Series], cs: list[int], servers: SweepServers
+                   ) -> tuple[list[Cell], SweepRun]:
     """The series' cells at each concurrency, those kept before read back and the rest measured, server by server
-    as the plan says, under one hold of the slots; and the sweep run that leaves."""
-    results, kept_bases = find_measured_cells(sweep.store, sweep.keys(series, cs))
-    bases = {**sweep.bases, **kept_bases}
-    if plan := plan_sweep(series, cs, results, bases):
+    as the plan says, each beside the base; and the sweep run that leaves."""
+    results = find_measured_cells(sweep.store, sweep.keys(series, cs))
+    started: tuple[ServerGroup, ...] = ()
+    if plan := plan_sweep(series, cs, results):
         if sweep.target is None:  # prerequisites and models, once per sweep run, before its first server
             check_prerequisites(sweep.backend, sweep.tool, sweep.run)
             check_result_storage(sweep.run, sweep.loaded.profile.name)
             target, draft = prepare_models(sweep.loaded, sweep.backend, sweep.run, cache_root(), sweep.facts)
             sweep = replace(sweep, target=target, draft=draft, tokenizer=sweep.backend.tokenizer_dir(target))
-        p = sweep.loaded.profile
-        with hold_slots(run_slots(p.serving.exclusive, sweep.backend.gpus()), f"{p.name} sweep {sweep.run.run_id}",
-                        sweep.run) as held:
-            for group in plan:
-                cells = measure_server(sweep, group, bases, held)
-                if group.series == BASE_SERIES:
-                    bases.update(cells)
-                else:
-                    results.update({(group.series.k, c): result for c, result in cells.items()})
+        started = () if servers.base is not None else (BASE_GROUP,)
+        for group in plan:
+            cells = measure_server(sweep, group, servers)
+            results.update({(group.series.k, c): result for c, result in cells.items()})
     cells = [Cell.from_result(s.k, c, results[(s.k, c)]) for s in series for c in cs]
-    return cells, replace(sweep, bases=bases, served=(*sweep.served, *plan))
+    return cells, replace(sweep, served=(*sweep.served, *started, *plan))
 
 
-def measure_server(sweep: SweepRun, group: ServerGroup, bases: dict[int, BaseCell], held: Held
-                   ) -> dict[int, BaseCell | RunResult]:
-    """One server of the plan (the base, a draft length or the schedule up to one), built, rendered, started and
-    checked, then benchmarked at each concurrency of its group: each a base cell, or a RunResult of its own."""
+def measure_server(sweep: SweepRun, group: ServerGroup, servers: SweepServers) -> dict[int, RunResult]:
+    """One server of the plan (a draft length or the schedule up to one), built, rendered, started and checked
+    against the base's outputs, then benchmarked beside the base at each concurrency of its group: requests
+    interleaved where the tool can (concurrency 1), else alternating rounds, at least CELL_ROUNDS of them."""
+    base, held = servers.up(sweep)
     series, server_run = group.series, sweep.run.child(group.series.name)
     p = sweep.profile(series, group.concurrencies[0]).profile
-    variant = Variant(BASE, base_method()) if series == BASE_SERIES else Variant(SPECULATIVE, p.method)
+    variant = Variant(SPECULATIVE, p.method)
     # A schedule lives in the backend section, so its server renders from the schedule's own profile.
     backend = backend_for(p) if series.schedule else sweep.backend
     engines = build_engine(backend, variant, sweep.target, sweep.draft, cache_root(), server_run).value
     repo = render_repository(backend, variant, sweep.target, sweep.draft, cache_root(), engines, server_run).value
-    cells: dict[int, BaseCell | RunResult] = {}
+    cells: dict[int, RunResult] = {}
     with served(backend, variant, repo, server_run, sweep.facts) as up:
         outputs = up.check(sweep.loaded.profile)
-        lossless = compare_check_outputs(next(iter(bases.values())).outputs, outputs, server_run) \
-            if series != BASE_SERIES and p.comparison.lossless_prompts else None
+        lossless = compare_check_outputs(servers.outputs, outputs, server_run) if p.comparison.lossless_prompts \
+            else None
         for c in group.concurrencies:
             cell, cell_run = sweep.profile(series, c), server_run.child(f"c{c}")
             bench = cell.profile.benchmark
-            record = measure_group([up], sweep.tool, sweep.tokenizer, bench, bench_prompts(bench), cell_run).records[0]
-            if series == BASE_SERIES:
-                cells[c] = BaseCell(concurrency=c, variant=record, outputs=outputs, servers=dict(sweep.facts.servers))
-                keep_base_cell(sweep.store, sweep.key(series, c), cells[c])
-                continue
+            measured = measure_group([up, base], sweep.tool, sweep.tokenizer, bench, bench_prompts(bench), cell_run,
+                                     min_rounds=CELL_ROUNDS)
+            if measured.rounds != bench.rounds:  # the cell's profile says what was run
+                cell = overridden(cell, [f"benchmark.rounds={measured.rounds}"])
             window = Window(started_at=held.started_at, finished_at=time.time(), slots=held.names,
                             waited_s=round(held.waited_s, 3))
             role = RunRole(kind=SWEEP_CELL, of=str(sweep.run.path), series=series.name)
-            cells[c] = result = summarize_run(cell, cell_run, sweep.backend, sweep.tool,
-                                              sweep.cell_facts(record, bases[c], lossless, window), role=role)
+            facts = sweep.cell_facts(measured.records, lossless, window, (measured.design, measured.why_not_requests))
+            cells[c] = result = summarize_run(cell, cell_run, sweep.backend, sweep.tool, facts, role=role)
             finish(result, cell_run)
             set_final_status(cell_run, result)
             keep_cell(sweep.store, sweep.key(series, c), result)
@@ -119,19 +139,24 @@ def sweep(profile: ProfileName = "ngram-local", draft_lengths: DraftLengths = (1
                      CellStore(cache_root() / "sweeps"))
     cs = grid.concurrencies
     try:
-        cells, state = measure_series(state, [Series(k) for k in grid.draft_lengths], cs)
-        best = best_k(cells)
-        recommendation = recommend(loaded, best)
-        schedule = state.schedule(recommendation.schedule_overrides, cs[0]) if serve_schedule else None
-        schedule_cells, state = measure_series(state, [schedule], cs) if schedule else ([], state)
-        outcome = sweep_outcome(state, grid, cells, best, recommendation, schedule_cells)
+        with ExitStack() as stack:  # the base's server and the slots, from the first missing cell to the last
+            servers = SweepServers(stack)
+            cells, state = measure_series(state, [Series(k) for k in grid.draft_lengths], cs, servers)
+            choices = choose_k(cells)
+            recommendation = recommend(loaded, {c: choice.k for c, choice in choices.items()},
+                                       {c: choice.why for c, choice in choices.items()})
+            schedule = state.schedule(recommendation.schedule_overrides, cs[0]) if serve_schedule else None
+            schedule_cells, state = measure_series(state, [schedule], cs, servers) if schedule else ([], state)
+        outcome = sweep_outcome(state, grid, cells, choices, recommendation, schedule_cells)
         with run.timed("publish", "sweep", announce=False):  # a report that cannot be written fails the sweep too
             publish_sweep(outcome, run)
     except BaseException as error:
         step, variant = run.progress.failed_at or ("sweep", None)
         run.say_failed(step, variant, f"{type(error).__name__}: {error}")
         end_open_statuses(run.path, "failed", f"the sweep failed at {step}: {type(error).__name__}: {error}")
+        tracking.untrack_run(run.path)
         raise
     end_open_statuses(run.path, "ok")  # its servers' directories (their cells ended with their results)
     run.set_status("ok")
+    tracking.untrack_run(run.path)
     return outcome

@@ -11,6 +11,7 @@ from flows.prepare import prepare_trained_draft
 from prefect_adapters.parameters import Overrides, ProfileName, RunId
 from prefect_adapters.reaping import reap_servers
 from prefect_adapters.refusal import loaded_or_refused
+from specops.host import tracking
 from specops.pipeline.backend import backend_for, tool_for
 from specops.run.roots import cache_root
 from tasks.models import download_model
@@ -36,6 +37,8 @@ def train_draft(profile: ProfileName = "eagle3-local", overrides: Overrides = ()
     except BaseException as error:
         step, variant = run.progress.failed_at or ("train-draft", None)
         run.say_failed(step, variant, f"{type(error).__name__}: {error}")
+        tracking.untrack_run(run.path)
         raise
     run.set_status("ok")
+    tracking.untrack_run(run.path)
     return {"export_dir": str(draft.path), "sha256": draft.sha256, **result.to_json()}

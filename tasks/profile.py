@@ -6,9 +6,11 @@ from prefect import get_run_logger
 from prefect_adapters.step import step
 from specops.backends.base import Backend, PrerequisiteError
 from specops.bench.tool import BenchTool
+from specops.host import tracking
 from specops.pipeline.backend import preflight
 from specops.profile.loader import LoadedProfile
 from specops.results.database import masked, results_url
+from specops.results.role import RunRole
 from specops.results.store import results_problems
 from specops.run.roots import free_space_problem
 from specops.run.rundir import RunDir
@@ -32,11 +34,14 @@ def check_result_storage(run: RunDir, profile: str) -> None:
 
 
 @step
-def create_run_dir(loaded: LoadedProfile, run_id: str | None) -> RunDir:
-    """Create artifacts/<profile>/<run-id>/ and write the resolved profile into it."""
+def create_run_dir(loaded: LoadedProfile, run_id: str | None, role: RunRole | None = None) -> RunDir:
+    """Create artifacts/<profile>/<run-id>/, write the resolved profile into it and record the run for the janitor
+    from this moment (tracking.track_run): killed at any later step, `specops janitor` ends it, with its row where it
+    is a run of its own or a member (`role`; None: a sweep's directory, whose cells are the runs, or a training)."""
     run = RunDir.create(loaded.profile.name, run_id)
     provenance = {"_source": str(loaded.path), "_overrides": list(loaded.overrides)}
     run.write_yaml("profile.yaml", loaded.resolved | provenance)
     run.mark_started()
+    tracking.track_run(run.path, role.model_dump(mode="json") if role is not None else None)
     get_run_logger().info("run directory %s", run.path)
     return run

@@ -12,7 +12,7 @@ from specops.backends.base import Backend
 from specops.bench.tool import BenchTool
 from specops.pipeline.summarize import RunFacts, run_result
 from specops.profile.loader import LoadedProfile
-from specops.report.tables import comparison_frame, rounded_records
+from specops.report.tables import table_artifact
 from specops.report.writer import ReportFiles, public_url, report_artifact, run_names, summary
 from specops.report.writer import write_report as write
 from specops.results import durable
@@ -48,7 +48,7 @@ def publish_artifacts(result: RunResult, files: ReportFiles) -> None:
     """The comparison table (rounded), the report with its plot inline and the run directory's link as Prefect
     artifacts on the flow run, under the keys of what the run is (a run of its own, a sweep cell, a member)."""
     names = run_names(result)
-    create_table_artifact(key=names.key("comparison"), table=rounded_records(comparison_frame(result)),
+    create_table_artifact(key=names.key("comparison"), table=table_artifact(result),
                           description=f"{names.title}: {result.verdict.value}")
     create_markdown_artifact(key=names.key("report"), markdown=report_artifact(result, files, names.title),
                              description=f"{names.title} report ({result.run_dir})")

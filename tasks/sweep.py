@@ -14,7 +14,7 @@ from specops.report.plot import write_sweep_plots
 from specops.report.writer import artifact_key, link_markdown, public_url
 from specops.results.model import RunResult
 from specops.run.rundir import RunDir
-from specops.sweep.cells import BaseCell, CellStore
+from specops.sweep.cells import CellStore
 from specops.sweep.grid import SweepGrid, validate_grid
 from specops.sweep.outcome import SweepOutcome
 
@@ -24,31 +24,29 @@ def validate_sweep(profile: str, overrides: list[str], grid: SweepGrid) -> Loade
     """The profile loaded with every cell's overrides, before anything starts; a sweep needs the base."""
     loaded = validate_grid(profile, overrides, grid)
     if not loaded.profile.comparison.baseline:
-        raise ValueError(f"{loaded.path}: comparison.baseline is false, and a sweep measures the base at each "
-                         "concurrency (its speedups are against it): drop that override")
+        raise ValueError(f"{loaded.path}: comparison.baseline is false, and a sweep measures the base beside each "
+                         "cell (its speedups are against it): drop that override")
+    if not loaded.profile.benchmark.interleave:
+        raise ValueError(f"{loaded.path}: benchmark.interleave is false, and a sweep keeps the base's server up "
+                         "beside each draft length's, so that every cell is measured paired with the base and has "
+                         "its interval; where both servers fit at once (on a GPU: each with half its memory, e.g. "
+                         "backend.gpu_memory_utilization), --set benchmark.interleave=true")
     get_run_logger().info("sweep of %s: K %s x concurrency %s (%d cells)", loaded.profile.name, grid.draft_lengths,
                           grid.concurrencies, len(grid.draft_lengths) * len(grid.concurrencies))
     return loaded
 
 
 @step
-def find_measured_cells(store: CellStore, keys: dict[tuple[int | None, int], str]
-                        ) -> tuple[dict[tuple[int, int], RunResult], dict[int, BaseCell]]:
-    """The speculative cells (k, c) and base cells (c) an earlier sweep of the same settings measured."""
-    results = {kc: r for kc, key in keys.items() if kc[0] is not None and (r := store.result(key)) is not None}
-    bases = {c: b for (k, c), key in keys.items() if k is None and (b := store.base(key)) is not None}
-    get_run_logger().info("%d of %d cells already measured", len(results) + len(bases), len(keys))
-    return results, bases  # type: ignore[return-value]
+def find_measured_cells(store: CellStore, keys: dict[tuple[int, int], str]) -> dict[tuple[int, int], RunResult]:
+    """The cells (k, c) an earlier sweep of the same settings measured."""
+    results = {kc: r for kc, key in keys.items() if (r := store.result(key)) is not None}
+    get_run_logger().info("%d of %d cells already measured", len(results), len(keys))
+    return results
 
 
 @step
 def keep_cell(store: CellStore, key: str, result: RunResult) -> None:
     store.put_result(key, result)
-
-
-@step
-def keep_base_cell(store: CellStore, key: str, cell: BaseCell) -> None:
-    store.put_base(key, cell)
 
 
 @step

@@ -122,8 +122,9 @@ def sweep_deployments(profiles: list[Profile]) -> list[dict[str, Any]]:
     takes any other that the pool runs (the description lists them), its grid, overrides and run id are
     the form's too (flows/sweep.py)."""
     return _per_pool(profiles, SWEEP, "sweep", lambda p: p.method.kind in swept_methods(),
-                     "A profile over draft length K x concurrency on {pool}, each cell against the base at its "
-                     "concurrency: where speculation stops paying, the best K per load.")
+                     "A profile over draft length K x concurrency on {pool}, each cell measured beside the base's "
+                     "server (both up at once: a GPU profile needs benchmark.interleave=true and room for both): "
+                     "where speculation stops paying, and the K per load where its 95% interval says so.")
 
 
 def comparable_sets(profiles: list[Profile]) -> dict[str, list[Profile]]:

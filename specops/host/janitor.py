@@ -23,6 +23,7 @@ import psutil
 from specops.host.processes import wait_gone
 from specops.host.tracking import (
     CREATE_TIME_TOLERANCE_S,
+    RUN,
     live_dir,
     owner_alive,
     record_key,
@@ -31,6 +32,7 @@ from specops.host.tracking import (
     same_process,
     unregister,
 )
+from specops.results.durable import MANIFEST
 from specops.run.rundir import mark_abandoned
 
 SHM_REGION = "shm-region"  # counted with what was stopped, reported as removed
@@ -56,12 +58,18 @@ def owners() -> set[str]:
 
 
 def sweep(owner: str | None = None, *, everything: bool = False, runs: Mapping[str, bool] | None = None,
-          timeout_s: float = 10.0, log: Callable[[str], None] = print) -> Counter[str]:
+          timeout_s: float = 10.0, log: Callable[[str], None] = print,
+          abandoned: Callable[[dict[str, Any]], None] | None = None) -> Counter[str]:
     """Stop recorded processes and containers: one owner's (e.g. a flow run id), or those of runs
     that are over (see run_alive), or (everything) all. Returns how many were stopped per kind;
-    records of what already ended are dropped."""
+    records of what already ended are dropped. A run's own record (tracking.RUN) of a run that is over ends its
+    statuses and goes to `abandoned` (which writes its row); a live run's, or with `owner` (its own hooks), stays."""
     stopped: Counter[str] = Counter()
     for path, record in records():
+        if record.get("kind") == RUN:
+            if owner is None and not run_alive(record, runs):
+                _end_run(path, record, log, abandoned)
+            continue
         if owner is not None:
             if record.get("owner") != owner:
                 continue
@@ -89,6 +97,18 @@ def sweep(owner: str | None = None, *, everything: bool = False, runs: Mapping[s
         log(f"janitor: removed {region} (Triton shared memory of a specops process that is gone)")
         stopped[SHM_REGION] += 1
     return stopped
+
+
+def _end_run(path: Path, record: dict[str, Any], log: Callable[[str], None],
+             abandoned: Callable[[dict[str, Any]], None] | None) -> None:
+    """A run whose process is gone: every status it left open ends failed, where it was, and its row is written
+    (`abandoned`) unless it had written its result (manifest.json) before it died."""
+    run_dir = Path(record["run_dir"])
+    if mark_abandoned(run_dir, _ABANDONED.format(record.get("owner_pid", "?")) + " (killed)"):
+        log(f"janitor: {run_dir}: status failed (its run is gone)")
+    if abandoned is not None and record.get("has_row") and not (run_dir / MANIFEST).exists():
+        abandoned(record)
+    path.unlink(missing_ok=True)
 
 
 def reap(owner: str | None = None, timeout_s: float = 10.0, log: Callable[[str], None] = print) -> int:

@@ -8,7 +8,9 @@ specops.host.janitor stops what is recorded for owners that are gone.
 """
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -19,6 +21,9 @@ from specops.atomic_file import write_text
 from specops.run.roots import cache_root
 
 CREATE_TIME_TOLERANCE_S = 1.0  # psutil derives create_time from boot time + start ticks
+# A run's own record, from its first moment (its directory, this process): never stopped by the janitor, which ends
+# the run's statuses and writes its row when the process is gone without having finished.
+RUN = "run"
 
 # Who owns what this process starts: the orchestrator installs a lookup (flows: the current flow
 # run's id), so the core can record ownership without knowing about Prefect.
@@ -44,8 +49,13 @@ def live_dir() -> Path:
 
 
 def record_key(record: dict[str, Any]) -> str:
-    """A process is named by its pid, a container by its id."""
-    return f"container-{record['container_id']}" if record.get("container_id") else f"pid-{record['pid']}"
+    """A process is named by its pid, a container by its id, a run by its directory (one process runs several:
+    a comparison's members)."""
+    if record.get("container_id"):
+        return f"container-{record['container_id']}"
+    if record.get("kind") == RUN:
+        return f"run-{hashlib.sha256(record['run_dir'].encode()).hexdigest()[:16]}"
+    return f"pid-{record['pid']}"
 
 
 def register(record: dict[str, Any]) -> Path:
@@ -75,6 +85,17 @@ def track_process(pid: int, kind: str, what: str, **extra: Any) -> dict[str, Any
     record = _owned({"pid": pid, "create_time": create_time, "kind": kind, "what": what, **extra})
     register(record)
     return record
+
+
+def track_run(run_dir: Path, role: dict[str, Any] | None) -> dict[str, Any]:
+    """This process's record of the run in `run_dir`: `role` its RunRole as data (None: a directory that writes no
+    row of its own, a sweep's, whose cells are the runs)."""
+    return track_process(os.getpid(), RUN, f"run {run_dir}", run_dir=str(run_dir), role=role, has_row=role is not None)
+
+
+def untrack_run(run_dir: Path) -> None:
+    """The run ended in its own process (its statuses and row written): nothing for a janitor to finish."""
+    unregister({"kind": RUN, "run_dir": str(run_dir)})
 
 
 def records() -> Iterator[tuple[Path, dict[str, Any]]]:

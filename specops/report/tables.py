@@ -1,29 +1,30 @@
 """comparison.csv and report.md, rendered from the RunResult alone."""
 from __future__ import annotations
 
-import math
-import re
 from collections.abc import Callable
 
 import pandas as pd
 
-from specops.results.model import BenchmarkRecord, Design, RunResult, Speedup, VariantRecord
+from specops.results.figures import interval_text
+from specops.results.model import LEVEL, BenchmarkRecord, Design, RunResult, Speedup, VariantRecord
 
-# (header in report.md, value of a variant, format)
+# (header in report.md and the table artifact, value of a variant, format); what a reader acts on first: the
+# variant's rate and how much of its drafting pays, then latency, then the counts and the cost.
 Column = tuple[str, Callable[[VariantRecord], float | None], str]
 SUMMARY_COLUMNS: list[Column] = [
     ("tokens/s", lambda v: v.metrics and v.metrics.output_token_throughput_tok_s, "{:.2f}"),
+    ("accepted/step", lambda v: v.acceptance and v.acceptance.mean_accepted_per_step, "{:.2f}"),
+    ("acceptance", lambda v: v.acceptance and v.acceptance.acceptance_rate, "{:.1%}"),
     ("TTFT p50 ms", lambda v: v.metrics and v.metrics.time_to_first_token_ms_p50, "{:.1f}"),
     ("ITL p50 ms", lambda v: v.metrics and v.metrics.inter_token_latency_ms_p50, "{:.1f}"),
     ("latency p50 ms", lambda v: v.metrics and v.metrics.request_latency_ms_p50, "{:.0f}"),
     ("latency p99 ms", lambda v: v.metrics and v.metrics.request_latency_ms_p99, "{:.0f}"),
     ("out tokens", lambda v: v.metrics and v.metrics.output_sequence_length_avg, "{:.1f}"),
     ("requests", lambda v: v.metrics and v.metrics.request_count, "{:.0f}"),
-    ("acceptance", lambda v: v.acceptance and v.acceptance.acceptance_rate, "{:.1%}"),
-    ("accepted/step", lambda v: v.acceptance and v.acceptance.mean_accepted_per_step, "{:.2f}"),
     ("CPU s/1k tok", lambda v: v.cost and v.cost.cpu_s_per_1k_tokens, "{:.1f}"),
     ("GPU J/1k tok", lambda v: v.cost and v.cost.gpu_j_per_1k_tokens, "{:.0f}"),
 ]
+SPEEDUP = f"speedup ({LEVEL:.0%})"
 
 
 def variant_row(result: RunResult, v: VariantRecord) -> dict:
@@ -62,15 +63,36 @@ def _fmt(value, pattern: str) -> str:
     return "-" if value is None or (isinstance(value, float) and pd.isna(value)) else pattern.format(value)
 
 
-def markdown_table(result: RunResult) -> str:
-    headers = ["variant", "method"] + [h for h, _, _ in SUMMARY_COLUMNS] + ["speedup"]
-    lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
+def _speedup_cell(result: RunResult, v: VariantRecord) -> str:
     s = result.speedup
-    for v in result.variants:
-        cells = [v.name, v.method] + [_fmt(get(v), f) for _, get, f in SUMMARY_COLUMNS]
-        cells.append(_fmt((s.point if v.name == "speculative" else 1.0) if s else None, "{:.2f}x"))
-        lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+    if s is None:
+        return "-"
+    if v.name != "speculative":
+        return "1.00x (the base)"
+    return interval_text(s.point, s.low, s.high) + ("" if s.has_interval else " (no interval)")
+
+
+def summary_rows(result: RunResult) -> list[dict[str, str]]:
+    """Each variant as people read it: the speedup with its interval first, then SUMMARY_COLUMNS, formatted; a
+    column no variant has a figure for is left out (the full record is comparison.csv)."""
+    rows = [{"variant": v.name, "method": v.method, SPEEDUP: _speedup_cell(result, v),
+             **{h: _fmt(get(v), f) for h, get, f in SUMMARY_COLUMNS}} for v in result.variants]
+    shown = [h for h, _, _ in SUMMARY_COLUMNS if any(row[h] != "-" for row in rows)]
+    return [{k: row[k] for k in ("variant", "method", SPEEDUP, *shown)} for row in rows]
+
+
+def markdown_table(result: RunResult) -> str:
+    rows = summary_rows(result)
+    headers = list(rows[0])
+    lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
+    return "\n".join(lines + ["| " + " | ".join(row.values()) + " |" for row in rows])
+
+
+def table_artifact(result: RunResult) -> list[dict[str, str]]:
+    """The comparison table artifact: the report's rows, and the run's verdict and status (none measured: a row
+    saying so)."""
+    rows = summary_rows(result) if result.variants else [{"variant": "-"}]
+    return [{**row, "verdict": result.verdict.value, "status": result.status.value} for row in rows]
 
 
 def headline(result: RunResult) -> str:
@@ -195,48 +217,3 @@ def report_markdown(result: RunResult) -> str:
     parts += acceptance_lines(result) + cost_lines(result)
     parts += [f"- {n}" for n in notes(result)]
     return "\n".join(parts).rstrip() + "\n"
-
-
-# Digits a figure is shown with in tables people read (the comparison table artifact); files for programs
-# (comparison.csv, manifest.json) keep every digit.
-# (column name pattern, decimals), first match wins: what the figure measures decides, not its size.
-DIGITS: list[tuple[str, int]] = [
-    (r"^speedup", 3),  # ratios: 1.23x, with intervals that differ in the third digit
-    (r"^acceptance_rate$", 3),
-    (r"_s_per_step$", 4),  # seconds per verification step: tenths of a millisecond
-    (r"_per_step$", 2),  # tokens per verification step
-    (r"_tok_s$", 1),
-    (r"_req_s$", 2),
-    (r"_ms(_|$)", 1),
-    (r"_sequence_length", 1),
-    (r"^(num_|request_count$|rounds$)", 0),  # counts
-    (r"^cpu_s_per_1k", 1),
-    (r"^gpu_j_per_1k", 0),
-    (r"_step_s$", 4),
-]
-SIGNIFICANT = 4  # any other float: enough to compare, short enough to read
-
-
-def decimals(column: str) -> int | None:
-    """The decimals of `column` (None: no rule, the float keeps SIGNIFICANT significant digits)."""
-    return next((d for pattern, d in DIGITS if re.search(pattern, column)), None)
-
-
-def rounded(column: str, value):
-    """`value` as the table shows it: floats rounded by the column's rule, whole counts as ints, NaN as None."""
-    if value is None or isinstance(value, bool) or not isinstance(value, (int, float)):
-        return value
-    if isinstance(value, float) and math.isnan(value):
-        return None
-    places = decimals(column)
-    if places is None:
-        if value == 0 or isinstance(value, int):
-            return value
-        places = max(0, SIGNIFICANT - 1 - math.floor(math.log10(abs(value))))
-    return int(round(value)) if places == 0 else round(float(value), places)
-
-
-def rounded_records(frame: pd.DataFrame) -> list[dict]:
-    """The frame's rows for a table artifact, each figure rounded by its column."""
-    rows = frame.astype(object).where(frame.notna(), None).to_dict(orient="records")
-    return [{column: rounded(column, value) for column, value in row.items()} for row in rows]

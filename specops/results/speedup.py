@@ -28,7 +28,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 
 import numpy as np
-from scipy import stats
+from scipy.special import stdtrit
 
 from specops.results.metrics import PromptSpread, RequestSample
 from specops.results.model import LEVEL, Design, Speedup
@@ -101,6 +101,7 @@ def _t_interval(units: np.ndarray, unit_of: list[int], point: float, level: floa
         return None, None, f"none: one {name[:-1]} is one unit"
     clusters = np.stack([units[[i for i, u in enumerate(unit_of) if u == k]].sum(axis=0) for k in ids])
     se = log_ratio_se(clusters)
-    t = float(stats.t.ppf(1 - (1 - level) / 2, df=len(ids) - 1))
+    # Student t's quantile, as scipy.stats.t.ppf gives it; scipy.special imports in ~1.9 s less than scipy.stats
+    t = float(stdtrit(len(ids) - 1, 1 - (1 - level) / 2))
     return (point * float(np.exp(-t * se)), point * float(np.exp(t * se)),
             f"{name} (t-interval over {len(ids)} {name}; {why})")

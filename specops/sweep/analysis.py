@@ -46,6 +46,10 @@ class Cell(BaseModel):
         """Counts for crossover and best K: measured, and lossless (an INVALID run's speed is not a result)."""
         return self.status == Status.OK.value and self.speedup is not None and math.isfinite(self.speedup)
 
+    @property
+    def has_interval(self) -> bool:
+        return self.speedup_low is not None and self.speedup_high is not None
+
 
 class Pays(StrEnum):
     CROSSES = "crosses"  # pays at low concurrency, stops paying between two measured ones
@@ -115,12 +119,57 @@ def crossover(cells: list[Cell]) -> dict[int, Crossover]:
     return {k: crossover_of(k, group) for k, group in by_k(cells).items()}
 
 
+class Choice(BaseModel):
+    """The draft length a sweep recommends at one concurrency (None: serve without speculation), and why."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    k: int | None
+    why: str
+
+
+def _shown(cell: Cell) -> str:
+    spread = f" ({cell.speedup_low:.2f}-{cell.speedup_high:.2f})" if cell.has_interval else " (no interval)"
+    return f"K={cell.k} {cell.speedup:.2f}x{spread}"
+
+
+def _overlap(a: Cell, b: Cell) -> bool:
+    """The two cells' intervals cannot be told apart (a cell without an interval cannot be told from any)."""
+    if not (a.has_interval and b.has_interval):
+        return True
+    return a.speedup_low <= b.speedup_high and b.speedup_low <= a.speedup_high
+
+
+def choose(cells: list[Cell]) -> Choice:
+    """One concurrency's choice. A K is named only where its 95% interval lies above 1.0 (it beats the base) and
+    apart from the other Ks'; where the best K's interval overlaps others', the shortest of them that beats the base
+    (the same speed, as far as the measurement can tell, for less drafting work)."""
+    usable = sorted((c for c in cells if c.usable), key=lambda c: c.k)
+    if not usable:
+        return Choice(k=None, why="no usable cell (failed, invalid or not measured)")
+    best = max(usable, key=lambda c: (c.speedup, -c.k))
+    if best.speedup <= 1.0:
+        return Choice(k=None, why=f"no draft length beat the base (best {_shown(best)})")
+    if not best.has_interval or best.speedup_low <= 1.0:
+        return Choice(k=None, why=f"cannot tell {_shown(best)} from the base (1.00x)")
+    tied = [c for c in usable if c is not best and _overlap(c, best)]
+    paying = [c for c in [best, *tied] if c.has_interval and c.speedup_low > 1.0]
+    pick = min(paying, key=lambda c: c.k)
+    if not tied:
+        others = ", apart from every other K" if len(usable) > 1 else ""
+        return Choice(k=best.k, why=f"{_shown(best)}: beats the base{others}")
+    group = sorted([best, *tied], key=lambda c: c.k)
+    names = [f"K={c.k}" for c in group]
+    apart = " from ".join(names) if len(names) == 2 else f"{', '.join(names[:-1])} and {names[-1]} apart"
+    return Choice(k=pick.k, why=f"cannot tell {apart} ({'; '.join(map(_shown, group))}): K={pick.k}, the shortest "
+                                "of them that beats the base")
+
+
+def choose_k(cells: list[Cell]) -> dict[int, Choice]:
+    """Per concurrency: the draft length to serve there, by the rule of `choose`."""
+    return {c: choose([cell for cell in cells if cell.concurrency == c])
+            for c in sorted({cell.concurrency for cell in cells})}
+
+
 def best_k(cells: list[Cell]) -> dict[int, int | None]:
-    """Per concurrency: the draft length with the highest speedup, None where no K beats the base
-    (do not speculate there). Ties go to the shorter draft: the same speed for less work."""
-    out: dict[int, int | None] = {}
-    for c in sorted({cell.concurrency for cell in cells}):
-        here = [cell for cell in cells if cell.concurrency == c and cell.usable]
-        best = max(here, key=lambda cell: (cell.speedup, -cell.k), default=None)
-        out[c] = best.k if best is not None and best.speedup > 1.0 else None
-    return out
+    """Per concurrency: the draft length `choose_k` names, None where none is shown to beat the base."""
+    return {c: choice.k for c, choice in choose_k(cells).items()}

@@ -16,7 +16,11 @@ from specops.profile.loader import LoadedProfile, load_profile, overridden
 from specops.results.role import SCHEDULE_SERIES
 
 # Bump when what a cell measures changes for the same inputs, so old cells are measured again.
-SWEEP_CELL_VERSION = 1
+# 2: the base measured beside each cell (interleaved requests, or alternating rounds), each cell with its interval.
+SWEEP_CELL_VERSION = 2
+# Alternating rounds per cell where requests cannot interleave (concurrency > 1): each round is one unit of the
+# interval (Student t, n-1 degrees of freedom: 2 rounds give t = 12.7, 3 give 4.3).
+CELL_ROUNDS = 3
 K_KEY = "method.num_speculative_tokens"
 C_KEY = "benchmark.concurrency"
 

@@ -6,7 +6,7 @@ from collections import Counter
 from pydantic import BaseModel, ConfigDict
 
 from specops.run.variant import BASE, SPECULATIVE
-from specops.sweep.analysis import Cell, Crossover, crossover
+from specops.sweep.analysis import Cell, Choice, Crossover, crossover
 from specops.sweep.grid import SweepGrid
 from specops.sweep.plan import SweepRun
 from specops.sweep.schedule import Recommendation
@@ -22,7 +22,7 @@ class SweepOutcome(BaseModel):
     run_dir: str
     cells: list[Cell]
     crossovers: dict[int, Crossover]
-    best: dict[int, int | None]  # concurrency -> K (None: no K beat the base there)
+    choices: dict[int, Choice]  # concurrency -> the K to serve there (None: none shown to beat the base), and why
     recommendation: Recommendation
     # The recommended schedule served once and measured at each concurrency (k = its largest K); empty where the
     # backend takes no schedule from the profile or the best K does not vary with load.
@@ -31,15 +31,20 @@ class SweepOutcome(BaseModel):
     server_starts: dict[str, int]  # variant -> servers this run started ("speculative" once per draft length)
     table: str  # the text table, crossovers and recommendation (specops.sweep.table.format_sweep)
 
+    @property
+    def best(self) -> dict[int, int | None]:
+        """concurrency -> the K chosen there (None: do not speculate)."""
+        return {c: choice.k for c, choice in self.choices.items()}
 
-def sweep_outcome(sweep: SweepRun, grid: SweepGrid, cells: list[Cell], best: dict[int, int | None],
+
+def sweep_outcome(sweep: SweepRun, grid: SweepGrid, cells: list[Cell], choices: dict[int, Choice],
                   recommendation: Recommendation, schedule_cells: list[Cell]) -> SweepOutcome:
-    """The grid's cells (`best`: their analysis.best_k, which the recommendation was made from) and the served
+    """The grid's cells (`choices`: their analysis.choose_k, which the recommendation was made from) and the served
     schedule's, analysed; what the sweep run measured, by the servers it started."""
     crossovers = crossover(cells)
     return SweepOutcome(profile=sweep.loaded.profile.name, overrides=list(sweep.overrides), grid=grid,
-                        run_dir=str(sweep.run.path), cells=cells, crossovers=crossovers, best=best,
+                        run_dir=str(sweep.run.path), cells=cells, crossovers=crossovers, choices=choices,
                         recommendation=recommendation, schedule_cells=schedule_cells,
                         measured=[f"{g.series.name}-c{c}" for g in sweep.served for c in g.concurrencies],
                         server_starts=Counter(BASE if g.series.k is None else SPECULATIVE for g in sweep.served),
-                        table=format_sweep(cells, crossovers, best, recommendation, schedule_cells))
+                        table=format_sweep(cells, crossovers, choices, recommendation, schedule_cells))

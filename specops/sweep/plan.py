@@ -2,7 +2,7 @@
 (by an earlier sweep of the same settings, killed half-way, or by this run); and the sweep run so far."""
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -10,10 +10,10 @@ from specops.backends.base import Backend
 from specops.bench.tool import BenchTool
 from specops.pipeline.summarize import RunFacts
 from specops.profile.loader import LoadedProfile, overridden
-from specops.results.model import Lossless, VariantRecord, Window
+from specops.results.model import Design, Lossless, VariantRecord, Window
 from specops.run.rundir import RunDir
 from specops.sources.schemes import ModelArtifact
-from specops.sweep.cells import BaseCell, CellStore
+from specops.sweep.cells import CellStore
 from specops.sweep.grid import BASE_SERIES, Series, cell_key
 
 
@@ -25,14 +25,16 @@ class ServerGroup:
     concurrencies: tuple[int, ...]
 
 
-def plan_sweep(series: Sequence[Series], concurrencies: Sequence[int], kept: Collection[tuple[int, int]],
-               kept_bases: Collection[int]) -> tuple[ServerGroup, ...]:
-    """A server per series lacking cells of `kept` (K, concurrency), measuring only those, after one base server
-    for the concurrencies where a missing cell lacks the base cell it is compared with."""
+def plan_sweep(series: Sequence[Series], concurrencies: Sequence[int], kept: Collection[tuple[int, int]]
+               ) -> tuple[ServerGroup, ...]:
+    """A server per series lacking cells of `kept` (K, concurrency), measuring only those (each beside the base's
+    server, which the sweep starts once, before the first of them: BASE_GROUP in its record of servers)."""
     lacking = [ServerGroup(s, tuple(c for c in concurrencies if (s.k, c) not in kept)) for s in series]
-    lacking = [group for group in lacking if group.concurrencies]
-    bases = tuple(sorted({c for group in lacking for c in group.concurrencies} - set(kept_bases)))
-    return (*([ServerGroup(BASE_SERIES, bases)] if bases else []), *lacking)
+    return tuple(group for group in lacking if group.concurrencies)
+
+
+# The base's server in a sweep's record of the servers it started: up beside every other, measuring no cell alone.
+BASE_GROUP = ServerGroup(BASE_SERIES, ())
 
 
 @dataclass(frozen=True)
@@ -48,7 +50,6 @@ class SweepRun:
     run: RunDir
     store: CellStore
     facts: RunFacts = field(default_factory=RunFacts)
-    bases: Mapping[int, BaseCell] = field(default_factory=dict)
     served: tuple[ServerGroup, ...] = ()
     target: ModelArtifact | None = None
     draft: ModelArtifact | None = None
@@ -61,10 +62,9 @@ class SweepRun:
     def key(self, series: Series, c: int) -> str:
         return cell_key(self.loaded.sha256, [*self.overrides, *series.schedule], series.k, c)
 
-    def keys(self, series: Sequence[Series], concurrencies: Sequence[int]) -> dict[tuple[int | None, int], str]:
-        """The keys of the series' cells and of the base cells not known yet (K None), by (K, concurrency)."""
-        return {(s.k, c): self.key(s, c) for s in [BASE_SERIES, *series] for c in concurrencies
-                if s.k is not None or c not in self.bases}
+    def keys(self, series: Sequence[Series], concurrencies: Sequence[int]) -> dict[tuple[int, int], str]:
+        """The keys of the series' cells, by (K, concurrency)."""
+        return {(s.k, c): self.key(s, c) for s in series for c in concurrencies}
 
     def schedule(self, overrides: list[str] | None, c: int) -> Series | None:
         """The recommended per-load schedule as a series up to its largest K (None: the backend takes none)."""
@@ -72,9 +72,10 @@ class SweepRun:
             return None
         return Series(self.profile(Series(None, tuple(overrides)), c).profile.method.draft_length(), tuple(overrides))
 
-    def cell_facts(self, record: VariantRecord, base: BaseCell, lossless: Lossless | None, window: Window
-                   ) -> RunFacts:
-        """A speculative cell's facts: its record against the base's at its concurrency, the servers both reported."""
-        return RunFacts(models=dict(self.facts.models), variants=[record, base.variant], lossless=lossless,
-                        cached_steps=dict(self.facts.cached_steps), servers={**base.servers, **self.facts.servers},
-                        window=window)
+    def cell_facts(self, records: list[VariantRecord], lossless: Lossless | None, window: Window,
+                   design: tuple[Design, str | None]) -> RunFacts:
+        """A cell's facts: its records (speculative, then the base beside it), paired by `design`; a snapshot of
+        the models and servers so far (later steps do not change a kept cell)."""
+        return RunFacts(models=dict(self.facts.models), variants=list(records), lossless=lossless,
+                        cached_steps=dict(self.facts.cached_steps), servers=dict(self.facts.servers), window=window,
+                        design=design)

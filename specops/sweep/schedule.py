@@ -3,7 +3,7 @@ own per-load schedule key where the framework version its profile pins has one
 (data/draft_schedules.yaml says what each key means; vllm.yaml / trtllm.yaml say which versions have it)."""
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -168,12 +168,17 @@ def _release_of(config: ContainerBackendConfig, image: str) -> str:
     return config.model_copy(update={"image": image, "framework_version": None}).release()
 
 
-def recommend(loaded: LoadedProfile, best: dict[int, int | None]) -> Recommendation:
-    """The sweep's best K per concurrency (analysis.best_k) as settings for this profile's backend."""
+def recommend(loaded: LoadedProfile, best: dict[int, int | None], why: Mapping[int, str] | None = None
+              ) -> Recommendation:
+    """The sweep's best K per concurrency (analysis.best_k) as settings for this profile's backend; `why`: the
+    reason of each concurrency's choice (analysis.choose_k), kept as a note where it is not the plain best."""
     overrides = {c: [f"{K_KEY}={k}"] for c, k in sorted(best.items()) if k is not None}
     base = sorted(c for c, k in best.items() if k is None)
     framework, keys, source, notes = _backend_schedule(loaded, best)
-    if base:
+    if why is not None:
+        notes = [*(f"concurrency {c}: {text}" for c, text in sorted(why.items()) if c in base or "cannot tell" in text),
+                 *notes]
+    elif base:
         notes = [f"concurrency {', '.join(map(str, base))}: no draft length beat the base; serve without "
                  "speculation there", *notes]
     return Recommendation(profile=loaded.profile.name, backend=loaded.profile.backend.kind, framework=framework,

@@ -4,7 +4,7 @@ from __future__ import annotations
 from specops.results.figures import MISSING, figure, interval_text, shown
 from specops.results.history import text_table
 from specops.results.model import LEVEL, RunResult
-from specops.sweep.analysis import Cell, Crossover
+from specops.sweep.analysis import Cell, Choice, Crossover
 from specops.sweep.schedule import Recommendation, flow
 
 
@@ -17,12 +17,12 @@ def _cell_text(cell: Cell | None) -> str:
     return f"{speedup} al {shown(cell.mean_acceptance_length)}"
 
 
-def format_sweep(cells: list[Cell], crossovers: dict[int, Crossover], best: dict[int, int | None],
+def format_sweep(cells: list[Cell], crossovers: dict[int, Crossover], choices: dict[int, Choice],
                  recommendation: Recommendation, schedule: list[Cell] | None = None) -> str:
     """The K x concurrency table (speedup with its interval, `al` = mean acceptance length; the served schedule
-    as its last row), the crossover per K, the best K per concurrency and the recommendation."""
+    as its last row), the crossover per K, the K chosen per concurrency with why, and the recommendation."""
     ks = sorted({c.k for c in cells} | set(crossovers))
-    cs = sorted({c.concurrency for c in cells} | set(best))
+    cs = sorted({c.concurrency for c in cells} | set(choices))
     at = {(c.k, c.concurrency): c for c in cells}
     base = {c.concurrency: c.base_tok_s for c in cells if c.base_tok_s is not None}
     header = ["K \\ concurrency", *map(str, cs)]
@@ -37,11 +37,15 @@ def format_sweep(cells: list[Cell], crossovers: dict[int, Crossover], best: dict
         cross = crossovers.get(k)
         note = f"  [{cross.note}]" if cross is not None and cross.note else ""
         lines.append(f"  K={k}: {cross.text() if cross else 'no data'}{note}")
-    lines += ["", "Best K per concurrency:"]
-    lines += [f"  concurrency {c}: " + (f"K={best[c]}" if best.get(c) is not None else "base (do not speculate)")
-              for c in cs]
+    lines += ["", "K per concurrency (named only where its 95% interval is apart from the base's 1.00x and the other "
+              "Ks'):"]
+    lines += [f"  concurrency {c}: " + (_choice_text(choices[c]) if c in choices else "not measured") for c in cs]
     lines += ["", *format_recommendation(recommendation)]
     return "\n".join(lines) + "\n"
+
+
+def _choice_text(choice: Choice) -> str:
+    return f"{f'K={choice.k}' if choice.k is not None else 'base (do not speculate)'}: {choice.why}"
 
 
 def format_recommendation(r: Recommendation) -> list[str]:

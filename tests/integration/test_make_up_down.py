@@ -192,9 +192,10 @@ def check_artifact_pages_in_the_ui(ui: str, api: str, finished: dict[str, tuple[
         for name, (run_id, _) in finished.items():
             pages = flow_run_artifact_pages(driver, ui, run_id)
             assert pages, f"{name}: no artifact on its run's page"
-            figures, links = [], []
+            figures, links, texts = [], [], []
             for page_url in pages:
                 page = artifact_page(driver, ui, page_url.rstrip("/").rsplit("/", 1)[-1])
+                texts.append(page.text)
                 broken = [image.src for image in page.images if not image.loaded]
                 if broken:
                     save_screenshot(driver, shots / f"{name.replace('/', '-')}.png")
@@ -202,6 +203,8 @@ def check_artifact_pages_in_the_ui(ui: str, api: str, finished: dict[str, tuple[
                 figures += [image.src for image in page.images]
                 links += page.links
             assert any(UI_FIGURES[name] in src for src in figures), (name, figures)
+            if name.startswith("sweep/"):  # issue 39: the sweep's cells carry their 95% intervals on its page
+                assert re.search(r"\d+\.\d\dx \(\d+\.\d\d-\d+\.\d\d\)", "\n".join(texts)), "\n".join(texts)[-3000:]
             assert links and unreachable_links(sorted(set(links))) == {}, (name, links)
 
 

@@ -4,18 +4,26 @@ Real tritonserver, genai-perf, perf_analyzer and Prefect API server. When the ru
 while perf_analyzer is sending requests, tritonserver (its death signal), its stubs (they exit
 when orphaned), genai-perf and perf_analyzer (their guard's death signal) and the Prefect API
 server (its guard) are gone within seconds, their ports free, and `specops janitor` finds nothing
-of the run. When the guard is SIGKILLed together with the run (nothing then kills the tool),
-`specops janitor` stops what is left of the tool's process group.
+of the run to stop; it ends the run's status failed at the step it was in and writes its row (issue 40: a run's
+own record, from its first moment). So for a run killed while it waits for the host lock, before any server, and
+for one killed while its servers start.
+When the guard is SIGKILLed together with the run (nothing then kills the tool), `specops janitor` stops what is
+left of the tool's process group.
 """
 from __future__ import annotations
 
 import json
 import os
 import signal
+import socket
+import time
 
 import psutil
 import pytest
 
+from prefect_adapters.slot_limits import WAIT_STEP
+from specops.results.model import Status
+from specops.results.store import ResultsStore
 from tests.integration.faults.support import (
     SHRINK,
     busy_ports,
@@ -64,8 +72,43 @@ def test_a_sigkilled_run_leaves_no_process_and_no_port(tool, embedded_model, tmp
         status = json.loads((run.run_dir / "status.json").read_text())
         assert (status["state"], status["step"]) == ("failed", "benchmark"), status
         assert "ended without finishing" in status["error"]
+        assert_one_failed_row(tmp_path, run, "benchmark", janitor.stdout)
     finally:
         run.stop()
+
+
+def assert_one_failed_row(tmp_path, run, step: str, said: str) -> None:
+    """The janitor's row of the killed run, in the results database the run would have written (its default).
+    The run's own: a janitor ends every dead run it finds recorded, and another worker's test may have one."""
+    with ResultsStore.open(f"sqlite:///{tmp_path / 'artifacts' / 'results.db'}") as store:
+        rows = [r for r in store.history("ngram-local") if r.run_dir == str(run.run_dir)]
+    assert [(r.status, r.failure.step) for r in rows] == [(Status.FAILED, step)], said
+    assert "(killed)" in rows[0].failure.error and "row recorded" in said, said
+
+
+@pytest.mark.parametrize("step", [WAIT_STEP, "serve"])
+def test_a_run_killed_at_a_step_is_ended_there_with_a_row(step, embedded_model, tmp_path):
+    from specops.host.host_lock import hold_host_locks
+
+    held = [f"cpu:{socket.gethostname()}"] if step == WAIT_STEP else []  # the lock a CPU run waits for
+    with hold_host_locks(held, "the test, holding the lock", lambda _: None):
+        run = start_run(tmp_path)
+        try:
+            deadline = time.monotonic() + 300
+            while not (run.run_dir / "status.json").is_file() or \
+                    json.loads((run.run_dir / "status.json").read_text()).get("step") != step:
+                assert run.proc.poll() is None and time.monotonic() < deadline, run.tail()
+                time.sleep(0.05)
+            run.proc.kill()
+            run.proc.wait()
+            wait_gone(run.processes(), DEATH_BOUND_S)
+        finally:
+            run.stop()
+    janitor = specops(run.env, "janitor")
+    assert janitor.returncode == 0, janitor.stderr
+    status = json.loads((run.run_dir / "status.json").read_text())
+    assert (status["state"], status["step"]) == ("failed", step), status
+    assert_one_failed_row(tmp_path, run, step, janitor.stdout)
 
 
 def _frozen(proc: psutil.Process) -> bool:

@@ -19,10 +19,13 @@ from cli.main import main
 from specops.profile import loader
 from specops.results.model import Status
 from specops.run.rundir import read_status
-from tests.integration.faults.support import SHRINK
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 OURS = ("specops", "flows", "tasks", "prefect_adapters", "cli")
+# The smallest run that still takes every step (both servers, the lossless check, one interleaved AIPerf round):
+# what is counted is loads, not what they measure.
+SHRINK = ["benchmark.num_requests=2", "benchmark.output_tokens=8", "comparison.lossless_prompts=1",
+          "comparison.lossless_max_tokens=8"]
 
 
 def test_a_run_loads_its_profile_once(embedded_model, tmp_path, monkeypatch):

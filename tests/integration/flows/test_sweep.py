@@ -1,6 +1,9 @@
-"""A sweep of ngram-local over K {1, 2, 4} x concurrency {1, 2}, killed after its second cell and run
-again: the second run measures only the cells the first did not keep, restarting the speculative
-server once per draft length (3 starts), never per cell, and reads the base cells from the cache."""
+"""A sweep of ngram-local (the embedded default) over K {1, 2} x concurrency {1, 2}, killed after its second cell
+and run again: the second run measures only the cells the first did not keep, starting the speculative server
+once per draft length still missing cells, never per cell, and the base's once, beside them. Every cell has its
+95% interval: requests interleaved with the base at concurrency 1, alternating rounds (CELL_ROUNDS) at 2; the K
+named per concurrency is the one the interval rule (specops.sweep.analysis.choose, unit-tested both ways on
+constructed cells) gives for these cells, and the table says why."""
 from __future__ import annotations
 
 import json
@@ -15,14 +18,16 @@ from pathlib import Path
 import pytest
 
 from specops.profile.loader import load_profile
+from specops.results.model import Design
+from specops.sweep.analysis import choose_k
 from specops.sweep.cells import CellStore
-from specops.sweep.grid import cell_key
+from specops.sweep.grid import CELL_ROUNDS, cell_key
 from specops.sweep.outcome import SweepOutcome
 from tests.integration.support import REPO_ROOT, SHARED_CACHE, processes_mentioning, service_env
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
-KS, CS = [1, 2, 4], [1, 2]
+KS, CS = [1, 2], [1, 2]
 URL = "http://artifacts.test:4201"
 SHRINK = ["benchmark.num_requests=2", "benchmark.output_tokens=16", "benchmark.warmup_requests=0",
           "comparison.lossless_prompts=1", "comparison.lossless_max_tokens=8"]
@@ -39,14 +44,12 @@ def sweep_cmd(run_id: str) -> list[str]:
 def test_a_killed_sweep_run_again_measures_only_the_missing_cells(embedded_model, tmp_path):
     store = CellStore(SHARED_CACHE / "sweeps")
     sha = load_profile("ngram-local", SHRINK).sha256
-    keys = {(k, c): cell_key(sha, SHRINK, k, c) for k in [None, *KS] for c in CS}
+    keys = {(k, c): cell_key(sha, SHRINK, k, c) for k in KS for c in CS}
     for key in keys.values():  # a sweep of these settings from an earlier test session would be found
-        for kind in ("cell", "base"):
-            store._path(key, kind).unlink(missing_ok=True)
+        store.path(key).unlink(missing_ok=True)
 
-    def kept() -> list[tuple[int | None, int]]:
-        return [kc for kc, key in keys.items()
-                if (store.result(key) if kc[0] is not None else store.base(key)) is not None]
+    def kept() -> list[tuple[int, int]]:
+        return [kc for kc, key in keys.items() if store.result(key) is not None]
 
     env = service_env(tmp_path, SPECOPS_ARTIFACTS_URL=URL)  # nothing serves it: what the artifacts say is read
     artifacts = tmp_path / "artifacts" / "ngram-local"
@@ -83,28 +86,36 @@ def test_a_killed_sweep_run_again_measures_only_the_missing_cells(embedded_model
     print(f"second sweep: {time.monotonic() - t1:.0f}s\n{second.stdout[-2500:]}")
     outcome = SweepOutcome.model_validate_json((artifacts / "second" / "sweep.json").read_text())
     missing = [kc for kc in keys if kc not in before]
-    name = {kc: (f"k{kc[0]}" if kc[0] is not None else "base") + f"-c{kc[1]}" for kc in keys}
-    assert sorted(outcome.measured) == sorted(name[kc] for kc in missing)  # nothing measured twice
-    # one server per draft length still missing cells, none per cell; the base only when it lacked a cell
-    assert outcome.server_starts.get("speculative") == len({k for k, _ in missing if k is not None})
-    assert outcome.server_starts.get("base", 0) == (1 if any(k is None for k, _ in missing) else 0)
+    assert sorted(outcome.measured) == sorted(f"k{k}-c{c}" for k, c in missing)  # nothing measured twice
+    # one server per draft length still missing cells, none per cell; the base once, beside them
+    assert outcome.server_starts == {"speculative": len({k for k, _ in missing}), "base": 1}
     started = sorted(p.parent.parent.name for p in (artifacts / "second").glob("*/logs/server-speculative.log"))
-    assert started == sorted({f"k{k}" for k, _ in missing if k is not None})
+    assert started == sorted({f"k{k}" for k, _ in missing})
     assert set(kept()) == set(keys)
     assert {(c.k, c.concurrency) for c in outcome.cells} == {(k, c) for k in KS for c in CS}
     assert all(c.status == "ok" and c.speedup is not None for c in outcome.cells), outcome.cells
+    assert all(c.speedup_low < c.speedup < c.speedup_high for c in outcome.cells), outcome.cells  # 95% each
     assert set(outcome.best) == set(CS) and set(outcome.crossovers) == set(KS)
     for k, c in ((k, c) for k in KS for c in CS):  # every cell is a RunResult of its own, with its report
         result = store.result(keys[(k, c)])
         assert result.benchmark.concurrency == c and f"method.num_speculative_tokens={k}" in result.overrides
         assert (Path(result.run_dir) / "report.md").is_file()
+        # the base measured beside it: requests interleaved at 1, CELL_ROUNDS alternating rounds above
+        assert [v.name for v in result.variants] == ["speculative", "base"]
+        design = (Design.REQUESTS, 1) if c == 1 else (Design.ROUNDS, CELL_ROUNDS)
+        assert (result.speedup.design, result.speedup.rounds) == design, (k, c, result.speedup)
     table = (artifacts / "second" / "sweep.md").read_text()
     assert "Crossover" in table and "Recommendation" in table
+    assert outcome.choices == choose_k(outcome.cells)  # the K named is the rule's, for these cells
+    for c, choice in outcome.choices.items():
+        assert f"concurrency {c}: {'base (do not speculate)' if choice.k is None else f'K={choice.k}'}: " \
+               f"{choice.why}" in table, table
+    print(table)
     assert sorted(p.name for p in (artifacts / "second").glob("*.png")), "the plots"
     states = _statuses(artifacts / "second")
     assert len(states) > 1 and {state["state"] for state in states.values()} == {"ok"}, states
     print(json.dumps(outcome.server_starts), outcome.measured)
-    _assert_artifacts(Path(env["PREFECT_HOME"]) / "prefect.db", set(keys) - {kc for kc in keys if kc[0] is None})
+    _assert_artifacts(Path(env["PREFECT_HOME"]) / "prefect.db", set(keys))
 
 
 def _assert_artifacts(database: Path, cells: set[tuple[int, int]]) -> None:

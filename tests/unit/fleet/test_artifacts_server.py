@@ -92,3 +92,19 @@ def test_alerts_are_taken_from_this_host_only_when_bound_to_every_address(root):
         assert status == 403 and b"this host only" in body
         assert request(port, "/ngram-local/run-1/report.md", host=address)[0] == 200  # reading stays open
     assert (root / ALERTS_FILE).read_text() == '{"from":"here"}\n'
+
+
+def test_a_link_out_of_the_root_answers_404_even_into_a_sibling_whose_name_extends_the_roots(root):
+    """Confinement is by where a path resolves, and by whole path components: `artifacts-old` is not inside
+    `artifacts`, and a link that leads out is out, however its own path reads."""
+    for sibling in ("artifacts-old", "elsewhere"):
+        outside = root.parent / sibling / "ngram-local" / "run-0"
+        outside.mkdir(parents=True)
+        (outside / "report.md").write_text(f"# the {sibling} report\n")
+        (root / "ngram-local" / f"link-to-{sibling}").symlink_to(outside, target_is_directory=True)
+    (root / "ngram-local" / "link-inside").symlink_to(root / "ngram-local" / "run-1", target_is_directory=True)
+    with serving(root) as port:
+        assert request(port, "/ngram-local/link-inside/report.md") == (200, b"# report\n")  # resolves inside
+        for sibling in ("artifacts-old", "elsewhere"):
+            status, body = request(port, f"/ngram-local/link-to-{sibling}/report.md")
+            assert status == 404 and sibling.encode() not in body, (sibling, status)

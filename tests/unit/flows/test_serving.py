@@ -12,6 +12,7 @@ import flows.serving as seam
 from specops.acceptance.model import Acceptance
 from specops.pipeline.check import Pace
 from specops.pipeline.summarize import RunFacts
+from specops.profile.schema import Benchmark
 from specops.results.model import Design
 from specops.run.rundir import RunDir
 from specops.run.variant import BASE, SPECULATIVE, Variant, base_method
@@ -210,6 +211,17 @@ def test_interleaved_requests_take_one_run_per_round_in_an_order_that_flips_each
     # each variant gets its own measurements back, whichever went first
     assert (base_rounds, spec_rounds) == (["base-0", "base-1"], ["speculative-0", "speculative-1"])
     assert spec_acceptance.num_drafts == 7
+
+
+def test_min_rounds_adds_rounds_only_where_the_variants_take_turns(calls):
+    bench = Benchmark(rounds=1)
+    calls.counters.update({BASE: [None] * 4, SPECULATIVE: [None] * 4})
+    with seam.served(BACKEND, BASE_V, "repo", "run") as a, seam.served(BACKEND, SPEC_V, "repo", "run") as b:
+        measured = seam.measure_group([a, b], "tool", "tokenizer", bench, ["prompt"], RUN, min_rounds=3)
+        assert measured.rounds == 3 and bench.rounds == 1  # the profile's benchmark is left as it was
+        assert [e[1:3] for e in calls.log if e[0] == "round"] == [(v, r) for r in range(3) for v in (BASE, SPECULATIVE)]
+        calls.design.chosen = (Design.REQUESTS, None)  # paired requests: each round already gives the interval
+        assert seam.measure_group([a, b], "tool", "tokenizer", bench, ["prompt"], RUN, min_rounds=3).rounds == 1
 
 
 def test_an_interrupt_while_servers_start_returns_at_once_and_each_is_stopped_when_its_start_returns(calls,

@@ -1,32 +1,31 @@
 """The sweep flow runs its plan: the cells kept before are read back and not measured again, the models are
-prepared once per sweep run (not at all when every cell was kept), each planned server is served once and
-measures its cells, a speculative cell is compared with the first base's outputs and summarized with its own
-base cell. The tasks are fakes that log what they were asked; no server starts."""
+prepared once per sweep run (not at all when every cell was kept), the base's server starts once, at the first
+missing cell, and stays up; each planned server is served once, compared with the base's outputs, and measures
+its cells beside the base; a results store that takes no rows stops it before any model or server. The tasks are
+fakes that log what they were asked; no server starts."""
 from __future__ import annotations
 
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import replace
 from types import SimpleNamespace
 
 import pytest
+from prefect.logging import disable_run_logger
 
 import flows.sweep as flow
 from prefect_adapters.slot_limits import Held
+from specops.backends.base import PrerequisiteError
 from specops.pipeline.summarize import RunFacts
 from specops.profile.loader import load_profile
-from specops.results.model import VariantRecord
+from specops.results.model import Design, VariantRecord
 from specops.run.rundir import RunDir
-from specops.sweep.cells import BaseCell, CellStore
-from specops.sweep.grid import BASE_SERIES, Series
-from specops.sweep.plan import ServerGroup, SweepRun
+from specops.sweep.cells import CellStore
+from specops.sweep.grid import Series
+from specops.sweep.plan import BASE_GROUP, ServerGroup, SweepRun
+from tasks.profile import check_result_storage
 from tests.results_factory import run_result
 
 CS = [1, 2]
-
-
-def base_cell(c: int) -> BaseCell:
-    return BaseCell(concurrency=c, variant=VariantRecord(name="base", method="none", model="m"),
-                    outputs=[f"base outputs at {c}"], servers={"fake-server": "0.9"})
 
 
 @pytest.fixture
@@ -39,28 +38,19 @@ def sweep(tmp_path) -> SweepRun:
 def log(monkeypatch) -> list[tuple]:
     """The series' steps as fakes: kept cells from `kept`, measured ones as the plan asks."""
     calls: list[tuple] = []
-    kept = {"results": {(1, 1): run_result(uid="kept-1-1")}, "bases": {1: base_cell(1)}}
+    kept = {(1, 1): run_result(uid="kept-1-1")}
 
     def find_measured_cells(store, keys):
-        calls.append(("find", sorted(keys, key=str)))
-        return ({kc: r for kc, r in kept["results"].items() if kc in keys},
-                {c: b for c, b in kept["bases"].items() if (None, c) in keys})
+        calls.append(("find", sorted(keys)))
+        return {kc: r for kc, r in kept.items() if kc in keys}
 
-    def measure_server(sweep, group, bases, held):
+    def measure_server(sweep, group, servers):
+        servers.base = servers.base or calls.append(("base up",)) or "base"
         calls.append(("serve", group.series.name, group.concurrencies, sweep.target))
-        if group.series == BASE_SERIES:
-            return {c: base_cell(c) for c in group.concurrencies}
-        assert all(c in bases for c in group.concurrencies)  # each cell has its base cell to compare with
         return {c: run_result(uid=f"{group.series.name}-{c}") for c in group.concurrencies}
-
-    @contextmanager
-    def hold_slots(slots, holder, run=None):
-        calls.append(("hold",))
-        yield Held(names=[])
 
     monkeypatch.setattr(flow, "find_measured_cells", find_measured_cells)
     monkeypatch.setattr(flow, "measure_server", measure_server)
-    monkeypatch.setattr(flow, "hold_slots", hold_slots)
     monkeypatch.setattr(flow, "check_prerequisites", lambda backend, tool, run: calls.append(("prerequisites",)))
     monkeypatch.setattr(flow, "check_result_storage", lambda run, name: None)
     monkeypatch.setattr(flow, "prepare_models", lambda loaded, backend, run, cache, facts:
@@ -69,29 +59,29 @@ def log(monkeypatch) -> list[tuple]:
 
 
 def test_a_sweep_run_again_measures_only_the_cells_it_lacks_and_prepares_once(sweep, log):
-    cells, after = flow.measure_series(sweep, [Series(1), Series(2)], CS)
+    servers = flow.SweepServers(ExitStack())
+    cells, after = flow.measure_series(sweep, [Series(1), Series(2)], CS, servers)
     assert [(c.k, c.concurrency, c.run_uid) for c in cells] == [(1, 1, "kept-1-1"), (1, 2, "k1-2"), (2, 1, "k2-1"),
                                                                 (2, 2, "k2-2")]
-    assert log[0] == ("find", sorted([(None, 1), (None, 2), (1, 1), (1, 2), (2, 1), (2, 2)], key=str))
-    assert log[1:] == [("prerequisites",), ("prepare",), ("hold",), ("serve", "base", (2,), "target"),
-                       ("serve", "k1", (2,), "target"), ("serve", "k2", (1, 2), "target")]
-    assert after.served == (ServerGroup(BASE_SERIES, (2,)), ServerGroup(Series(1), (2,)),
-                            ServerGroup(Series(2), (1, 2)))
-    assert list(after.bases) == [1, 2] and after.tokenizer == "target/tokenizer"
+    assert log == [("find", [(1, 1), (1, 2), (2, 1), (2, 2)]), ("prerequisites",), ("prepare",), ("base up",),
+                   ("serve", "k1", (2,), "target"), ("serve", "k2", (1, 2), "target")]
+    assert after.served == (BASE_GROUP, ServerGroup(Series(1), (2,)), ServerGroup(Series(2), (1, 2)))
+    assert after.tokenizer == "target/tokenizer"
     assert sweep.served == () and sweep.target is None  # the run before is left as it was
 
     log.clear()
     schedule = Series(2, ("x=1",))
-    cells, last = flow.measure_series(after, [schedule], CS)
-    assert log == [("find", [(2, 1), (2, 2)]), ("hold",), ("serve", "schedule", (1, 2), "target")]  # no prepare
+    cells, last = flow.measure_series(after, [schedule], CS, servers)
+    # no prepare, and the base still up: not started again
+    assert log == [("find", [(2, 1), (2, 2)]), ("serve", "schedule", (1, 2), "target")]
     assert [c.run_uid for c in cells] == ["schedule-1", "schedule-2"]
     assert last.served == (*after.served, ServerGroup(schedule, (1, 2)))
 
 
-def test_a_sweep_whose_cells_were_all_kept_prepares_nothing_and_holds_nothing(sweep, log):
-    cells, after = flow.measure_series(sweep, [Series(1)], [1])
-    assert [c.run_uid for c in cells] == ["kept-1-1"] and log == [("find", [(1, 1), (None, 1)])]
-    assert after.served == () and after.target is None and after.bases == {1: base_cell(1)}
+def test_a_sweep_whose_cells_were_all_kept_prepares_nothing_and_starts_nothing(sweep, log):
+    cells, after = flow.measure_series(sweep, [Series(1)], [1], flow.SweepServers(ExitStack()))
+    assert [c.run_uid for c in cells] == ["kept-1-1"] and log == [("find", [(1, 1)])]
+    assert after.served == () and after.target is None
 
 
 @pytest.fixture
@@ -103,48 +93,72 @@ def served(monkeypatch) -> list[tuple]:
     def serve(backend, variant, repo, run, facts):
         calls.append(("up", variant.name, run.path.name, repo))
         facts.servers["fake-server"] = "1.0"
-        yield SimpleNamespace(check=lambda profile: [f"{variant.name} outputs"])
+        yield SimpleNamespace(name=variant.name, check=lambda profile: [f"{variant.name} outputs"])
+        calls.append(("down", variant.name))
 
-    def measure_group(group, tool, tokenizer, bench, prompts, run):
-        calls.append(("measure", run.path.relative_to(run.path.parents[1]).as_posix(), bench.concurrency, tokenizer))
-        return SimpleNamespace(records=[VariantRecord(name="rec", method="m", model=str(bench.concurrency))])
+    @contextmanager
+    def hold_slots(slots, holder, run=None):
+        calls.append(("hold",))
+        yield Held(names=["gpu:0"])
+
+    def measure_group(group, tool, tokenizer, bench, prompts, run, min_rounds):
+        where = run.path.relative_to(run.path.parents[1]).as_posix()
+        calls.append(("measure", where, [s.name for s in group], bench.concurrency, min_rounds))
+        paired = bench.concurrency == 1  # as for a tool that interleaves requests at concurrency 1 only
+        return SimpleNamespace(records=[VariantRecord(name=s.name, method="m", model=where) for s in group],
+                               design=Design.REQUESTS if paired else Design.ROUNDS,
+                               why_not_requests=None if paired else "concurrency 2",
+                               rounds=bench.rounds if paired else max(bench.rounds, min_rounds))
 
     monkeypatch.setattr(flow, "build_engine", lambda backend, v, target, draft, cache, run: SimpleNamespace(value=1))
     monkeypatch.setattr(flow, "render_repository", lambda backend, v, target, draft, cache, engines, run:
                         SimpleNamespace(value=f"repo-{v.name}"))
     monkeypatch.setattr(flow, "served", serve)
+    monkeypatch.setattr(flow, "hold_slots", hold_slots)
     monkeypatch.setattr(flow, "measure_group", measure_group)
     monkeypatch.setattr(flow, "compare_check_outputs", lambda base, spec, run: calls.append(("compare", base, spec))
                         or "lossless")
     monkeypatch.setattr(flow, "summarize_run", lambda cell, run, backend, tool, facts, role: calls.append(
-        ("summarize", cell.profile.method.num_speculative_tokens, cell.profile.benchmark.concurrency, facts, role))
-        or run_result(uid=f"{run.path.name}"))
+        ("summarize", cell.profile.method.num_speculative_tokens, cell.profile.benchmark.concurrency,
+         cell.profile.benchmark.rounds, facts, role)) or run_result(uid=f"{run.path.name}"))
     monkeypatch.setattr(flow, "finish", lambda result, run: calls.append(("finish", result.uid)))
     monkeypatch.setattr(flow, "set_final_status", lambda run, result: None)
     monkeypatch.setattr(flow, "keep_cell", lambda store, key, result: calls.append(("keep", key, result.uid)))
-    monkeypatch.setattr(flow, "keep_base_cell", lambda store, key, cell: calls.append(("keep base", key, cell)))
     return calls
 
 
-def test_a_base_server_keeps_each_concurrency_as_a_base_cell(sweep, served):
+def test_the_base_starts_once_and_each_cell_is_measured_beside_it_with_its_own_pairing(sweep, served):
     sweep = replace(sweep, target="target", tokenizer="tok", facts=RunFacts())
-    cells = flow.measure_server(sweep, ServerGroup(BASE_SERIES, (1, 2)), {}, Held(names=[]))
-    assert served[0] == ("up", "base", "base", "repo-base")
-    assert [call[:3] for call in served[1:] if call[0] == "measure"] == [("measure", "base/c1", 1),
-                                                                          ("measure", "base/c2", 2)]
-    assert cells[2].outputs == ["base outputs"] and cells[2].servers == {"fake-server": "1.0"}
-    assert ("keep base", sweep.key(BASE_SERIES, 2), cells[2]) in served
-
-
-def test_a_speculative_server_compares_with_the_first_base_and_sums_up_each_cell_against_its_own(sweep, served):
-    sweep = replace(sweep, target="target", tokenizer="tok", facts=RunFacts())
-    bases = {2: base_cell(2), 1: base_cell(1)}
-    results = flow.measure_server(sweep, ServerGroup(Series(3), (1, 2)), bases, Held(names=["gpu:0"]))
-    assert served[:2] == [("up", "speculative", "k3", "repo-speculative"),
-                          ("compare", ["base outputs at 2"], ["speculative outputs"])]
+    with ExitStack() as stack:
+        servers = flow.SweepServers(stack)
+        results = flow.measure_server(sweep, ServerGroup(Series(3), (1, 2)), servers)
+        assert served[:4] == [("hold",), ("up", "base", "base", "repo-base"),
+                              ("up", "speculative", "k3", "repo-speculative"),
+                              ("compare", ["base outputs"], ["speculative outputs"])]
+        # speculative first, the base beside it, in each cell; at least CELL_ROUNDS where requests cannot pair
+        assert [call for call in served if call[0] == "measure"] == [
+            ("measure", "k3/c1", ["speculative", "base"], 1, flow.CELL_ROUNDS),
+            ("measure", "k3/c2", ["speculative", "base"], 2, flow.CELL_ROUNDS)]
+        flow.measure_server(sweep, ServerGroup(Series(4), (1,)), servers)
+        assert served.count(("hold",)) == 1 and served.count(("up", "base", "base", "repo-base")) == 1
+        assert ("down", "base") not in served and ("down", "speculative") in served
+    assert served[-1] == ("down", "base")  # down when the flow's stack closes, after every cell
     summaries = [call for call in served if call[0] == "summarize"]
-    assert [(k, c) for _, k, c, _, _ in summaries] == [(3, 1), (3, 2)]
-    facts, role = summaries[0][3], summaries[0][4]
-    assert facts.variants[1] == bases[1].variant and facts.lossless == "lossless" and facts.window.slots == ["gpu:0"]
+    assert [(k, c, rounds) for _, k, c, rounds, _, _ in summaries] == [(3, 1, 1), (3, 2, flow.CELL_ROUNDS), (4, 1, 1)]
+    facts, role = summaries[1][4], summaries[1][5]
+    assert [v.name for v in facts.variants] == ["speculative", "base"] and facts.variants[1].model == "k3/c2"
+    assert facts.design == (Design.ROUNDS, "concurrency 2") and summaries[0][4].design == (Design.REQUESTS, None)
+    assert facts.lossless == "lossless" and facts.window.slots == ["gpu:0"]
     assert role.series == "k3" and role.of == str(sweep.run.path)
     assert ("keep", sweep.key(Series(3), 2), "c2") in served and [r.uid for r in results.values()] == ["c1", "c2"]
+
+
+def test_a_results_store_that_takes_no_rows_stops_the_sweep_before_models_or_servers(sweep, log, monkeypatch,
+                                                                                     tmp_path):
+    unusable = tmp_path / "a-directory-not-a-database"
+    unusable.mkdir()
+    monkeypatch.setenv("SPECOPS_RESULTS_URL", f"sqlite:///{unusable}")
+    monkeypatch.setattr(flow, "check_result_storage", check_result_storage.fn)  # the real check, not a task
+    with disable_run_logger(), pytest.raises(PrerequisiteError, match="cannot open the results database"):
+        flow.measure_series(sweep, [Series(1)], CS, flow.SweepServers(ExitStack()))
+    assert [call[0] for call in log] == ["find", "prerequisites"]  # nothing prepared, started or served

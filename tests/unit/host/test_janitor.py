@@ -2,6 +2,7 @@
 what a live run started; by owner for the flow hooks; everything with `everything=True`."""
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import time
@@ -170,3 +171,60 @@ def test_the_janitor_removes_shared_memory_of_dead_specops_processes_only():
     finally:
         stale.unlink(missing_ok=True)
         mine.unlink(missing_ok=True)
+
+
+# A run that records itself from its first moment (tasks/profile.py create_run_dir), says where it is, then idles.
+RUN_AT_STEP = """
+import json, sys, time
+from pathlib import Path
+from specops.host import tracking
+run = Path(sys.argv[1])
+status = {"state": "running", "step": "benchmark", "variant": "speculative", "started_at": time.time()}
+(run / "status.json").write_text(json.dumps(status))
+tracking.track_run(run, {"kind": "own"} if sys.argv[2] == "row" else None)
+print("recorded", flush=True)
+sys.stdin.read()
+"""
+
+
+def killed_run(run_dir: Path, row: bool = True) -> None:
+    run_dir.mkdir(parents=True)
+    proc = subprocess.Popen([sys.executable, "-c", RUN_AT_STEP, str(run_dir), "row" if row else "none"],
+                            cwd=REPO_ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert proc.stdout.readline().strip() == "recorded"
+    proc.kill()
+    proc.wait()
+
+
+def test_a_killed_run_is_ended_where_it_was_and_handed_over_for_its_row(tmp_path):
+    killed_run(tmp_path / "a")
+    handed = []
+    stopped = janitor.sweep(abandoned=handed.append, log=lambda _: None)
+    status = json.loads((tmp_path / "a" / "status.json").read_text())
+    assert (status["state"], status["step"], status["variant"]) == ("failed", "benchmark", "speculative")
+    assert "ended without finishing" in status["error"] and "(killed)" in status["error"]
+    assert [r["run_dir"] for r in handed] == [str(tmp_path / "a")] and handed[0]["role"] == {"kind": "own"}
+    assert sum(stopped.values()) == 0 and list(tracking.records()) == []  # nothing to stop: the record is gone
+
+
+def test_a_killed_run_that_wrote_its_result_or_has_no_row_of_its_own_gets_none(tmp_path):
+    killed_run(tmp_path / "recorded")
+    (tmp_path / "recorded" / "manifest.json").write_text("{}")  # killed after its record step
+    killed_run(tmp_path / "sweep", row=False)
+    handed = []
+    janitor.sweep(abandoned=handed.append, log=lambda _: None)
+    assert handed == [] and list(tracking.records()) == []
+    assert json.loads((tmp_path / "sweep" / "status.json").read_text())["state"] == "failed"
+
+
+def test_a_live_runs_record_is_never_signalled_or_ended_nor_by_its_own_hooks(tmp_path):
+    run_dir = tmp_path / "live"
+    run_dir.mkdir()
+    (run_dir / "status.json").write_text(json.dumps({"state": "running", "step": "serve"}))
+    record = tracking.track_run(run_dir, {"kind": "own"})  # this test's process: alive
+    handed = []
+    for kwargs in ({}, {"everything": True}, {"owner": record["owner"] or "x"}):
+        janitor.sweep(abandoned=handed.append, log=lambda _: None, **kwargs)
+    assert handed == [] and json.loads((run_dir / "status.json").read_text())["state"] == "running"
+    tracking.untrack_run(run_dir)
+    assert list(tracking.records()) == []

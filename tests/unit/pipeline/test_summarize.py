@@ -1,4 +1,5 @@
-"""The run's status follows its verdict and the profile's require_lossless, through run_result itself."""
+"""The run's status follows its verdict and the profile's require_lossless, through run_result itself; its speedup
+is the speculative variant's over the base's."""
 from __future__ import annotations
 
 import pytest
@@ -6,7 +7,7 @@ import pytest
 from specops.pipeline.backend import backend_for, tool_for
 from specops.pipeline.summarize import RunFacts, run_result, status_of
 from specops.profile.loader import load_profile
-from specops.results.metrics import RequestSample
+from specops.results.metrics import BenchMetrics, RequestSample
 from specops.results.model import Design, Divergence, Lossless, Status, VariantRecord, Verdict
 from specops.run.rundir import RunDir
 
@@ -100,3 +101,21 @@ def test_a_drafter_cache_primed_with_the_measured_prompts_is_flagged_in_the_repo
     lines = cache_lines(recorded().model_copy(update={"drafter_cache": cache}))
     assert ("drafter cache primed" in lines[0]) is bool(primed)
     assert drafter_cache(load_profile("ngram-local").profile) is None  # no cross-request cache: nothing to record
+
+
+def test_a_faster_speculative_variant_is_a_speedup_above_one_in_both_figures(tmp_path, monkeypatch):
+    monkeypatch.setenv("SPECOPS_ARTIFACTS", str(tmp_path))
+    loaded = load_profile("ngram-local")
+
+    def measured(name: str, seconds: float, tok_s: float) -> VariantRecord:
+        metrics = BenchMetrics(output_token_throughput_tok_s=tok_s, request_throughput_req_s=1.0,
+                               request_latency_ms_avg=1000 * seconds, request_latency_ms_p50=1000 * seconds,
+                               request_latency_ms_p99=1000 * seconds, output_sequence_length_avg=10, request_count=4)
+        return _variant(name, [seconds] * 4).model_copy(update={"metrics": metrics})
+
+    facts = RunFacts(variants=[measured("base", 1.5, 20.0), measured("speculative", 1.0, 30.0)],
+                     design=(Design.REQUESTS, None))
+    result = run_result(loaded, RunDir.create("ngram-local", "r"), backend_for(loaded.profile),
+                        tool_for(loaded.profile), facts)
+    # speculative over base, whichever order the variants were recorded in
+    assert result.speedup.point == pytest.approx(1.5) and result.speedup.throughput_ratio == pytest.approx(1.5)

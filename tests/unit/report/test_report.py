@@ -21,7 +21,7 @@ def test_report_files_come_from_the_run_result(tmp_path):
     assert "**VALID**" in md and ("speedup vs base: **1.36x faster (95% interval 1.31-1.41; 4 prompts x 2 rounds, "
                                   "round blocks)** (paired output tokens/s, genai-perf)") in md
     assert "- speedup: 95% interval over rounds (t-interval over 2 rounds" in md  # its unit, with the details
-    assert "| speculative | ngram | 21.80 |" in md and "| base | none | 16.00 |" in md
+    assert "| speculative | ngram | 1.36x (1.31-1.41) | 21.80 |" in md and "| base | none | 1.00x (the base) | 16.00 |" in md
     # CPU-seconds per 1,000 output tokens: 50 s / 1024 tokens and 64 s / 1024 tokens
     assert "48.8 CPU-seconds per 1,000 output tokens speculative vs 62.5 base (0.78x)" in md
     assert "GPU energy: not measured (no NVIDIA GPU)." in md

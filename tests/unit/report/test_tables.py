@@ -1,36 +1,33 @@
-"""specops/report/tables.py (rounding): the comparison table artifact shows figures with the digits their meaning needs."""
+"""specops/report/tables.py: the comparison table artifact and the report table in people's words, the speedup first;
+the per-prompt spread line."""
 from __future__ import annotations
 
-from specops.report.tables import comparison_frame, decimals, report_markdown, rounded, rounded_records, spread_text
+from specops.report.tables import markdown_table, report_markdown, spread_text, summary_rows, table_artifact
 from specops.results.metrics import PromptSpread
+from specops.results.model import Status
 from tests.results_factory import run_result
 
 
-def test_each_column_is_rounded_by_what_it_measures():
-    assert rounded("speedup_vs_base", 1.3624999) == 1.362
-    assert rounded("acceptance_rate", 0.62500001) == 0.625
-    assert rounded("mean_accepted_per_step", 1.6451612) == 1.65
-    assert rounded("output_token_throughput_tok_s", 11.38780641221017) == 11.4
-    assert rounded("request_throughput_req_s", 0.0889672) == 0.09
-    assert rounded("time_to_first_token_ms_p50", 120.04999) == 120.0
-    assert rounded("engine_step_s", 0.0645161290) == 0.0645
-    assert rounded("draft_s_per_step", 0.000645161) == 0.0006
-    assert rounded("num_draft_tokens", 1600.0) == 1600 and isinstance(rounded("num_draft_tokens", 1600.0), int)
-    assert rounded("gpu_j_per_1k_tokens", 812.7) == 813
-    assert rounded("something_new", 3.14159265) == 3.142  # no rule: 4 significant digits
-    assert rounded("something_new", 0.000123456) == 0.0001235
-    assert rounded("status", "ok") == "ok" and rounded("valid", None) is None and rounded("x", float("nan")) is None
-    assert decimals("variant") is None
+def test_the_table_artifact_has_human_column_names_the_speedup_first_and_no_empty_column():
+    rows = table_artifact(run_result())
+    assert [r["variant"] for r in rows] == ["speculative", "base"]
+    assert list(rows[0])[:4] == ["variant", "method", "speedup (95%)", "tokens/s"]
+    assert rows[0]["speedup (95%)"] == "1.36x (1.31-1.41)" and rows[1]["speedup (95%)"] == "1.00x (the base)"
+    assert all(" " in column or column.isalpha() or "/" in column for column in rows[0]), list(rows[0])  # no snake_case
+    assert "GPU J/1k tok" not in rows[0]  # no variant measured it
+    assert rows[0]["verdict"] == "VALID" and rows[0]["status"] == "ok"
+    assert all(isinstance(value, str) for row in rows for value in row.values())  # as the report prints them
+    failed = table_artifact(run_result(status=Status.FAILED).model_copy(update={"variants": []}))
+    assert failed == [{"variant": "-", "verdict": failed[0]["verdict"], "status": "failed"}]
 
 
-def test_the_table_artifact_of_a_run_shows_no_long_floats():
-    records = rounded_records(comparison_frame(run_result()))
-    assert [r["variant"] for r in records] == ["speculative", "base"]
-    for record in records:
-        for column, value in record.items():
-            if isinstance(value, float):
-                assert len(repr(value).split(".")[1]) <= 4, (column, value)
-    assert records[0]["speedup_vs_base"] == 1.36 and records[1]["speedup_low"] is None
+def test_the_report_table_puts_the_speedup_after_the_variant_and_matches_the_artifact():
+    result = run_result()
+    lines = markdown_table(result).splitlines()
+    assert [c.strip() for c in lines[0].strip("|").split("|")] == list(summary_rows(result)[0])
+    assert lines[2].startswith("| speculative | ngram | 1.36x (1.31-1.41) |")
+    no_interval = result.model_copy(update={"speedup": result.speedup.model_copy(update={"low": None, "high": None})})
+    assert "| 1.36x (no interval) |" in markdown_table(no_interval)
 
 
 def _with_spread(by_prompt: dict[int, float] | None, **changes):

@@ -7,7 +7,7 @@ import pytest
 
 from specops.acceptance.model import Acceptance
 from specops.results.model import Status
-from specops.sweep.analysis import Cell, Pays, best_k, crossover
+from specops.sweep.analysis import Cell, Pays, best_k, choose_k, crossover
 from tests.results_factory import run_result
 
 
@@ -71,9 +71,13 @@ def test_a_crossing_followed_by_a_paying_point_is_noted():
     assert got.pays is Pays.CROSSES and "pays again at concurrency 4" in got.note
 
 
+def spread(k: int, c: int, low: float | None, point: float, high: float | None) -> Cell:
+    return cell(k, c, point).model_copy(update={"speedup_low": low, "speedup_high": high})
+
+
 def test_best_k_per_concurrency_and_none_where_nothing_beats_the_base():
-    cells = [cell(1, 1, 1.1), cell(2, 1, 1.4), cell(4, 1, 1.3),
-             cell(1, 2, 1.05), cell(2, 2, 1.02), cell(4, 2, 0.9),
+    cells = [cell(1, 1, 1.1), cell(2, 1, 1.4), cell(4, 1, 1.25),  # K=2 (1.35-1.45) apart from K=4 (1.20-1.30)
+             cell(1, 2, 1.3), cell(2, 2, 1.12), cell(4, 2, 0.9),
              cell(1, 4, 0.95), cell(2, 4, 0.8), cell(4, 4, 1.0)]
     assert best_k(cells) == {1: 2, 2: 1, 4: None}
 
@@ -81,6 +85,38 @@ def test_best_k_per_concurrency_and_none_where_nothing_beats_the_base():
 def test_best_k_breaks_ties_to_the_shorter_draft_and_skips_invalid_runs():
     cells = [cell(2, 1, 1.2), cell(4, 1, 1.2), cell(8, 1, 3.0, status="invalid")]
     assert best_k(cells) == {1: 2}
+
+
+def test_intervals_that_separate_name_the_faster_k():
+    got = choose_k([spread(1, 1, 1.02, 1.09, 1.16), spread(2, 1, 1.25, 1.35, 1.45)])[1]
+    assert got.k == 2 and got.why == "K=2 1.35x (1.25-1.45): beats the base, apart from every other K"
+
+
+def test_intervals_that_overlap_cannot_tell_and_name_the_shorter_draft():
+    # the slower K is the shorter one: the rule must not simply keep the faster point
+    got = choose_k([spread(1, 1, 1.05, 1.20, 1.36), spread(2, 1, 1.30, 1.42, 1.55)])[1]
+    assert got.k == 1 and got.why.startswith("cannot tell K=1 from K=2 (K=1 1.20x (1.05-1.36); K=2 1.42x")
+    # three that overlap the best name themselves all
+    got = choose_k([spread(1, 1, 1.1, 1.2, 1.3), spread(2, 1, 1.15, 1.25, 1.35), spread(4, 1, 1.2, 1.28, 1.36)])[1]
+    assert got.k == 1 and got.why.startswith("cannot tell K=1, K=2 and K=4 apart")
+
+
+def test_a_shorter_draft_not_shown_to_beat_the_base_is_not_the_cheaper_pick():
+    got = choose_k([spread(1, 1, 0.95, 1.15, 1.35), spread(2, 1, 1.30, 1.40, 1.50)])[1]
+    assert got.k == 2 and "cannot tell K=1 from K=2" in got.why
+
+
+def test_a_best_k_whose_interval_reaches_1_is_not_recommended():
+    got = choose_k([spread(1, 1, 0.89, 1.09, 1.33), spread(2, 1, 0.70, 0.89, 1.05)])[1]
+    assert got.k is None and got.why == "cannot tell K=1 1.09x (0.89-1.33) from the base (1.00x)"
+
+
+def test_a_cell_without_an_interval_recommends_nothing():
+    # the sweep: K=1 1.09x / K=2 0.89x from one round each, no interval: no K is named
+    got = choose_k([spread(1, 1, None, 1.09, None), spread(2, 1, None, 0.89, None)])[1]
+    assert got.k is None and got.why.startswith("cannot tell K=1 1.09x (no interval) from the base")
+    assert choose_k([cell(1, 2, 0.9)])[2].why.startswith("no draft length beat the base")
+    assert choose_k([cell(1, 2, 1.5, status="invalid")])[2].k is None
 
 
 def test_cells_are_finite_or_unusable():

@@ -4,7 +4,7 @@ from __future__ import annotations
 from specops.profile.loader import load_profile
 from specops.report.plot import write_compare_plot, write_sweep_plots
 from specops.results.model import Status
-from specops.sweep.analysis import Cell, best_k, crossover
+from specops.sweep.analysis import Cell, best_k, choose_k, crossover
 from specops.sweep.schedule import recommend
 from specops.sweep.table import format_compare, format_sweep
 from tests.results_factory import run_result
@@ -23,20 +23,25 @@ CELLS = [cell(1, 1, 1.21, [0.6]), cell(1, 2, 1.05, [0.58]), cell(1, 4, 0.93),
 
 
 def test_format_sweep_has_the_table_the_crossover_and_the_recommendation():
-    best = best_k(CELLS)
-    text = format_sweep(CELLS, crossover(CELLS), best, recommend(load_profile("ngram-local"), best))
+    choices = choose_k(CELLS)
+    best, why = best_k(CELLS), {c: choice.why for c, choice in choices.items()}
+    text = format_sweep(CELLS, crossover(CELLS), choices, recommend(load_profile("ngram-local"), best, why))
     assert "1.21x (1.14-1.27) al 1.50" in text and "1.34x (1.27-1.40) al 2.00" in text
     assert "INVALID 0.81x" in text
     assert "base tok/s" in text and "17.0" in text and "20.0" in text
     assert "K=1: 2.7" in text  # 1.05 at 2, 0.93 at 4: 2 ** (1 + 0.05 / 0.12), log2-interpolated
     assert "K=2: 1.9" in text
-    assert "concurrency 1: K=2" in text and "concurrency 2: K=1" in text and "concurrency 4: base" in text
-    assert "--set method.num_speculative_tokens=2" in text and "Recommendation for ngram-local (local)" in text
+    # K=1 (1.14-1.27) and K=2 (1.27-1.40) touch: the shorter; K=1 at 2 (0.98-1.11) reaches 1.00x: the base
+    assert "concurrency 1: K=1: cannot tell K=1 from K=2 (K=1 1.21x (1.14-1.27); K=2 1.34x (1.27-1.40))" in text
+    assert "concurrency 2: base (do not speculate): cannot tell K=1 1.05x (0.98-1.11) from the base" in text
+    assert "concurrency 4: base" in text
+    assert "--set method.num_speculative_tokens=1" in text and "Recommendation for ngram-local (local)" in text
+    assert "  note: concurrency 1: cannot tell K=1 from K=2" in text  # the recommendation says so too
 
 
 def test_a_cell_not_measured_says_so():
     best = best_k(CELLS[:1])
-    text = format_sweep(CELLS[:1] + [cell(2, 2, 1.1)], crossover(CELLS[:1]), best,
+    text = format_sweep(CELLS[:1] + [cell(2, 2, 1.1)], crossover(CELLS[:1]), choose_k(CELLS[:1]),
                         recommend(load_profile("ngram-local"), best))
     assert "not measured" in text
 

@@ -1,0 +1,58 @@
+"""The row of a run whose process died before it wrote one: its RunResult, FAILED at the step its status.json names,
+built from its run directory (profile.yaml, status.json) and the janitor's record of it (tracking.track_run).
+
+The janitor's environment chooses the results database ($SPECOPS_RESULTS_URL): where that refuses the row, the
+result is kept in the run directory with a pointer, as a run's own record step does, and the next run (or `specops
+results import`) records it.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from specops.pipeline.backend import backend_for, tool_for
+from specops.pipeline.summarize import RunFacts, run_result
+from specops.profile.loader import LoadedProfile, strict_load
+from specops.profile.schema import Profile
+from specops.results import durable
+from specops.results.model import RunResult
+from specops.results.role import RunRole
+from specops.results.store import ResultsError, ResultsStore
+from specops.run.rundir import RunDir, RunProgress, read_status
+
+PROVENANCE = ("_source", "_overrides")  # what tasks/profile.py create_run_dir adds to the resolved profile
+
+
+class RunKilled(RuntimeError):
+    """The run's process ended without finishing (killed, or died): what its row's failure says."""
+
+
+def abandoned_result(record: dict[str, Any]) -> RunResult:
+    """The run's RunResult as the janitor finds it: failed where its status says it was, nothing measured."""
+    run_path = Path(record["run_dir"])
+    doc = strict_load((run_path / "profile.yaml").read_text(encoding="utf-8"))
+    source, overrides = doc.pop(PROVENANCE[0], str(run_path / "profile.yaml")), doc.pop(PROVENANCE[1], [])
+    profile = Profile.model_validate(doc)
+    loaded = LoadedProfile(profile, Path(source), tuple(overrides), profile.model_dump(mode="json"))
+    status = read_status(run_path)
+    step = status.get("step") or "flow"
+    progress = RunProgress(started_at=status.get("started_at") or record.get("create_time") or 0.0,
+                           failed_at=(step, status.get("variant") or ""))
+    error = RunKilled(f"the run's process (pid {record.get('pid', '?')}) ended without finishing at {step} "
+                      "(killed); specops janitor wrote this row")
+    role = RunRole.model_validate(record.get("role") or {})
+    return run_result(loaded, RunDir(run_path, progress), backend_for(profile), tool_for(profile), RunFacts(),
+                      error, role)
+
+
+def record_abandoned(record: dict[str, Any]) -> str:
+    """Write the run's result (manifest.json) and its row; what was done, in one line."""
+    result = abandoned_result(record)
+    durable.save_result(result, Path(result.run_dir))
+    try:
+        with ResultsStore.open() as store:
+            store.append(result)
+    except ResultsError as exc:
+        durable.mark_unrecorded(result, str(exc))
+        return f"{result.run_dir}: FAILED at {result.failure.step}, kept unrecorded ({exc})"
+    return f"{result.run_dir}: FAILED at {result.failure.step}, row recorded"

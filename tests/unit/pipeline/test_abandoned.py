@@ -1,0 +1,57 @@
+"""The row the janitor writes for a killed run: FAILED (never interrupted, never ok) at the step its status named,
+in the role its record kept, from the run directory alone; the database that refuses it leaves the result pending."""
+from __future__ import annotations
+
+import pytest
+
+from specops.pipeline.abandoned import abandoned_result, record_abandoned
+from specops.profile.loader import load_profile
+from specops.results import durable
+from specops.results.model import Status, Verdict
+from specops.results.role import COMPARE
+from specops.results.store import ResultsStore
+from specops.run.rundir import RunDir
+
+
+@pytest.fixture
+def killed(tmp_path, monkeypatch):
+    """A run directory as create_run_dir leaves it, its status at `serve (speculative)`, and the janitor's record."""
+    monkeypatch.setenv("SPECOPS_ARTIFACTS", str(tmp_path / "artifacts"))
+    monkeypatch.setenv("SPECOPS_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("SPECOPS_RESULTS_URL", f"sqlite:///{tmp_path / 'results.db'}")
+    loaded = load_profile("ngram-local", ["benchmark.num_requests=3"])
+    run = RunDir.create("ngram-local", "killed")
+    run.write_yaml("profile.yaml", loaded.resolved | {"_source": str(loaded.path), "_overrides": list(loaded.overrides)})
+    run.mark_started()
+    run.set_status("running", "serve", "speculative")
+    return loaded, {"run_dir": str(run.path), "pid": 4242, "role": {"kind": COMPARE, "of": "cmp-1"}}
+
+
+def test_a_killed_runs_result_is_failed_where_it_was_in_its_role_and_its_profile(killed):
+    loaded, record = killed
+    result = abandoned_result(record)
+    assert (result.status, result.verdict) == (Status.FAILED, Verdict.FAILED)
+    assert (result.failure.step, result.failure.variant) == ("serve", "speculative")
+    assert "pid 4242" in result.failure.error and "(killed)" in result.failure.error
+    assert (result.role.kind, result.role.of) == (COMPARE, "cmp-1")
+    # the same profile, as it ran: its identity and the overrides it was given
+    assert result.profile_sha256 == loaded.sha256 and result.overrides == ["benchmark.num_requests=3"]
+    assert result.run_id == "killed" and result.variants == [] and result.speedup is None
+
+
+def test_its_row_is_recorded_and_its_result_kept_in_the_run_directory(killed):
+    _, record = killed
+    assert record_abandoned(record).endswith("FAILED at serve, row recorded")
+    with ResultsStore.open() as store:
+        (row,) = store.history("ngram-local")
+    assert row.status is Status.FAILED and row.failure.step == "serve"
+    assert durable.read_result(durable.Path(record["run_dir"]) / durable.MANIFEST).uid == row.uid
+
+
+def test_a_database_that_refuses_the_row_leaves_it_pending(killed, tmp_path, monkeypatch):
+    _, record = killed
+    unusable = tmp_path / "a-directory-not-a-database"
+    unusable.mkdir()
+    monkeypatch.setenv("SPECOPS_RESULTS_URL", f"sqlite:///{unusable}")
+    assert "kept unrecorded" in record_abandoned(record)
+    assert [str(p) for p in durable.unrecorded()] == [record["run_dir"]]
