@@ -52,6 +52,11 @@ def announce_regression(verdict: MetricVerdict) -> None:
                              verdict.value, verdict.baseline, ", ".join(u[:12] for u in verdict.violating_uids))
 
 
+# What the plot draws (specops/regression/trend.py png_figure), said under it: the UI shows no alt text.
+TREND_CAPTION = ("Each metric's runs over time in their verdict's colour, the baseline dashed, and the band a new run "
+                 "must stay inside, labelled by what set it (noise, A/A-widened, counting band, host drift).")
+
+
 @step
 def publish_trend(profile: str, history: list[RunResult], policy: RegressionPolicy,
                   verdicts: list[MetricVerdict]) -> tuple[Path, Path]:
@@ -59,6 +64,7 @@ def publish_trend(profile: str, history: list[RunResult], policy: RegressionPoli
     html, png = write_trend(history, policy, trend_dir(profile))
     markdown = "\n".join([f"# {profile}: the newest run against its baseline", "",
                           link_markdown(png, f"{profile} trend", image=True), "",
+                          TREND_CAPTION, "",
                           link_markdown(html, "interactive trend (trend.html)"), "",
                           f"```\n{verdict_table(verdicts)}\n```"])
     create_markdown_artifact(key=artifact_key(profile, "verdicts"), markdown=markdown,

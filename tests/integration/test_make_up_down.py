@@ -32,6 +32,7 @@ import psutil
 import psycopg
 import pytest
 
+from tasks.regression import TREND_CAPTION
 from tests.integration.faults.support import MARK, label, running, wait_gone
 from tests.integration.postgres import create_database
 from tests.integration.support import REPO_ROOT, SHARED_CACHE, WebhookServer, listening, service_env
@@ -203,6 +204,8 @@ def check_artifact_pages_in_the_ui(ui: str, api: str, finished: dict[str, tuple[
                 figures += [image.src for image in page.images]
                 links += page.links
             assert any(UI_FIGURES[name] in src for src in figures), (name, figures)
+            if name.startswith("regression/"):  # issue 39: the trend image is the one with the baseline and band
+                assert TREND_CAPTION in "\n".join(texts), "\n".join(texts)[-3000:]
             if name.startswith("sweep/"):  # issue 39: the sweep's cells carry their 95% intervals on its page
                 assert re.search(r"\d+\.\d\dx \(\d+\.\d\d-\d+\.\d\d\)", "\n".join(texts)), "\n".join(texts)[-3000:]
             assert links and unreachable_links(sorted(set(links))) == {}, (name, links)
