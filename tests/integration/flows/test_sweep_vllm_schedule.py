@@ -17,7 +17,9 @@ from tests.integration.support import REPO_ROOT, SHARED_CACHE, service_env
 pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(2400)]
 
 KS, CS = [1, 3], [1, 2]
-SHRINK = ["benchmark.num_requests=4", "benchmark.output_tokens=24", "comparison.lossless_prompts=1",
+# 8 prompts: a K is named only where its 95% interval clears the base's (issue 39), and with 4 the interval at
+# concurrency 1 (over the prompts) was 0.94-3.03 for a 1.69x K=3; the schedule served needs some K named.
+SHRINK = ["benchmark.num_requests=8", "benchmark.output_tokens=24", "comparison.lossless_prompts=1",
           "comparison.lossless_max_tokens=16"]
 
 
