@@ -7,6 +7,7 @@ from prefect_adapters.step import step
 from specops.backends.base import Backend, PrerequisiteError
 from specops.bench.tool import BenchTool
 from specops.host import tracking
+from specops.pipeline.abandoned import run_profile
 from specops.pipeline.backend import preflight
 from specops.profile.loader import LoadedProfile
 from specops.results.database import masked, results_url
@@ -39,8 +40,7 @@ def create_run_dir(loaded: LoadedProfile, run_id: str | None, role: RunRole | No
     from this moment (tracking.track_run): killed at any later step, `specops janitor` ends it, with its row where it
     is a run of its own or a member (`role`; None: a sweep's directory, whose cells are the runs, or a training)."""
     run = RunDir.create(loaded.profile.name, run_id)
-    provenance = {"_source": str(loaded.path), "_overrides": list(loaded.overrides)}
-    run.write_yaml("profile.yaml", loaded.resolved | provenance)
+    run.write_yaml("profile.yaml", run_profile(loaded))
     run.mark_started()
     tracking.track_run(run.path, role.model_dump(mode="json") if role is not None else None)
     get_run_logger().info("run directory %s", run.path)

@@ -20,7 +20,13 @@ from specops.results.role import RunRole
 from specops.results.store import ResultsError, ResultsStore
 from specops.run.rundir import RunDir, RunProgress, read_status
 
-PROVENANCE = ("_source", "_overrides")  # what tasks/profile.py create_run_dir adds to the resolved profile
+PROVENANCE = ("_source", "_overrides")  # what a run directory's profile.yaml adds to the resolved profile
+
+
+def run_profile(loaded: LoadedProfile) -> dict[str, Any]:
+    """The profile.yaml of a run directory (tasks/profile.py create_run_dir): the resolved profile, and where it
+    came from, which abandoned_result reads back."""
+    return loaded.resolved | dict(zip(PROVENANCE, (str(loaded.path), list(loaded.overrides))))
 
 
 class RunKilled(RuntimeError):

@@ -7,7 +7,7 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict
 
-from specops.results.figures import figure
+from specops.results.figures import figure, interval_text
 from specops.results.model import RunResult, Status
 
 
@@ -128,8 +128,8 @@ class Choice(BaseModel):
 
 
 def _shown(cell: Cell) -> str:
-    spread = f" ({cell.speedup_low:.2f}-{cell.speedup_high:.2f})" if cell.has_interval else " (no interval)"
-    return f"K={cell.k} {cell.speedup:.2f}x{spread}"
+    shown = interval_text(cell.speedup, cell.speedup_low, cell.speedup_high)
+    return f"K={cell.k} {shown}" + ("" if cell.has_interval else " (no interval)")
 
 
 def _overlap(a: Cell, b: Cell) -> bool:

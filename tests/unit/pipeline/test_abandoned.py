@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from specops.pipeline.abandoned import abandoned_result, record_abandoned
+from specops.pipeline.abandoned import abandoned_result, record_abandoned, run_profile
 from specops.profile.loader import load_profile
 from specops.results import durable
 from specops.results.model import Status, Verdict
@@ -21,7 +21,7 @@ def killed(tmp_path, monkeypatch):
     monkeypatch.setenv("SPECOPS_RESULTS_URL", f"sqlite:///{tmp_path / 'results.db'}")
     loaded = load_profile("ngram-local", ["benchmark.num_requests=3"])
     run = RunDir.create("ngram-local", "killed")
-    run.write_yaml("profile.yaml", loaded.resolved | {"_source": str(loaded.path), "_overrides": list(loaded.overrides)})
+    run.write_yaml("profile.yaml", run_profile(loaded))
     run.mark_started()
     run.set_status("running", "serve", "speculative")
     return loaded, {"run_dir": str(run.path), "pid": 4242, "role": {"kind": COMPARE, "of": "cmp-1"}}
