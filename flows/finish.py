@@ -1,31 +1,57 @@
-"""A finished run's record: its report files, Prefect artifacts, database row and run-directory status.
+"""A finished run's record: its RunResult, database row, report files, Prefect artifacts and run-directory status.
 
 Shared by the specdec flow (a run) and the sweep flow (each of its cells).
 """
 from __future__ import annotations
 
+import contextlib
+import logging
 from pathlib import Path
+from typing import NamedTuple
 
 from specops.host import tracking
-from specops.results.model import RunResult
+from specops.pipeline.summarize import ended_failed
+from specops.results.model import Failure, RunResult
 from specops.run.rundir import RunDir
 from tasks.report import publish_artifacts, record_result, save_result, write_report
 
+log = logging.getLogger(__name__)
+REPORT_STEP = "report"
 
-def finish(result: RunResult, run: RunDir) -> Path:
-    """The RunResult into the run directory, then the database row (which may fail without losing it),
-    then the report files and the Prefect artifacts rendered from it."""
-    try:
-        save_result(result, run)
-    finally:  # the database may well be on a disk that is not full
-        record_result(result)
-    files = write_report(result, run)
-    publish_artifacts(result, files)
-    return files.report_md
+
+class Finished(NamedTuple):
+    result: RunResult  # as the run ended: FAILED at report when its report could not be written
+    report: Path | None  # report.md, None when it could not be written
+    error: Exception | None  # why not
+
+
+def finish(result: RunResult, run: RunDir) -> Finished:
+    """The RunResult into the run directory and the database first (what was measured is kept whatever follows),
+    then the report files and the Prefect artifacts rendered from it. A report that cannot be written (a full disk)
+    ends the run FAILED at report: its manifest and row are written again to say so, so none says ok."""
+    with run.timed(REPORT_STEP, "results"):  # status.json names the step: a run killed here ends failed at it
+        try:
+            try:
+                save_result(result, run)
+            finally:  # the database may well be on a disk that is not full
+                record_result(result)
+            files = write_report(result, run)
+        except Exception as error:
+            ended = ended_failed(result, Failure(step=REPORT_STEP, error=f"{type(error).__name__}: {error}"))
+            with contextlib.suppress(OSError):  # the disk that refused the report may refuse this too
+                save_result(ended, run)
+            record_result(ended)  # the same uid: the row is replaced, not doubled
+            return Finished(ended, None, error)
+        publish_artifacts(result, files)
+    return Finished(result, files.report_md, None)
 
 
 def set_final_status(run: RunDir, result: RunResult) -> None:
-    """The run's status from its result; nothing left for a janitor to finish (a sweep cell has no record)."""
+    """The run's status from its result; nothing left for a janitor to finish (a sweep cell has no record). A disk
+    that refuses status.json as well is logged: the run's own error is the one that reaches the user."""
     f = result.failure
-    run.set_status(result.status.value, f.step if f else None, f.variant if f else None, f.error if f else None)
+    try:
+        run.set_status(result.status.value, f.step if f else None, f.variant if f else None, f.error if f else None)
+    except OSError as exc:
+        log.error("status.json could not say how the run ended (%s): %s", result.status.value, exc)
     tracking.untrack_run(run.path)

@@ -27,11 +27,12 @@ from specops.pipeline.backend import backend_for, tool_for
 from specops.pipeline.benchmark import bench_prompts
 from specops.pipeline.summarize import RunFacts
 from specops.profile.loader import LoadedProfile
-from specops.results.model import Failure, RunResult, Status, Verdict, Window
+from specops.results.model import RunResult, Status, Window
 from specops.results.role import RunRole
 from specops.run.roots import cache_root
 from specops.run.rundir import RunDir
 from specops.run.variant import BASE, SPECULATIVE, Variant, variants_of
+from tasks.benchmark import predict_acceptance
 from tasks.check import compare_check_outputs
 from tasks.profile import check_prerequisites, check_result_storage, create_run_dir
 from tasks.render import build_engine, render_repository
@@ -61,12 +62,6 @@ class RunInvalid(RuntimeError):
 
     def __reduce__(self):
         return type(self), (self.result, self.report)
-
-
-def failed_at_report(result: RunResult, error: Exception) -> RunResult:
-    """The measured run as it ended: its report could not be written (what was measured stays in it)."""
-    failure = Failure(step="report", error=f"{type(error).__name__}: {error}")
-    return result.model_copy(update={"status": Status.FAILED, "verdict": Verdict.FAILED, "failure": failure})
 
 
 def final_state(result: RunResult, report: Path) -> RunResult | State:
@@ -116,6 +111,7 @@ def measure(loaded: LoadedProfile, backend: Backend, tool: BenchTool, run: RunDi
                 repos[v.name] = noted_result(render_repository(backend, v, target, draft, cache_dir, engines, run),
                                              facts, f"render {v.name}")
             serve_and_benchmark(loaded, backend, tool, run, facts, variants, repos, prompts, tokenizer, outputs)
+            facts.predicted = predict_acceptance(loaded, backend, run)  # on the cores the servers freed
         finally:
             facts.window = Window(started_at=held.started_at, finished_at=time.time(), slots=held.names,
                                   waited_s=round(held.waited_s, 3))
@@ -143,27 +139,26 @@ def specdec(profile: ProfileName = "ngram-local", overrides: Overrides = (),
         report, result = None, None
         try:
             result = summarize_run(loaded, run, backend, tool, facts, error, role)
-            set_final_status(run, result)  # first: a report that fails must not leave "running"
-            report = finish(result, run)
-        except Exception as unreported:  # the original error matters more than a failed report
+            done = finish(result, run)  # its record first; a report that fails keeps the step the run failed at
+            set_final_status(run, result)
+            report, unreported = done.report, done.error
+        except Exception as exc:  # the original error matters more than a failed report
             step, variant = run.progress.failed_at or ("report", None)
             run.say_failed(step, variant, f"{type(error).__name__}: {error}")
-            get_run_logger().error("could not report the failed run: %r", unreported)
+            unreported = exc
             if result is None or not isinstance(error, Exception):
                 raise error from None
+        if unreported is not None:
+            get_run_logger().error("could not report the failed run: %r", unreported)
         if isinstance(error, Exception):
             raise RunFailed(result, report) from error
         raise  # cancellation and interrupts stay what they are
     result = summarize_run(loaded, run, backend, tool, facts, role=role)
-    try:
-        report = finish(result, run)
-    except BaseException as error:
-        run.say_failed("report", None, f"{type(error).__name__}: {error}")
-        if isinstance(error, Exception):  # e.g. a full disk: the step and the file, in one line
-            raise RunFailed(failed_at_report(result, error), None) from error
-        raise
-    set_final_status(run, result)
-    return final_state(result, report)
+    done = finish(result, run)  # an interrupt there ends the run failed at report (its step's own record)
+    set_final_status(run, done.result)
+    if done.error is not None:  # e.g. a full disk: the step and the file, in one line; row and status agree
+        raise RunFailed(done.result, None) from done.error
+    return final_state(done.result, done.report)
 
 
 def run_specdec(profile: str, overrides: list[str] | None = None, run_id: str | None = None,

@@ -41,6 +41,7 @@ from specops.sweep.grid import CELL_ROUNDS, Series, SweepGrid
 from specops.sweep.outcome import SweepOutcome, sweep_outcome
 from specops.sweep.plan import BASE_GROUP, ServerGroup, SweepRun, plan_sweep
 from specops.sweep.schedule import recommend
+from tasks.benchmark import predict_acceptance
 from tasks.check import compare_check_outputs
 from tasks.profile import check_prerequisites, check_result_storage, create_run_dir
 from tasks.render import build_engine, render_repository
@@ -100,6 +101,9 @@ def measure_server(sweep: SweepRun, group: ServerGroup, servers: SweepServers) -
     backend = backend_for(p) if series.schedule else sweep.backend
     engines = build_engine(backend, variant, sweep.target, sweep.draft, cache_root(), server_run).value
     repo = render_repository(backend, variant, sweep.target, sweep.draft, cache_root(), engines, server_run).value
+    # The replay's figures for this draft length, on cores no measurement uses yet; a schedule's K varies with load.
+    predicted = None if series.schedule else \
+        predict_acceptance(sweep.profile(series, group.concurrencies[0]), backend, server_run)
     cells: dict[int, RunResult] = {}
     with served(backend, variant, repo, server_run, sweep.facts) as up:
         outputs = up.check(sweep.loaded.profile)
@@ -115,9 +119,10 @@ def measure_server(sweep: SweepRun, group: ServerGroup, servers: SweepServers) -
             window = Window(started_at=held.started_at, finished_at=time.time(), slots=held.names,
                             waited_s=round(held.waited_s, 3))
             role = RunRole(kind=SWEEP_CELL, of=str(sweep.run.path), series=series.name)
-            facts = sweep.cell_facts(measured.records, lossless, window, (measured.design, measured.why_not_requests))
-            cells[c] = result = summarize_run(cell, cell_run, sweep.backend, sweep.tool, facts, role=role)
-            finish(result, cell_run)
+            facts = sweep.cell_facts(measured.records, lossless, window, (measured.design, measured.why_not_requests),
+                                     predicted)
+            measured_cell = summarize_run(cell, cell_run, sweep.backend, sweep.tool, facts, role=role)
+            cells[c] = result = finish(measured_cell, cell_run).result  # FAILED at report if that failed
             set_final_status(cell_run, result)
             keep_cell(sweep.store, sweep.key(series, c), result)
     return cells

@@ -15,7 +15,10 @@ from specops.backends.base import Backend, Server
 from specops.bench.tool import BenchJob, BenchTool
 from specops.pipeline.benchmark import Measured, bench_job, interleaved_job, measure_interleaved, measure_round
 from specops.pipeline.check import Pace
+from specops.profile.loader import LoadedProfile
 from specops.profile.schema import Benchmark
+from specops.replay.run import ReplayError, predicted_for_run
+from specops.results.metrics import Predicted
 from specops.run.progress import Progress, within
 from specops.run.rundir import RunDir
 from specops.run.variant import Variant
@@ -89,3 +92,18 @@ def _variant_progress(name: str) -> ProgressArtifact:
 def read_acceptance(backend: Backend, server: Server, variant: Variant, settle: bool = False) -> Acceptance | None:
     """Read the cumulative speculation counters from the backend's own source."""
     return backend.acceptance(server, variant, settle)
+
+
+@step(timed="predict", label="speculative")
+def predict_acceptance(loaded: LoadedProfile, backend: Backend, run: RunDir) -> Predicted | None:
+    """`specops replay` of the run's own setting over its benchmark's prompts (the engine's drafter over the
+    target's greedy outputs), where the backend runs that drafter here: the report shows it beside what the engine
+    counted. The prediction is a reading, not a step the run needs: a replay that fails is logged, never fatal."""
+    if not backend.replays_here():
+        return None
+    log = get_run_logger()
+    try:
+        return predicted_for_run(loaded, say=log.info)
+    except (ReplayError, OSError, ValueError) as exc:
+        log.warning("no replay prediction for this run: %s", exc)
+        return None

@@ -108,6 +108,11 @@ class Backend(ABC):
         has none to report, Acceptance.unavailable(...) where the served framework has no source.
         `settle`: first let a source that reports at intervals catch up with the requests sent."""
 
+    def replays_here(self) -> bool:
+        """Whether `specops replay` runs this backend's own drafters on this host (the same engine build), so a run
+        can report the replay's prediction beside what the engine counted."""
+        return False
+
     def acceptance_source(self, variant: Variant) -> str:
         """Where the variant's acceptance comes from, or why there is none (for the plan)."""
         return "none (no speculation)" if not variant.method.speculative else "the backend's counters"

@@ -32,7 +32,6 @@ from specops.host.tracking import (
     same_process,
     unregister,
 )
-from specops.results.durable import MANIFEST
 from specops.run.rundir import mark_abandoned
 
 SHM_REGION = "shm-region"  # counted with what was stopped, reported as removed
@@ -102,11 +101,11 @@ def sweep(owner: str | None = None, *, everything: bool = False, runs: Mapping[s
 def _end_run(path: Path, record: dict[str, Any], log: Callable[[str], None],
              abandoned: Callable[[dict[str, Any]], None] | None) -> None:
     """A run whose process is gone: every status it left open ends failed, where it was, and its row is written
-    (`abandoned`) unless it had written its result (manifest.json) before it died."""
+    (`abandoned`; one it wrote before it died, while reporting, is replaced: it did not finish)."""
     run_dir = Path(record["run_dir"])
     if mark_abandoned(run_dir, _ABANDONED.format(record.get("owner_pid", "?")) + " (killed)"):
         log(f"janitor: {run_dir}: status failed (its run is gone)")
-    if abandoned is not None and record.get("has_row") and not (run_dir / MANIFEST).exists():
+    if abandoned is not None and record.get("has_row"):
         abandoned(record)
     path.unlink(missing_ok=True)
 

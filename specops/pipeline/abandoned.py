@@ -1,5 +1,6 @@
-"""The row of a run whose process died before it wrote one: its RunResult, FAILED at the step its status.json names,
-built from its run directory (profile.yaml, status.json) and the janitor's record of it (tracking.track_run).
+"""The row of a run whose process died before it finished: its RunResult, FAILED at the step its status.json names,
+built from its run directory (profile.yaml, status.json; manifest.json when it had written its result) and the
+janitor's record of it (tracking.track_run). The row replaces one the run may have written before it died.
 
 The janitor's environment chooses the results database ($SPECOPS_RESULTS_URL): where that refuses the row, the
 result is kept in the run directory with a pointer, as a run's own record step does, and the next run (or `specops
@@ -11,11 +12,12 @@ from pathlib import Path
 from typing import Any
 
 from specops.pipeline.backend import backend_for, tool_for
-from specops.pipeline.summarize import RunFacts, run_result
+from specops.pipeline.summarize import RunFacts, ended_failed, run_result
 from specops.profile.loader import LoadedProfile, strict_load
 from specops.profile.schema import Profile
 from specops.results import durable
-from specops.results.model import RunResult
+from specops.results.durable import MANIFEST
+from specops.results.model import Failure, RunResult
 from specops.results.role import RunRole
 from specops.results.store import ResultsError, ResultsStore
 from specops.run.rundir import RunDir, RunProgress, read_status
@@ -34,18 +36,22 @@ class RunKilled(RuntimeError):
 
 
 def abandoned_result(record: dict[str, Any]) -> RunResult:
-    """The run's RunResult as the janitor finds it: failed where its status says it was, nothing measured."""
+    """The run's RunResult as the janitor finds it: failed where its status says it was; what it measured kept
+    when it had written its result (killed while reporting), else nothing measured."""
     run_path = Path(record["run_dir"])
+    status = read_status(run_path)
+    step, variant = status.get("step") or "flow", status.get("variant") or None
+    error = RunKilled(f"the run's process (pid {record.get('pid', '?')}) ended without finishing at {step} "
+                      "(killed); specops janitor wrote this row")
+    if (run_path / MANIFEST).is_file():
+        failure = Failure(step=step, variant=variant, error=f"{type(error).__name__}: {error}")
+        return ended_failed(durable.read_result(run_path / MANIFEST), failure)
     doc = strict_load((run_path / "profile.yaml").read_text(encoding="utf-8"))
     source, overrides = doc.pop(PROVENANCE[0], str(run_path / "profile.yaml")), doc.pop(PROVENANCE[1], [])
     profile = Profile.model_validate(doc)
     loaded = LoadedProfile(profile, Path(source), tuple(overrides), profile.model_dump(mode="json"))
-    status = read_status(run_path)
-    step = status.get("step") or "flow"
     progress = RunProgress(started_at=status.get("started_at") or record.get("create_time") or 0.0,
-                           failed_at=(step, status.get("variant") or ""))
-    error = RunKilled(f"the run's process (pid {record.get('pid', '?')}) ended without finishing at {step} "
-                      "(killed); specops janitor wrote this row")
+                           failed_at=(step, variant or ""))
     role = RunRole.model_validate(record.get("role") or {})
     return run_result(loaded, RunDir(run_path, progress), backend_for(profile), tool_for(profile), RunFacts(),
                       error, role)

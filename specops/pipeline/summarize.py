@@ -13,7 +13,7 @@ from specops.bench.tool import BenchTool
 from specops.cost.nvml import host_record
 from specops.pipeline.check import cache_primed
 from specops.profile.loader import LoadedProfile
-from specops.results.metrics import DrafterCache
+from specops.results.metrics import DrafterCache, Predicted
 from specops.results.model import (
     BenchmarkRecord,
     Design,
@@ -52,6 +52,7 @@ class RunFacts:
     servers: dict[str, str] = field(default_factory=dict)  # server tool -> the version it reported
     window: Window | None = None  # serve -> teardown, with the slots held for it
     design: tuple[Design, str | None] = (Design.ROUNDS, None)  # how the variants were paired, why not requests
+    predicted: Predicted | None = None  # the replay's figures for the run's setting, where the backend has one
 
 
 def package_versions() -> dict[str, str | None]:
@@ -168,6 +169,7 @@ def run_result(loaded: LoadedProfile, run: RunDir, backend: Backend, tool: Bench
         benchmark=benchmark_record(loaded, backend, tool, Variant(SPECULATIVE, p.method), facts.design),
         variants=list(facts.variants), speedup=speedup, lossless=facts.lossless, phases=phases(run, now),
         cached_steps=dict(facts.cached_steps), failure=failure, window=facts.window, drafter_cache=drafter_cache(p),
+        predicted=facts.predicted,
     )
 
 
@@ -178,3 +180,11 @@ def drafter_cache(profile) -> DrafterCache | None:
         return None
     primed = cache_primed(profile.benchmark, profile.comparison) if kept else []
     return DrafterCache(on=kept > 0, max_cached_requests=kept, primed=primed)
+
+
+def ended_failed(result: RunResult, failure: Failure) -> RunResult:
+    """A run that measured, then failed (its report could not be written, or it was killed while writing it):
+    FAILED there, what it measured kept. A run that had already failed keeps its own failure."""
+    if result.failure is not None:
+        return result
+    return result.model_copy(update={"status": Status.FAILED, "verdict": Verdict.FAILED, "failure": failure})

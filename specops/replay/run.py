@@ -16,15 +16,20 @@ from specops.bench.prompts import load_prompts
 from specops.profile.errors import ProfileError
 from specops.profile.loader import LoadedProfile
 from specops.replay.grid import NgramSetting, Prediction, Setting, SuffixSetting
+from specops.results.metrics import Predicted
 from specops.run.roots import cache_root
 from specops.sources.schemes import fetch
 
 WORKER = Path(__file__).with_name("worker.py")
+PROPOSER = {"ngram": "vLLM's n-gram matcher", "suffix": "arctic-inference's suffix trees"}  # worker.PROPOSERS
 # Engine args that change which tokens the target picks (or whether it starts); the rest of a served profile's
 # (ports, GPU memory) mean nothing offline. Eager unless the profile says otherwise: the served CPU profiles run
 # eager, and a compiled start costs ~100 s here (data/vllm_cpu.yaml).
 GREEDY_ARGS = ("dtype", "max_model_len", "enforce_eager", "tokenizer_mode", "trust_remote_code")
 DEFAULT_MAX_MODEL_LEN = 1 << 30  # no profile limit: the proposers' end-of-context cut never applies
+# Greedy tokens generated past each request's end: the truth its last step's drafts are checked against (vLLM
+# counts acceptances past max_tokens, worker.replay). The largest draft a method takes (methods/specs.py, le=64).
+LOOKAHEAD = 64
 Say = Callable[[str], None]
 
 
@@ -76,21 +81,22 @@ def run_worker(request: dict, say: Say) -> dict:
 
 
 def greedy_outputs(loaded: LoadedProfile, say: Say) -> list[dict]:
-    """Prompt and greedy output token ids per prompt, cached per (target, prompts, output length, engine args):
-    greedy decoding is deterministic, so a second replay of the same benchmark only simulates."""
+    """Prompt and greedy output token ids per prompt (the benchmark's output length plus LOOKAHEAD), cached per
+    (target, prompts, output length, engine args): greedy decoding is deterministic, so a second replay of the
+    same benchmark only simulates."""
     target = fetch(loaded.profile.target.source, cache_root(), log=lambda m: None)
     key = {"target": target.sha256, "prompts": prompts_of(loaded),
-           "output_tokens": loaded.profile.benchmark.output_tokens,
+           "output_tokens": loaded.profile.benchmark.output_tokens, "lookahead": LOOKAHEAD,
            "engine_args": engine_args(loaded), "vllm": vllm_cpu.version(), "api": "completions, no chat template"}
     digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:20]
     path = cache_root() / "replay" / f"greedy-{digest}.json"
     if path.is_file():
         say(f"replay: greedy outputs from {path}")
         return json.loads(path.read_text(encoding="utf-8"))["sequences"]
-    say(f"replay: generating {len(key['prompts'])} x {key['output_tokens']} greedy tokens with vLLM "
-        f"{key['vllm']} (offline engine) ...")
+    say(f"replay: generating {len(key['prompts'])} x {key['output_tokens']} greedy tokens (+{LOOKAHEAD} past the "
+        f"end, what a last step's drafts are checked against) with vLLM {key['vllm']} (offline engine) ...")
     request = {"mode": "generate", "model": str(target.path), "prompts": key["prompts"],
-               "output_tokens": key["output_tokens"], "engine_args": key["engine_args"]}
+               "output_tokens": key["output_tokens"] + LOOKAHEAD, "engine_args": key["engine_args"]}
     sequences = run_worker(request, say)["sequences"]
     write_text(path, json.dumps({"key": key, "sequences": sequences}))
     return sequences
@@ -101,6 +107,22 @@ def predict(loaded: LoadedProfile, settings: list[Setting], say: Say = print) ->
     say(f"replay: simulating {len(settings)} settings over {len(sequences)} prompts ...")
     max_len = engine_args(loaded).get("max_model_len", DEFAULT_MAX_MODEL_LEN)
     request = {"mode": "simulate", "sequences": sequences, "max_model_len": max_len,
-               "settings": [s.model_dump() for s in settings]}
+               "length": loaded.profile.benchmark.output_tokens, "settings": [s.model_dump() for s in settings]}
     results = run_worker(request, say)["results"]
     return [Prediction.of(setting, counts) for setting, counts in zip(settings, results)]
+
+
+def predicted_for_run(loaded: LoadedProfile, say: Say = print) -> Predicted | None:
+    """The replay's figures for the profile's own setting over its benchmark (None: the method has no replay), for
+    the run's record beside what the engine counted."""
+    setting = profile_setting(loaded)
+    if setting is None:
+        return None
+    (p,) = predict(loaded, [setting], say)
+    b = loaded.profile.benchmark
+    warm = f"; the engine's count also holds {b.warmup_requests} warm-up request(s), not replayed" \
+        if b.warmup_requests else ""
+    source = (f"specops replay: {PROPOSER[setting.method]} (vLLM {vllm_cpu.version()}) over the target's greedy "
+              f"outputs, {len(p.prompt_tokens_per_step)} prompts x {b.output_tokens} tokens, each request alone{warm}")
+    return Predicted(setting=p.label, accepted_per_step=p.per_drafted_step, tokens_per_step=p.tokens_per_step,
+                     source=source)

@@ -3,11 +3,12 @@
 `python worker.py REQUEST.json RESULT.json` does one of:
 - "generate": the target's greedy continuations of the prompts, with vLLM's own offline engine (`vllm.LLM`), as
   the served benchmark asks for them: the prompt text sent to /v1/completions (no chat template), temperature 0,
-  exactly `output_tokens` tokens (min_tokens = max_tokens, ignore_eos);
-- "simulate": greedy verification replayed over those token sequences for each setting, drafts proposed by the
-  engines' own proposers: vLLM 0.32's n-gram matcher (vllm/v1/spec_decode/ngram_proposer.py,
-  _find_longest_matched_ngram_and_propose_tokens) and arctic-inference's SuffixDecodingCache, driven as
-  vllm/v1/spec_decode/suffix_decoding.py drives it.
+  exactly `output_tokens` tokens (min_tokens = max_tokens, ignore_eos), the caller adding what drafts past the
+  request's end are checked against;
+- "simulate": greedy verification replayed over those token sequences (each request `length` tokens) for each
+  setting, drafts proposed by the engines' own proposers: vLLM 0.32's n-gram matcher
+  (vllm/v1/spec_decode/ngram_proposer.py, _find_longest_matched_ngram_and_propose_tokens) and arctic-inference's
+  SuffixDecodingCache, driven as vllm/v1/spec_decode/suffix_decoding.py drives it.
 
 Standalone on purpose: the vLLM venv holds no specops, and this file imports vLLM only inside the functions that
 need it, so specops' own tests import `replay` with a stand-in proposer.
@@ -19,19 +20,21 @@ import sys
 import time
 
 
-def replay(prompt: list[int], output: list[int], proposer, k: int) -> dict:
-    """One request under greedy verification, as the engine steps it. The prefill samples output[0] (no drafts);
-    each decode step then verifies the proposer's draft: the longest prefix equal to the true continuation is
-    accepted and the target adds its own token, so the step emits accepted + 1. A draft is cut to the tokens still
-    to come minus the target's own (the truth past `output` is unknown; vLLM may draft past max_tokens on a
-    request's last step, which this does not count)."""
+def replay(prompt: list[int], output: list[int], proposer, k: int, length: int | None = None) -> dict:
+    """One request of `length` output tokens (default: all of `output`) under greedy verification, as the engine
+    steps it. The prefill samples output[0] (no drafts); each decode step then verifies the proposer's draft: the
+    longest prefix equal to the true continuation is accepted and the target adds its own token, so the step emits
+    accepted + 1. `output` may run past `length` (the greedy continuation beyond max_tokens): vLLM drafts and counts
+    acceptances past a request's max_tokens on its last step (its scheduler caps drafts by max_model_len only,
+    vllm/v1/core/sched/scheduler.py at 0.32.0), and so does this where the truth is known; past it a draft is cut."""
     import numpy as np
 
+    length = len(output) if length is None else length
     context = list(prompt) + list(output[:1])
     proposer.begin(prompt)
     proposer.extend(output[:1])
     done, steps, drafted_steps, drafted, accepted = 1, 0, 0, 0, 0
-    while done < len(output):
+    while done < length:
         room = min(k, len(output) - done - 1)
         draft = list(proposer.propose(np.asarray(context, dtype=np.int32), room))[:room] if room > 0 else []
         hits = 0
@@ -46,7 +49,7 @@ def replay(prompt: list[int], output: list[int], proposer, k: int) -> dict:
         drafted += len(draft)
         accepted += hits
     proposer.end()
-    return {"steps": steps, "emitted": len(output) - 1, "drafted_steps": drafted_steps, "drafted": drafted,
+    return {"steps": steps, "emitted": length - 1, "drafted_steps": drafted_steps, "drafted": drafted,
             "accepted": accepted}
 
 
@@ -112,7 +115,8 @@ def simulate(request: dict) -> dict:
     results = []
     for index, setting in enumerate(request["settings"]):
         proposer = PROPOSERS[setting["method"]](setting, max_model_len)
-        results.append([replay(s["prompt"], s["output"], proposer, setting["k"]) for s in sequences])
+        results.append([replay(s["prompt"], s["output"], proposer, setting["k"], request.get("length"))
+                        for s in sequences])
         if (index + 1) % 20 == 0:
             print(f"replay: {index + 1}/{len(request['settings'])} settings simulated", file=sys.stderr, flush=True)
     return {"results": results}

@@ -40,7 +40,9 @@ def variant_row(result: RunResult, v: VariantRecord) -> dict:
             "mean_accepted_per_step": live and live.mean_accepted_per_step,
             "tokens_per_step": live and live.tokens_per_step, "engine_step_s": live and live.step_seconds,
             "draft_s_per_step": live and live.draft_seconds_per_step,
-            "accepted_per_position": " ".join(f"{r:.3f}" for r in live.position_rates or []) if live else None}
+            "accepted_per_position": " ".join(f"{r:.3f}" for r in live.position_rates or []) if live else None,
+            "predicted_accepted_per_step": result.predicted.accepted_per_step
+            if result.predicted and v.name == "speculative" else None}
     row |= {"cpu_s_per_1k_tokens": v.cost and v.cost.cpu_s_per_1k_tokens,
             "gpu_j_per_1k_tokens": v.cost and v.cost.gpu_j_per_1k_tokens}
     s = result.speedup
@@ -171,7 +173,25 @@ def acceptance_lines(result: RunResult) -> list[str]:
             rates = ", ".join(f"{r:.0%}" for r in a.position_rates)
             lines.append(f"Accepted at draft position 1..{len(a.position_rates)}: {rates}.")
     lines += sorted({a.source for a in found if not a.available})
+    lines += prediction_lines(result)
     return lines + [""] if lines else []
+
+
+def prediction_lines(result: RunResult) -> list[str]:
+    """The replay's accepted/step for the run's setting beside the engine's count: a gap says the served engine
+    drafted differently from what its drafter alone predicts (batching, a primed cache, or a changed engine)."""
+    p = result.predicted
+    if p is None:
+        return []
+    spec = result.variant("speculative")
+    measured = spec.acceptance.mean_accepted_per_step if spec and spec.acceptance and spec.acceptance.available \
+        else None
+    said = "not counted" if measured is None else f"{measured:.2f}"
+    both = measured is not None and p.accepted_per_step is not None
+    gap = f" (measured - predicted {measured - p.accepted_per_step:+.2f})" if both else ""
+    predicted = "no step drafted" if p.accepted_per_step is None else f"{p.accepted_per_step:.2f}"
+    return [f"Accepted/step predicted {predicted}, measured {said}{gap}: {p.setting}, by {p.source} "
+            f"(tokens/step with undrafted steps {p.tokens_per_step:.2f})."]
 
 
 def design_text(b: BenchmarkRecord) -> str:

@@ -10,15 +10,16 @@ from enum import StrEnum
 from pydantic import Field, model_validator
 
 from specops.acceptance.model import Acceptance, analytical_bound
-from specops.results.metrics import BenchMetrics, DrafterCache, PromptSpread, Record, RequestSample, Window
+from specops.results.metrics import BenchMetrics, DrafterCache, Predicted, PromptSpread, Record, RequestSample, Window
 from specops.results.role import RunRole, legacy_role
 
 # Of the RunResult JSON; bump with every change of its fields (and a migration of stored records
 # when old ones no longer load). 2: window, image identity, compute capability; 3: the pairing design
 # (benchmark.design, speedup.design); 4: phases.measured_s (steps that overlapped counted once); 5: role and
-# draft_length; 6: speedup.per_prompt; 7: drafter_cache, status interrupted. Older records load as they are (design
-# rounds, the role their notes said, no spread or cache), and an older specops refuses newer records naming both.
-SCHEMA_VERSION = 7
+# draft_length; 6: speedup.per_prompt; 7: drafter_cache, status interrupted; 8: predicted. Older records load as they
+# are (design rounds, the role their notes said, no spread, cache or prediction), and an older specops refuses newer
+# records naming both.
+SCHEMA_VERSION = 8
 
 # The speedup interval's level: what results record and every label prints.
 LEVEL = 0.95
@@ -268,6 +269,7 @@ class RunResult(Record):
     notes: list[str] = Field(default_factory=list)
     window: Window | None = None  # None: no server was started (and records from before it existed)
     drafter_cache: DrafterCache | None = None  # None: the method keeps no cross-request cache (or schema < 7)
+    predicted: Predicted | None = None  # None: no replay of this method on this backend (or schema < 8)
 
     @model_validator(mode="before")
     @classmethod

@@ -10,6 +10,7 @@ from specops.backends.base import Backend
 from specops.bench.tool import BenchTool
 from specops.pipeline.summarize import RunFacts
 from specops.profile.loader import LoadedProfile, overridden
+from specops.results.metrics import Predicted
 from specops.results.model import Design, Lossless, VariantRecord, Window
 from specops.run.rundir import RunDir
 from specops.sources.schemes import ModelArtifact
@@ -73,9 +74,10 @@ class SweepRun:
         return Series(self.profile(Series(None, tuple(overrides)), c).profile.method.draft_length(), tuple(overrides))
 
     def cell_facts(self, records: list[VariantRecord], lossless: Lossless | None, window: Window,
-                   design: tuple[Design, str | None]) -> RunFacts:
-        """A cell's facts: its records (speculative, then the base beside it), paired by `design`; a snapshot of
-        the models and servers so far (later steps do not change a kept cell)."""
+                   design: tuple[Design, str | None], predicted: Predicted | None = None) -> RunFacts:
+        """A cell's facts: its records (speculative, then the base beside it), paired by `design`, the replay's
+        prediction for its setting; a snapshot of the models and servers so far (later steps do not change a kept
+        cell)."""
         return RunFacts(models=dict(self.facts.models), variants=list(records), lossless=lossless,
                         cached_steps=dict(self.facts.cached_steps), servers=dict(self.facts.servers), window=window,
-                        design=design)
+                        design=design, predicted=predicted)

@@ -138,6 +138,9 @@ class VllmEngineBackend(ContainerBackend):
     def preflight(self) -> list[str]:
         return vllm_cpu.preflight() if self.config.in_process else super().preflight()
 
+    def replays_here(self) -> bool:
+        return self.config.in_process  # the vLLM CPU engine: the build the replay's worker imports
+
     def process_env(self, variant: Variant | None) -> dict[str, str]:
         """A process launch's environment: the vLLM CPU venv's, its share of the host's cores when the run's
         servers are up side by side (the base the second share), then the profile's env and the image facts'."""

@@ -89,9 +89,16 @@ def test_suffix_decoding_runs_valid_with_acceptance_per_position_and_its_cache_p
     assert all(later <= earlier for earlier, later in zip(per_position, per_position[1:]))
     assert 0 < acc["num_accepted_tokens"] <= acc["num_draft_tokens"]
     # The window is the benchmark's: every verification step emitted its accepted drafts and one token of the
-    # target's, so had the counters also seen the check requests they could exceed what the benchmark emitted.
+    # target's (a request's last step may accept up to K drafts past its end, which vLLM counts and drops), so had
+    # the counters also seen the check requests they could exceed what the benchmark emitted.
     emitted = spec["metrics"]["output_sequence_length_avg"] * spec["metrics"]["request_count"]
-    assert acc["num_drafts"] + acc["num_accepted_tokens"] <= emitted
+    assert acc["num_drafts"] + acc["num_accepted_tokens"] <= emitted + K * spec["metrics"]["request_count"]
+    # The replay (arctic-inference's suffix trees over the target's greedy outputs) predicts what vLLM counted
+    # (issue 38: within 0.1 accepted tokens per step); vLLM counts drafts accepted past a request's end, hence + K.
+    predicted = manifest["predicted"]
+    measured = 1 + acc["num_accepted_tokens"] / acc["num_drafts"]
+    print(f"suffix K={K}: accepted/step predicted {predicted['accepted_per_step']:.3f}, measured {measured:.3f}")
+    assert predicted["setting"].startswith("suffix ") and abs(measured - predicted["accepted_per_step"]) <= 0.1
 
 
 def test_every_engine_arg_the_profile_sets_reaches_the_engine(suffix_run):

@@ -8,6 +8,8 @@ which server answered each request is read from the answer's `model`. Each serve
 finished (vllm:request_success_total on GET /metrics, read around the run) must equal what was credited to it,
 warm-up included. Set SPECOPS_CAPTURE_AIPERF_EXPORT=<dir> to keep each run's exports
 (tests/unit/bench/fixtures/aiperf-interleaved-vllm-*/).
+The same n-gram server (K 4) also shows the replay predicting what it counts (issue 38): `specops replay`'s figures
+for the profile's setting on the prompts the benchmark sends, beside vLLM's counters around one AIPerf round.
 """
 from __future__ import annotations
 
@@ -25,8 +27,9 @@ from specops.backends.vllm.serve import ALIAS
 from specops.bench.aiperf_exports import AGGREGATES, INPUTS, RAW_RECORDS, RECORDS, answering_models
 from specops.bench.tool import bench_tool
 from specops.http_client import get_text
-from specops.pipeline.benchmark import bench_job, bench_prompts, interleaved_job, measure_interleaved
+from specops.pipeline.benchmark import bench_job, bench_prompts, interleaved_job, measure_interleaved, measure_round
 from specops.profile.loader import load_profile
+from specops.replay import run as replay
 from specops.run.variant import BASE, SPECULATIVE, variants_of
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -110,3 +113,23 @@ def _capture(job, order: tuple[str, ...], requests: int) -> None:
     (target / "prompts.json").write_text(json.dumps(job.load.prompts))
     (target / "job.json").write_text(json.dumps({"order": list(order), "requests": requests,
                                                  "warmup": job.load.warmup, "output_tokens": OUTPUT_TOKENS}))
+
+
+def test_the_replay_predicts_the_accepted_tokens_per_step_the_ngram_server_counts(pair, embedded_model, tmp_path,
+                                                                                 monkeypatch):
+    p, backend, servers = pair
+    variant, server = servers[SPECULATIVE]
+    sizes = ["benchmark.num_requests=4", "benchmark.warmup_requests=0", "benchmark.output_tokens=64"]  # ~40 steps
+    loaded = load_profile("ngram-vllm-serve-cpu", ["benchmark.tool=aiperf", *sizes])
+    tool, bench = bench_tool("aiperf"), loaded.profile.benchmark
+    job = bench_job(tool, backend, server, variant, embedded_model.path, bench, bench_prompts(bench), tmp_path, 0)
+    before = backend.acceptance(server, variant, settle=True)
+    measure_round(tool, job, server, backend.gpus())
+    counted = backend.acceptance(server, variant, settle=True).since(before)
+    monkeypatch.setattr(replay, "fetch", lambda *a, **k: embedded_model)
+    monkeypatch.setattr(replay, "cache_root", lambda: tmp_path / "cache")
+    predicted = replay.predicted_for_run(loaded, say=lambda line: None)
+    print(f"n-gram {predicted.setting}: accepted/step predicted {predicted.accepted_per_step:.3f}, "
+          f"counted {counted.mean_accepted_per_step:.3f} over {counted.num_drafts} drafted steps")
+    assert predicted.setting == f"ngram min 2 max 3 K {p.method.num_speculative_tokens}" and counted.num_drafts > 0
+    assert abs(counted.mean_accepted_per_step - predicted.accepted_per_step) <= 0.1

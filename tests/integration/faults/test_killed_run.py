@@ -5,8 +5,9 @@ while perf_analyzer is sending requests, tritonserver (its death signal), its st
 when orphaned), genai-perf and perf_analyzer (their guard's death signal) and the Prefect API
 server (its guard) are gone within seconds, their ports free, and `specops janitor` finds nothing
 of the run to stop; it ends the run's status failed at the step it was in and writes its row (issue 40: a run's
-own record, from its first moment). So for a run killed while it waits for the host lock, before any server, and
-for one killed while its servers start.
+own record, from its first moment). So for a run killed while it waits for the host lock, before any server, while
+it downloads (converts) its model, while its servers start, and while it writes its report (its row says it did not
+finish, whatever it had recorded).
 When the guard is SIGKILLed together with the run (nothing then kills the tool), `specops janitor` stops what is
 left of the tool's process group.
 """
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import socket
 import time
@@ -86,19 +88,30 @@ def assert_one_failed_row(tmp_path, run, step: str, said: str) -> None:
     assert "(killed)" in rows[0].failure.error and "row recorded" in said, said
 
 
-@pytest.mark.parametrize("step", [WAIT_STEP, "serve"])
+def cold_cache(tmp_path, embedded_model) -> dict[str, str]:
+    """A model cache holding only the embedded model's wheel: the download step converts it (seconds of real work),
+    long enough to be killed in."""
+    wheels = embedded_model.path.parents[2] / "wheels"
+    cold = tmp_path / "cold-cache" / "embedded" / "wheels"
+    shutil.copytree(wheels, cold)
+    return {"SPECOPS_CACHE": str(tmp_path / "cold-cache")}
+
+
+@pytest.mark.parametrize("step", [WAIT_STEP, "download", "serve", "report"])
 def test_a_run_killed_at_a_step_is_ended_there_with_a_row(step, embedded_model, tmp_path):
     from specops.host.host_lock import hold_host_locks
 
     held = [f"cpu:{socket.gethostname()}"] if step == WAIT_STEP else []  # the lock a CPU run waits for
+    env = cold_cache(tmp_path, embedded_model) if step == "download" else {}
+    tiny = ["benchmark.num_requests=2", "benchmark.output_tokens=8"] if step == "report" else []  # all steps first
     with hold_host_locks(held, "the test, holding the lock", lambda _: None):
-        run = start_run(tmp_path)
+        run = start_run(tmp_path, [*SHRINK, *tiny], **env)
         try:
             deadline = time.monotonic() + 300
             while not (run.run_dir / "status.json").is_file() or \
                     json.loads((run.run_dir / "status.json").read_text()).get("step") != step:
                 assert run.proc.poll() is None and time.monotonic() < deadline, run.tail()
-                time.sleep(0.05)
+                time.sleep(0.01)  # the report takes about a second
             run.proc.kill()
             run.proc.wait()
             wait_gone(run.processes(), DEATH_BOUND_S)

@@ -31,7 +31,7 @@ from tests.integration.support import REPO_ROOT, run_regression_flow, service_en
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
-PROFILE, K = "ngram-vllm-serve-cpu", 3
+PROFILE, K = "ngram-vllm-serve-cpu", 8  # the longest draft the replay agreement covers (issue 38)
 SHRINK = [f"method.num_speculative_tokens={K}", "benchmark.num_requests=4", "benchmark.output_tokens=32",
           "comparison.lossless_prompts=2", "comparison.lossless_max_tokens=32"]
 
@@ -92,6 +92,13 @@ def test_upgrade_check_on_two_cpu_engines_then_regression_of_the_vllm_profile(em
     acc = vllm_run.variant("speculative").acceptance
     assert acc is not None and acc.available and "vllm:spec_decode" in acc.source
     assert len(acc.accepted_per_position) == K
+    # The replay of vLLM's own n-gram matcher over the target's greedy outputs predicts what vLLM counted (issue 38:
+    # within 0.1 accepted tokens per step); the runtime side has no replay of its drafter.
+    predicted = vllm_run.predicted
+    print(f"n-gram K={K}: accepted/step predicted {predicted.accepted_per_step:.3f}, "
+          f"measured {acc.mean_accepted_per_step:.3f}")
+    assert f"K {K}" in predicted.setting and abs(acc.mean_accepted_per_step - predicted.accepted_per_step) <= 0.1
+    assert next(r for r in history if r.backend == "local").predicted is None
 
     suite = [{"profile": PROFILE, "overrides": SHRINK}]
     verdicts = run_regression_flow(suite, {"min_baseline_runs": 1}, env, timeout=1800)["verdicts"]

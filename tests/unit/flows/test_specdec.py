@@ -11,6 +11,7 @@ import pytest
 from prefect.logging import disable_run_logger
 
 import flows.specdec as flow
+from flows.finish import Finished
 from prefect_adapters.slot_limits import Held
 from specops.pipeline.check import compare_outputs
 from specops.pipeline.summarize import RunFacts
@@ -19,7 +20,7 @@ from specops.results.model import Status
 from specops.run.rundir import RunDir
 from tests.results_factory import run_result
 
-FAKE_BACKEND = SimpleNamespace(gpus=lambda: "none", tokenizer_dir=lambda target: "tokenizer")
+FAKE_BACKEND = SimpleNamespace(gpus=lambda: "none", tokenizer_dir=lambda target: "tokenizer", replays_here=lambda: False)
 
 
 @pytest.fixture
@@ -81,7 +82,7 @@ def test_a_results_store_that_takes_no_rows_fails_the_run_before_anything_is_mea
     monkeypatch.setattr(flow, "summarize_run", lambda loaded, run, backend, tool, facts, error=None, role=None:
                         run_result(status=Status.FAILED if error else Status.OK))
     monkeypatch.setattr(flow, "set_final_status", lambda run, result: None)
-    monkeypatch.setattr(flow, "finish", lambda result, run: run.path / "report.md")
+    monkeypatch.setattr(flow, "finish", lambda result, run: Finished(result, run.path / "report.md", None))
     with disable_run_logger(), pytest.raises(flow.RunFailed) as failed:
         flow.specdec.fn("ngram-local", [], "r1")
     assert measured == []

@@ -13,6 +13,7 @@ import pytest
 from prefect.logging import disable_run_logger
 
 import flows.sweep as flow
+from flows.finish import Finished
 from prefect_adapters.slot_limits import Held
 from specops.backends.base import PrerequisiteError
 from specops.pipeline.summarize import RunFacts
@@ -30,7 +31,8 @@ CS = [1, 2]
 
 @pytest.fixture
 def sweep(tmp_path) -> SweepRun:
-    backend = SimpleNamespace(gpus=lambda: [], tokenizer_dir=lambda target: f"{target}/tokenizer")
+    backend = SimpleNamespace(gpus=lambda: [], tokenizer_dir=lambda target: f"{target}/tokenizer",
+                              replays_here=lambda: False)
     return SweepRun(load_profile("ngram-local"), (), backend, "tool", RunDir(tmp_path), CellStore(tmp_path / "cells"))
 
 
@@ -121,9 +123,12 @@ def served(monkeypatch) -> list[tuple]:
     monkeypatch.setattr(flow, "summarize_run", lambda cell, run, backend, tool, facts, role: calls.append(
         ("summarize", cell.profile.method.num_speculative_tokens, cell.profile.benchmark.concurrency,
          cell.profile.benchmark.rounds, facts, role)) or run_result(uid=f"{run.path.name}"))
-    monkeypatch.setattr(flow, "finish", lambda result, run: calls.append(("finish", result.uid)))
+    monkeypatch.setattr(flow, "finish", lambda result, run: calls.append(("finish", result.uid))
+                        or Finished(result, run.path / "report.md", None))
     monkeypatch.setattr(flow, "set_final_status", lambda run, result: None)
     monkeypatch.setattr(flow, "keep_cell", lambda store, key, result: calls.append(("keep", key, result.uid)))
+    monkeypatch.setattr(flow, "predict_acceptance", lambda loaded, backend, run: calls.append(
+        ("predict", loaded.profile.method.num_speculative_tokens)) or f"replay of K={calls[-1][1]}")
     return calls
 
 
@@ -132,7 +137,7 @@ def test_the_base_starts_once_and_each_cell_is_measured_beside_it_with_its_own_p
     with ExitStack() as stack:
         servers = flow.SweepServers(stack)
         results = flow.measure_server(sweep, ServerGroup(Series(3), (1, 2)), servers)
-        assert served[:4] == [("hold",), ("up", "base", "base", "repo-base"),
+        assert served[:5] == [("hold",), ("up", "base", "base", "repo-base"), ("predict", 3),
                               ("up", "speculative", "k3", "repo-speculative"),
                               ("compare", ["base outputs"], ["speculative outputs"])]
         # speculative first, the base beside it, in each cell; at least CELL_ROUNDS where requests cannot pair
@@ -149,6 +154,9 @@ def test_the_base_starts_once_and_each_cell_is_measured_beside_it_with_its_own_p
     assert [v.name for v in facts.variants] == ["speculative", "base"] and facts.variants[1].model == "k3/c2"
     assert facts.design == (Design.ROUNDS, "concurrency 2") and summaries[0][4].design == (Design.REQUESTS, None)
     assert facts.lossless == "lossless" and facts.window.slots == ["gpu:0"]
+    # the replay's figures once per draft length, before its server takes the cores, in each of its cells
+    assert [call for call in served if call[0] == "predict"] == [("predict", 3), ("predict", 4)]
+    assert facts.predicted == summaries[0][4].predicted == "replay of K=3"
     assert role.series == "k3" and role.of == str(sweep.run.path)
     assert ("keep", sweep.key(Series(3), 2), "c2") in served and [r.uid for r in results.values()] == ["c1", "c2"]
 

@@ -207,13 +207,13 @@ def test_a_killed_run_is_ended_where_it_was_and_handed_over_for_its_row(tmp_path
     assert sum(stopped.values()) == 0 and list(tracking.records()) == []  # nothing to stop: the record is gone
 
 
-def test_a_killed_run_that_wrote_its_result_or_has_no_row_of_its_own_gets_none(tmp_path):
+def test_a_run_killed_after_writing_its_result_still_gets_its_row_and_a_sweep_gets_none(tmp_path):
     killed_run(tmp_path / "recorded")
-    (tmp_path / "recorded" / "manifest.json").write_text("{}")  # killed after its record step
+    (tmp_path / "recorded" / "manifest.json").write_text("{}")  # killed while reporting: its row says it did not end
     killed_run(tmp_path / "sweep", row=False)
     handed = []
     janitor.sweep(abandoned=handed.append, log=lambda _: None)
-    assert handed == [] and list(tracking.records()) == []
+    assert [r["run_dir"] for r in handed] == [str(tmp_path / "recorded")] and list(tracking.records()) == []
     assert json.loads((tmp_path / "sweep" / "status.json").read_text())["state"] == "failed"
 
 

@@ -11,6 +11,7 @@ from specops.results.model import Status, Verdict
 from specops.results.role import COMPARE
 from specops.results.store import ResultsStore
 from specops.run.rundir import RunDir
+from tests.results_factory import run_result
 
 
 @pytest.fixture
@@ -55,3 +56,18 @@ def test_a_database_that_refuses_the_row_leaves_it_pending(killed, tmp_path, mon
     monkeypatch.setenv("SPECOPS_RESULTS_URL", f"sqlite:///{unusable}")
     assert "kept unrecorded" in record_abandoned(record)
     assert [str(p) for p in durable.unrecorded()] == [record["run_dir"]]
+
+
+def test_a_run_killed_while_reporting_keeps_what_it_measured_and_its_ok_row_is_replaced(killed):
+    _, record = killed
+    run_dir = durable.Path(record["run_dir"])
+    measured = run_result(status=Status.OK).model_copy(update={"run_dir": str(run_dir), "run_id": "killed"})
+    durable.save_result(measured, run_dir)  # the run wrote its result and its row, then died in its report
+    with ResultsStore.open() as store:
+        store.append(measured)
+    RunDir(run_dir).set_status("running", "report", "results")
+    assert record_abandoned(record).endswith("FAILED at report, row recorded")
+    with ResultsStore.open() as store:
+        rows = store.history("ngram-local")
+    assert [(r.uid, r.status, r.failure.step) for r in rows] == [(measured.uid, Status.FAILED, "report")]
+    assert "(killed)" in rows[0].failure.error and rows[0].speedup.point == measured.speedup.point

@@ -10,7 +10,7 @@ import pytest
 from specops.profile.errors import ProfileError
 from specops.profile.loader import load_profile
 from specops.replay import run
-from specops.replay.grid import NgramSetting, SuffixSetting
+from specops.replay.grid import NgramSetting, Prediction, SuffixSetting
 
 
 def test_the_profiles_ngram_setting_is_the_one_vllm_serves():
@@ -57,7 +57,7 @@ def test_greedy_outputs_are_generated_once_per_target_prompts_and_length(stand_i
     assert first == again and len(stand_in) == 1
     assert stand_in[0]["prompts"] == [p.strip() for p in stand_in[0]["prompts"]]  # as the benchmark sends them
     longer = load_profile("ngram-vllm-serve-cpu", ["benchmark.num_requests=2", "benchmark.output_tokens=6"])
-    assert len(run.greedy_outputs(longer, lambda line: None)[0]["output"]) == 6 and len(stand_in) == 2
+    assert len(run.greedy_outputs(longer, lambda line: None)[0]["output"]) == 6 + run.LOOKAHEAD and len(stand_in) == 2
     cached = [json.loads(p.read_text()) for p in (tmp_path / "replay").glob("greedy-*.json")]
     assert sorted(c["key"]["output_tokens"] for c in cached) == [5, 6]
 
@@ -69,3 +69,20 @@ def test_greedy_outputs_are_generated_once_per_target_prompts_and_length(stand_i
 def test_a_settings_overrides_serve_that_setting(profile, setting):
     """What make bench-pays serves is what the replay predicted: the overrides load back as the same setting."""
     assert run.profile_setting(load_profile(profile, setting.overrides())) == setting
+
+
+def test_a_runs_prediction_is_its_own_settings_replay_and_says_what_the_engine_counted_beside_it(monkeypatch):
+    asked = []
+
+    def predict(loaded, settings, say):  # a stand-in for the vLLM venv's worker (tests/integration/replay runs it)
+        asked.extend(settings)
+        return [Prediction.of(settings[0], [{"steps": 10, "emitted": 31, "drafted_steps": 8, "drafted": 24,
+                                             "accepted": 12}])]
+
+    monkeypatch.setattr(run, "predict", predict)
+    loaded = load_profile("ngram-vllm-serve-cpu", ["benchmark.num_requests=1", "benchmark.warmup_requests=2"])
+    got = run.predicted_for_run(loaded, say=lambda line: None)
+    assert asked == [run.profile_setting(loaded)] and got.setting == asked[0].label()
+    assert (got.accepted_per_step, got.tokens_per_step) == (1 + 12 / 8, 3.1)
+    assert "n-gram matcher" in got.source and "2 warm-up request(s), not replayed" in got.source
+    assert run.predicted_for_run(load_profile("eagle3-vllm-serve-cpu"), say=lambda line: None) is None

@@ -105,3 +105,13 @@ def test_drafts_stop_where_the_known_output_ends():
     output = [1, 2, 3]
     counts = replay([0], output, Fixed([2, 3, 4, 5]), k=4)  # only 2 tokens are left after the prefill's
     assert counts["drafted"] == 1 and counts["emitted"] == 2
+
+
+def test_a_last_steps_drafts_past_the_requests_end_count_where_the_truth_is_known():
+    """vLLM verifies a request's last drafts past max_tokens and counts what it accepts: so does the replay, against
+    the greedy tokens generated past the end; the request still emits only its own length."""
+    output = [1, 2, 3, 4, 5, 6, 7]
+    cut = replay([0], output[:3], Oracle(output), k=4)  # the truth ends with the request: drafts cut to 1
+    past = replay([0], output, Oracle(output), k=4, length=3)
+    assert (cut["accepted"], cut["drafted"]) == (1, 1)
+    assert (past["steps"], past["accepted"], past["drafted"], past["emitted"]) == (1, 4, 4, 2)

@@ -50,3 +50,19 @@ def test_without_a_pairing_of_several_prompts_the_report_says_why_there_is_no_sp
     assert spread_text(_with_spread(None, schema_version=5)) == \
         "no per-prompt spread: not in the run's record (schema 5; kept since 6)"
     assert spread_text(run_result(speedup=None)) is None
+
+
+def test_the_replays_prediction_is_shown_beside_the_engines_count_with_the_gap_signed_measured_minus_predicted():
+    from specops.report.tables import comparison_frame
+    from specops.results.metrics import Predicted
+
+    result = run_result()  # the engine counted 1000 accepted over 400 drafted steps: 3.50 per step
+    assert "predicted" not in report_markdown(result)
+    predicted = Predicted(setting="ngram min 2 max 3 K 4", accepted_per_step=3.25, tokens_per_step=2.9,
+                          source="specops replay: vLLM's n-gram matcher")
+    result = result.model_copy(update={"predicted": predicted})
+    line = next(x for x in report_markdown(result).splitlines() if x.startswith("Accepted/step predicted"))
+    assert "predicted 3.25, measured 3.50 (measured - predicted +0.25)" in line and "ngram min 2 max 3 K 4" in line
+    frame = comparison_frame(result).set_index("variant")
+    assert frame.loc["speculative", "predicted_accepted_per_step"] == 3.25
+    assert frame["predicted_accepted_per_step"].isna()["base"]
