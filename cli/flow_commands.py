@@ -21,8 +21,16 @@ def add_parser(sub) -> None:
     sweep = sub.add_parser("sweep", help="a profile over draft length x concurrency (Prefect flow `sweep`): the "
                            "table, where speculation stops paying, the best draft length per concurrency")
     profile_args(sweep)
-    sweep.add_argument("--k", type=_int_list, default=[1, 2, 4], metavar="K,K,...",
+    sweep.add_argument("--k", type=_int_list, metavar="K,K,...",
                        help="draft lengths (method.num_speculative_tokens), default 1,2,4")
+    sweep.add_argument("--ngram-min", type=_int_list, default=[], metavar="N,N,...",
+                       help="n-gram profiles: method.prompt_lookup_min values, crossed with --k and --ngram-max "
+                       "(min > max dropped); default: the profile's")
+    sweep.add_argument("--ngram-max", type=_int_list, default=[], metavar="N,N,...",
+                       help="n-gram profiles: method.prompt_lookup_max values, crossed with --k and --ngram-min")
+    sweep.add_argument("--from-replay", type=_positive, metavar="N",
+                       help="sweep the N settings `specops replay` ranks best for the profile's method (n-gram, or "
+                       "suffix with its cache off) instead of --k/--ngram-*; needs the vLLM venv")
     sweep.add_argument("--concurrency", type=_int_list, default=[1, 2, 4], metavar="C,C,...",
                        help="benchmark.concurrency values, default 1,2,4")
     sweep.add_argument("--run-id", help="name of the sweep's run directory (default: timestamp)")
@@ -71,34 +79,73 @@ def _flow_command(args, load):
         return call()
 
 
-def cmd_sweep(args) -> int:
+def _sweep_grid(args, method: str):
+    """The grid the flags give, each refusal naming its flag (exit 2), before any work."""
     from pydantic import ValidationError
 
-    from specops.sweep.grid import SweepGrid, validate_grid
+    from specops.sweep.grid import MAX_KEY, MIN_KEY, SweepGrid, knob_settings, knob_values
+    from specops.sweep.replayed import FLAG, check_count
 
+    if args.from_replay is not None:
+        given = [flag for flag, value in (("--k", args.k), ("--ngram-min", args.ngram_min),
+                                          ("--ngram-max", args.ngram_max)) if value]
+        if given:
+            raise ProfileError("sweep grid", [(FLAG, f"the replay's settings carry their own values: drop "
+                                                     f"{', '.join(given)}")])
+        check_count(args.from_replay)
+    ks = args.k or [1, 2, 4]
+    knobs = {key: knob_values(flag, key, values, method) if values else []
+             for flag, key, values in (("--ngram-min", MIN_KEY, args.ngram_min), ("--ngram-max", MAX_KEY,
+                                                                                  args.ngram_max))}
+    flags = {"draft_lengths": "--k", "concurrencies": "--concurrency"}
     try:
-        grid = SweepGrid(draft_lengths=args.k, concurrencies=args.concurrency)
+        return SweepGrid(draft_lengths=ks, concurrencies=args.concurrency, settings=knob_settings(ks, knobs))
     except ValidationError as err:
-        raise ProfileError("sweep grid", [(str(e["loc"][0]), e["msg"]) for e in err.errors()]) from None
-    cells = len(grid.cells())
+        raise ProfileError("sweep grid", [(flags.get(str(e["loc"][0]) if e["loc"] else "", "--k"), e["msg"])
+                                          for e in err.errors()]) from None
+
+
+def cmd_sweep(args) -> int:
+    from specops.profile.loader import load_profile
+    from specops.sweep.grid import validate_grid
+
+    grid = _sweep_grid(args, load_profile(args.profile, args.overrides).profile.method.kind)
+    if args.from_replay is not None:
+        grid = _replay_checked(args, grid)
+    cells = len(grid.cells()) if args.from_replay is None else args.from_replay * len(grid.concurrencies)
+    series = len(grid.series()) if args.from_replay is None else args.from_replay
     if cells > args.max_cells:
-        raise ProfileError("sweep grid", [("--k x --concurrency", f"{len(grid.draft_lengths)} draft lengths x "
-                                           f"{len(grid.concurrencies)} concurrencies are {cells} cells, more than "
-                                           f"--max-cells {args.max_cells}; narrow the grid, or raise --max-cells")])
+        raise ProfileError("sweep grid", [("--k x --concurrency", f"{series} series x {len(grid.concurrencies)} "
+                                           f"concurrencies are {cells} cells, more than --max-cells "
+                                           f"{args.max_cells}; narrow the grid, or raise --max-cells")])
     loaded = validate_grid(args.profile, args.overrides, grid)  # fail fast, before Prefect starts
     bench = loaded.profile.benchmark
-    print(f"sweep of {loaded.profile.name}: {cells} cells ({len(grid.draft_lengths)} draft lengths x "
-          f"{len(grid.concurrencies)} concurrencies), up to {len(grid.draft_lengths) + 1} servers, "
-          f"{bench.num_requests} requests x {bench.rounds} round(s) per cell; cells measured before are reused",
-          file=sys.stderr)
+    print(f"sweep of {loaded.profile.name}: {cells} cells ({series} series x {len(grid.concurrencies)} "
+          f"concurrencies), up to {series + 1} servers, {bench.num_requests} requests x {bench.rounds} round(s) "
+          "per cell; cells measured before are reused", file=sys.stderr)
     def load():
         from flows.sweep import sweep
-        return lambda: sweep(args.profile, grid.draft_lengths, grid.concurrencies, args.overrides, args.run_id)
+        return lambda: sweep(args.profile, grid.draft_lengths, grid.concurrencies, args.overrides, args.run_id,
+                             ngram_min=args.ngram_min, ngram_max=args.ngram_max, from_replay=args.from_replay or 0)
 
     outcome = _flow_command(args, load)
     print(f"\n{outcome.table}\n\nsweep: {outcome.run_dir}  (measured now: {', '.join(outcome.measured) or 'none'}; "
           f"servers started: {dict(outcome.server_starts) or 'none'})")
     return 0
+
+
+def _replay_checked(args, grid):
+    """--from-replay: the profile's method has a replay and the vLLM venv is there (the flow replays it)."""
+    from specops.backends.base import PrerequisiteError
+    from specops.backends.vllm import cpu as vllm_cpu
+    from specops.profile.loader import load_profile
+    from specops.sweep.replayed import replay_family
+
+    loaded = load_profile(args.profile, args.overrides)
+    replay_family(loaded)
+    if problems := vllm_cpu.preflight():
+        raise PrerequisiteError(loaded.profile.name, problems)
+    return grid
 
 
 def cmd_compare_profiles(args) -> int:

@@ -1,13 +1,15 @@
-"""The `sweep` flow: one profile over a grid of draft length (num_speculative_tokens) x concurrency.
+"""The `sweep` flow: one profile over a grid of draft length (num_speculative_tokens), or settings (a draft length
+with n-gram lengths, or the replay's best settings: specops.sweep.grid SweepSetting), x concurrency.
 
 The base's server is started once and stays up; each draft length is served once beside it and measured at
 every concurrency (a server restarts per draft length, never per cell), the base measured with it in the same
 window: requests interleaved at concurrency 1, alternating rounds above it, so every cell's speedup has its
 interval. Every cell is a RunResult of its own (in the results database, with its report in
-<sweep run>/k<K>/c<C>/) and is kept under <cache>/sweeps/, so a sweep killed half-way, run again with the same
-settings, measures only the cells it lacks (specops.sweep.plan). The outcome: the table, the concurrency where
-speculation stops paying per K, the K per concurrency where its interval says it pays (specops.sweep.analysis
-.choose) as profile overrides and, where the backend's pinned version has a per-load schedule, in its own keys.
+<sweep run>/k<K>/c<C>/, k<K>-min<m>-max<M>/c<C>/ for a setting) and is kept under <cache>/sweeps/, so a
+sweep killed half-way, run again with the same settings, measures only the cells it lacks (specops.sweep.plan).
+The outcome: the table, the concurrency where speculation stops paying per series, the K (or setting) per
+concurrency where its interval says it pays (specops.sweep.analysis.choose) as profile overrides and, where the
+backend's pinned version has a per-load schedule, in its own keys.
 """
 from __future__ import annotations
 
@@ -21,7 +23,17 @@ from prefect.states import State
 from flows.finish import finish, set_final_status
 from flows.prepare import prepare_models
 from flows.serving import Served, measure_group, served
-from prefect_adapters.parameters import Concurrencies, DraftLengths, Overrides, ProfileName, RunId, ServeSchedule
+from prefect_adapters.parameters import (
+    Concurrencies,
+    DraftLengths,
+    FromReplay,
+    NgramMaxes,
+    NgramMins,
+    Overrides,
+    ProfileName,
+    RunId,
+    ServeSchedule,
+)
 from prefect_adapters.reaping import reap_servers
 from prefect_adapters.refusal import refused_profiles
 from prefect_adapters.slot_limits import Held, hold_slots
@@ -37,7 +49,7 @@ from specops.run.rundir import end_open_statuses
 from specops.run.variant import BASE, SPECULATIVE, Variant, base_method
 from specops.sweep.analysis import Cell, choose_k
 from specops.sweep.cells import CellStore
-from specops.sweep.grid import CELL_ROUNDS, Series, SweepGrid
+from specops.sweep.grid import CELL_ROUNDS, MAX_KEY, MIN_KEY, Series, SweepGrid, knob_settings
 from specops.sweep.outcome import SweepOutcome, sweep_outcome
 from specops.sweep.plan import BASE_GROUP, ServerGroup, SweepRun, plan_sweep
 from specops.sweep.schedule import recommend
@@ -46,7 +58,7 @@ from tasks.check import compare_check_outputs
 from tasks.profile import check_prerequisites, check_result_storage, create_run_dir
 from tasks.render import build_engine, render_repository
 from tasks.report import summarize_run
-from tasks.sweep import find_measured_cells, keep_cell, publish_sweep, validate_sweep
+from tasks.sweep import find_measured_cells, keep_cell, publish_sweep, replay_series, validate_sweep
 
 
 class SweepServers:
@@ -84,8 +96,8 @@ def measure_series(sweep: SweepRun, series: list[Series], cs: list[int], servers
         started = () if servers.base is not None else (BASE_GROUP,)
         for group in plan:
             cells = measure_server(sweep, group, servers)
-            results.update({(group.series.k, c): result for c, result in cells.items()})
-    cells = [Cell.from_result(s.k, c, results[(s.k, c)]) for s in series for c in cs]
+            results.update({(group.series.name, c): result for c, result in cells.items()})
+    cells = [Cell.from_result(s.k, c, results[(s.name, c)], s.settings) for s in series for c in cs]
     return cells, replace(sweep, served=(*sweep.served, *started, *plan))
 
 
@@ -131,14 +143,20 @@ def measure_server(sweep: SweepRun, group: ServerGroup, servers: SweepServers) -
 @flow(name="sweep", on_cancellation=[reap_servers], on_crashed=[reap_servers], log_prints=True)
 def sweep(profile: ProfileName = "ngram-local", draft_lengths: DraftLengths = (1, 2, 4),
           concurrencies: Concurrencies = (1, 2, 4), overrides: Overrides = (), run_id: RunId = "",
-          serve_schedule: ServeSchedule = True) -> SweepOutcome | State:
-    """Measure the profile at every draft length x concurrency (cells measured before come from the cache), then
-    serve the recommended per-load schedule where the backend takes one (serve_schedule: false skips that)."""
-    overrides = list(overrides or [])
-    grid = SweepGrid(draft_lengths=list(draft_lengths), concurrencies=list(concurrencies))
+          serve_schedule: ServeSchedule = True, ngram_min: NgramMins = (), ngram_max: NgramMaxes = (),
+          from_replay: FromReplay = 0) -> SweepOutcome | State:
+    """Measure the profile at every draft length (x n-gram lengths, or the replay's best settings) x concurrency
+    (cells measured before come from the cache), then serve the recommended per-load schedule where the backend
+    takes one (serve_schedule: false skips that)."""
+    overrides, ks = list(overrides or []), list(draft_lengths)
+    grid = SweepGrid(draft_lengths=ks, concurrencies=list(concurrencies),
+                     settings=knob_settings(ks, {MIN_KEY: list(ngram_min), MAX_KEY: list(ngram_max)}))
     if (refused := refused_profiles([profile], overrides)) is not None:
         return refused
     loaded = validate_sweep(profile, overrides, grid)
+    if from_replay:  # the replay's best settings are the series instead
+        grid = replay_series(loaded, from_replay, grid)
+        loaded = validate_sweep(profile, overrides, grid)
     run = create_run_dir(loaded, run_id)
     state = SweepRun(loaded, tuple(overrides), backend_for(loaded.profile), tool_for(loaded.profile), run,
                      CellStore(cache_root() / "sweeps"))
@@ -146,10 +164,11 @@ def sweep(profile: ProfileName = "ngram-local", draft_lengths: DraftLengths = (1
     try:
         with ExitStack() as stack:  # the base's server and the slots, from the first missing cell to the last
             servers = SweepServers(stack)
-            cells, state = measure_series(state, [Series(k) for k in grid.draft_lengths], cs, servers)
+            cells, state = measure_series(state, grid.series(), cs, servers)
             choices = choose_k(cells)
             recommendation = recommend(loaded, {c: choice.k for c, choice in choices.items()},
-                                       {c: choice.why for c, choice in choices.items()})
+                                       {c: choice.why for c, choice in choices.items()},
+                                       {c: choice.setting for c, choice in choices.items()})
             schedule = state.schedule(recommendation.schedule_overrides, cs[0]) if serve_schedule else None
             schedule_cells, state = measure_series(state, [schedule], cs, servers) if schedule else ([], state)
         outcome = sweep_outcome(state, grid, cells, choices, recommendation, schedule_cells)

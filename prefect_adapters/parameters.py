@@ -23,11 +23,12 @@ from pydantic import BaseModel, Field, WithJsonSchema
 from pydantic.fields import FieldInfo
 
 from specops.methods import METHODS
+from specops.methods.specs import NgramMethod
 from specops.profile.loader import list_profile_names
 from specops.profile.schema import Benchmark
 from specops.results.calibration import MAX_RUNS, MIN_RUNS
 from specops.results.role import RunRole
-from specops.sweep.grid import C_KEY, K_KEY, swept_methods
+from specops.sweep.grid import C_KEY, K_KEY, MAX_KEY, MAX_REPLAYED, MIN_KEY, swept_methods
 
 OVERRIDE_EXAMPLE = "benchmark.num_requests=8"
 
@@ -46,6 +47,8 @@ def upper_bound(model: type[BaseModel], field: str) -> int:
 SHIPPED = list_profile_names()
 MAX_K = max(upper_bound(METHODS.get(name), K_KEY.rsplit(".", 1)[1]) for name in swept_methods())
 MAX_CONCURRENCY = upper_bound(Benchmark, C_KEY.rsplit(".", 1)[1])
+# n-gram lengths as the method spec bounds them (NgramMethod: the engines' own limits, cited there)
+MAX_LOOKUP = min(upper_bound(NgramMethod, key.rsplit(".", 1)[1]) for key in (MIN_KEY, MAX_KEY))
 _choice = {"enum": SHIPPED}
 
 ProfileName = Annotated[str, described(
@@ -74,6 +77,19 @@ DraftLengths = Annotated[Sequence[Annotated[int, Field(ge=1, le=MAX_K)]], descri
 Concurrencies = Annotated[Sequence[Annotated[int, Field(ge=1, le=MAX_CONCURRENCY)]], described(
     f"Concurrent requests to measure each K at ({C_KEY}), each once, 1 to {MAX_CONCURRENCY}; the table says "
     "where speculation stops paying.", {"uniqueItems": True}, min_length=1)]
+
+NgramMins = Annotated[Sequence[Annotated[int, Field(ge=1, le=MAX_LOOKUP)]], described(
+    f"n-gram profiles: shortest n-gram lengths to sweep ({MIN_KEY}), each once, 1 to {MAX_LOOKUP}; every one x "
+    f"every draft length (x {MAX_KEY}'s values), min > max dropped. Empty: the profile's own.", {"uniqueItems": True})]
+
+NgramMaxes = Annotated[Sequence[Annotated[int, Field(ge=1, le=MAX_LOOKUP)]], described(
+    f"n-gram profiles: longest n-gram lengths to sweep ({MAX_KEY}), each once, 1 to {MAX_LOOKUP}; crossed with "
+    "the draft lengths and the shortest. Empty: the profile's own.", {"uniqueItems": True})]
+
+FromReplay = Annotated[int, described(
+    f"0: sweep the draft lengths (and n-gram lengths) given. 1 to {MAX_REPLAYED}: sweep instead the N settings "
+    "`specops replay` ranks best for the profile's method (n-gram or suffix, suffix with its cache off), best "
+    "first; needs the vLLM venv.", ge=0, le=MAX_REPLAYED)]
 
 ServeSchedule = Annotated[bool, described(
     "Serve the recommended per-load draft-length schedule and measure it at every concurrency, where the "

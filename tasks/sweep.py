@@ -9,6 +9,7 @@ from prefect.artifacts import create_link_artifact, create_markdown_artifact
 
 from prefect_adapters.step import step
 from specops.atomic_file import write_text
+from specops.backends.base import PrerequisiteError
 from specops.profile.loader import LoadedProfile
 from specops.report.plot import write_sweep_plots
 from specops.report.writer import artifact_key, link_markdown, public_url
@@ -17,6 +18,7 @@ from specops.run.rundir import RunDir
 from specops.sweep.cells import CellStore
 from specops.sweep.grid import SweepGrid, validate_grid
 from specops.sweep.outcome import SweepOutcome
+from specops.sweep.replayed import replayed_settings
 
 
 @step
@@ -31,14 +33,27 @@ def validate_sweep(profile: str, overrides: list[str], grid: SweepGrid) -> Loade
                          "beside each draft length's, so that every cell is measured paired with the base and has "
                          "its interval; where both servers fit at once (on a GPU: each with half its memory, e.g. "
                          "backend.gpu_memory_utilization), --set benchmark.interleave=true")
-    get_run_logger().info("sweep of %s: K %s x concurrency %s (%d cells)", loaded.profile.name, grid.draft_lengths,
-                          grid.concurrencies, len(grid.draft_lengths) * len(grid.concurrencies))
+    get_run_logger().info("sweep of %s: %s x concurrency %s (%d cells)", loaded.profile.name,
+                          ", ".join(s.name for s in grid.series()), grid.concurrencies, len(grid.cells()))
     return loaded
 
 
 @step
-def find_measured_cells(store: CellStore, keys: dict[tuple[int, int], str]) -> dict[tuple[int, int], RunResult]:
-    """The cells (k, c) an earlier sweep of the same settings measured."""
+def replay_series(loaded: LoadedProfile, n: int, grid: SweepGrid) -> SweepGrid:
+    """The grid with the N settings `specops replay` ranks best as its series (in the vLLM venv), best first."""
+    from specops.backends.vllm import cpu as vllm_cpu
+    from specops.replay.run import predict
+
+    if problems := vllm_cpu.preflight():
+        raise PrerequisiteError(loaded.profile.name, problems)
+    settings = replayed_settings(loaded, n, lambda p, s: predict(p, s, get_run_logger().info))
+    get_run_logger().info("replay's %d best: %s", n, ", ".join(s.model_dump_json() for s in settings))
+    return SweepGrid(draft_lengths=[], concurrencies=grid.concurrencies, settings=settings)
+
+
+@step
+def find_measured_cells(store: CellStore, keys: dict[tuple[str, int], str]) -> dict[tuple[str, int], RunResult]:
+    """The cells (series name, c) an earlier sweep of the same settings measured."""
     results = {kc: r for kc, key in keys.items() if (r := store.result(key)) is not None}
     get_run_logger().info("%d of %d cells already measured", len(results), len(keys))
     return results

@@ -42,6 +42,14 @@ class NoSpeculation(MethodConfig):
 class NgramMethod(MethodConfig):
     """Prompt lookup: drafts are copied from an earlier occurrence of the last n tokens."""
 
+    # The engines' own limits, which these bounds keep within (the upper bounds, 16 and 64, are specops' own: the
+    # engines have none). vLLM 0.32.0, vllm/config/speculative.py: SpeculativeConfig fields prompt_lookup_min and
+    # prompt_lookup_max are Field(ge=1); SpeculativeConfig.__post_init__ raises "prompt_lookup_min=... must be <=
+    # prompt_lookup_max=..." (an unset one takes the other's value, both unset 5); SpeculativeConfig._verify_args
+    # raises on num_speculative_tokens <= 0. The embedded runtime, specops/runtime/proposers.py
+    # NgramProposer.Options.__post_init__: each an integer >= 1, min <= max, an unset min 2 (refused at load by
+    # backends/local/config.py _check_options). The sweep's knobs (specops/sweep/grid.py knob_values) and the flow
+    # form (prefect_adapters/parameters.py MAX_LOOKUP) read these bounds.
     kind: Literal["ngram"] = "ngram"
     summary: ClassVar[str] = "prompt lookup (n-gram) drafts, no draft model"
     num_speculative_tokens: Count = Field(4, ge=1, le=64, description="max draft tokens per step")

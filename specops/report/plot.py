@@ -13,7 +13,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 from specops.atomic_file import write_figure  # noqa: E402
 from specops.report.tables import spread_text  # noqa: E402
 from specops.results.model import LEVEL, RunResult  # noqa: E402
-from specops.sweep.analysis import Cell, by_k  # noqa: E402
+from specops.sweep.analysis import Cell, by_series  # noqa: E402
 
 
 def save_figure(fig, path: Path, dpi: int = 110, rect: tuple[float, ...] | None = None) -> Path:
@@ -86,9 +86,9 @@ def write_plot(path: Path, result: RunResult) -> Path:
 def _speedup_plot(cells: list[Cell], path: Path) -> Path:
     fig, ax = plt.subplots(figsize=(6, 4))
     concurrencies = sorted({c.concurrency for c in cells})
-    for k, group in by_k([c for c in cells if c.usable]).items():
+    for label, group in by_series([c for c in cells if c.usable]).items():
         xs, ys = [c.concurrency for c in group], [c.speedup for c in group]
-        line, = ax.plot(xs, ys, marker="o", label=f"K={k}")
+        line, = ax.plot(xs, ys, marker="o", label=label)
         lows = [c.speedup_low if c.speedup_low is not None else c.speedup for c in group]
         highs = [c.speedup_high if c.speedup_high is not None else c.speedup for c in group]
         ax.fill_between(xs, lows, highs, color=line.get_color(), alpha=0.15)
@@ -104,13 +104,13 @@ def _speedup_plot(cells: list[Cell], path: Path) -> Path:
 
 def _acceptance_plot(cells: list[Cell], path: Path) -> Path:
     fig, ax = plt.subplots(figsize=(6, 4))
-    for k, group in by_k([c for c in cells if c.usable]).items():
+    for label, group in by_series([c for c in cells if c.usable]).items():
         rated = [c for c in group if c.position_rates]
         if not rated:
             continue
         # One line per K: the lowest concurrency's rates (acceptance depends on the draft, not the load).
         rates = rated[0].position_rates
-        ax.plot(range(1, len(rates) + 1), rates, marker="o", label=f"K={k} (concurrency {rated[0].concurrency})")
+        ax.plot(range(1, len(rates) + 1), rates, marker="o", label=f"{label} (concurrency {rated[0].concurrency})")
     label_acceptance_axes(ax, "Acceptance rate per draft position")
     return save_figure(fig, path)
 

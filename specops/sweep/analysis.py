@@ -1,5 +1,5 @@
-"""What a sweep's cells say: where speculation stops paying per draft length, and the best draft length per
-concurrency."""
+"""What a sweep's cells say: where speculation stops paying per series (a draft length, or a setting: a draft
+length with other method knobs), and the best series per concurrency."""
 from __future__ import annotations
 
 import math
@@ -9,14 +9,16 @@ from pydantic import BaseModel, ConfigDict
 
 from specops.results.figures import figure, interval_text
 from specops.results.model import RunResult, Status
+from specops.sweep.grid import setting_label
 
 
 class Cell(BaseModel):
-    """One measured point of the grid: the speculative variant at draft length k against the base, both at
-    `concurrency`."""
+    """One measured point of the grid: the speculative variant at draft length k (and `setting`, its series' other
+    method overrides) against the base, both at `concurrency`."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     k: int
+    setting: tuple[str, ...] = ()
     concurrency: int
     speedup: float | None
     speedup_low: float | None
@@ -29,10 +31,10 @@ class Cell(BaseModel):
     status: str
 
     @classmethod
-    def from_result(cls, k: int, c: int, result: RunResult) -> Cell:
+    def from_result(cls, k: int, c: int, result: RunResult, setting: tuple[str, ...] = ()) -> Cell:
         s = result.speedup
         return cls(
-            k=k, concurrency=c,
+            k=k, setting=setting, concurrency=c,
             speedup=s.point if s else None, speedup_low=s.low if s else None, speedup_high=s.high if s else None,
             spec_tok_s=figure(result, "speculative", "metrics", "output_token_throughput_tok_s"),
             base_tok_s=figure(result, "base", "metrics", "output_token_throughput_tok_s"),
@@ -40,6 +42,11 @@ class Cell(BaseModel):
             position_rates=figure(result, "speculative", "acceptance", "position_rates"),
             run_uid=result.uid, status=result.status.value,
         )
+
+    @property
+    def label(self) -> str:
+        """Its series in the table's words: K=4, or K=4 min=1 max=5."""
+        return setting_label(self.k, self.setting)
 
     @property
     def usable(self) -> bool:
@@ -67,6 +74,7 @@ class Crossover(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     k: int
+    setting: tuple[str, ...] = ()
     pays: Pays
     concurrency: float | None  # the crossing (CROSSES); the smallest measured concurrency (NEVER); else None
     max_measured: int | None
@@ -82,11 +90,13 @@ class Crossover(BaseModel):
         return "no data"
 
 
-def by_k(cells: list[Cell]) -> dict[int, list[Cell]]:
-    out: dict[int, list[Cell]] = {}
-    for cell in sorted(cells, key=lambda c: (c.k, c.concurrency)):
-        out.setdefault(cell.k, []).append(cell)
-    return out
+def by_series(cells: list[Cell]) -> dict[str, list[Cell]]:
+    """The cells per series (its label), each series' by concurrency, the series in the order first given."""
+    out: dict[str, list[Cell]] = {}
+    for cell in sorted(cells, key=lambda c: c.concurrency):
+        out.setdefault(cell.label, []).append(cell)
+    order = list(dict.fromkeys(c.label for c in cells))
+    return {label: out[label] for label in order}
 
 
 def _crossing(a: Cell, b: Cell) -> float:
@@ -96,13 +106,15 @@ def _crossing(a: Cell, b: Cell) -> float:
     return 2.0 ** x
 
 
-def crossover_of(k: int, cells: list[Cell]) -> Crossover:
+def crossover_of(cells: list[Cell]) -> Crossover:
+    """One series' crossover (its cells by concurrency)."""
     usable = [c for c in cells if c.usable]
     largest = max((c.concurrency for c in cells), default=None)
+    k = {"k": cells[0].k, "setting": cells[0].setting}
     if not usable:
-        return Crossover(k=k, pays=Pays.NO_DATA, concurrency=None, max_measured=largest)
+        return Crossover(**k, pays=Pays.NO_DATA, concurrency=None, max_measured=largest)
     if all(c.speedup <= 1.0 for c in usable):
-        return Crossover(k=k, pays=Pays.NEVER, concurrency=float(usable[0].concurrency), max_measured=largest)
+        return Crossover(**k, pays=Pays.NEVER, concurrency=float(usable[0].concurrency), max_measured=largest)
     note = None if usable[0].speedup > 1.0 else (f"does not pay at concurrency {usable[0].concurrency}; "
                                                  "pays only from a higher one")
     for a, b in zip(usable, usable[1:]):
@@ -110,26 +122,28 @@ def crossover_of(k: int, cells: list[Cell]) -> Crossover:
             again = [c.concurrency for c in usable if c.concurrency > b.concurrency and c.speedup > 1.0]
             if again:
                 note = f"pays again at concurrency {', '.join(map(str, again))} (noisy, or not monotone)"
-            return Crossover(k=k, pays=Pays.CROSSES, concurrency=_crossing(a, b), max_measured=largest, note=note)
-    return Crossover(k=k, pays=Pays.ALWAYS, concurrency=None, max_measured=usable[-1].concurrency, note=note)
+            return Crossover(**k, pays=Pays.CROSSES, concurrency=_crossing(a, b), max_measured=largest, note=note)
+    return Crossover(**k, pays=Pays.ALWAYS, concurrency=None, max_measured=usable[-1].concurrency, note=note)
 
 
-def crossover(cells: list[Cell]) -> dict[int, Crossover]:
-    """Per draft length: where speculation stops paying as concurrency grows."""
-    return {k: crossover_of(k, group) for k, group in by_k(cells).items()}
+def crossover(cells: list[Cell]) -> dict[str, Crossover]:
+    """Per series (its label, e.g. K=4): where speculation stops paying as concurrency grows."""
+    return {label: crossover_of(group) for label, group in by_series(cells).items()}
 
 
 class Choice(BaseModel):
-    """The draft length a sweep recommends at one concurrency (None: serve without speculation), and why."""
+    """The series a sweep recommends at one concurrency, its draft length (None: serve without speculation) and
+    `setting` (its other method overrides), and why."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     k: int | None
     why: str
+    setting: tuple[str, ...] = ()
 
 
 def _shown(cell: Cell) -> str:
     shown = interval_text(cell.speedup, cell.speedup_low, cell.speedup_high)
-    return f"K={cell.k} {shown}" + ("" if cell.has_interval else " (no interval)")
+    return f"{cell.label} {shown}" + ("" if cell.has_interval else " (no interval)")
 
 
 def _overlap(a: Cell, b: Cell) -> bool:
@@ -139,10 +153,15 @@ def _overlap(a: Cell, b: Cell) -> bool:
     return a.speedup_low <= b.speedup_high and b.speedup_low <= a.speedup_high
 
 
+def _chosen(cell: Cell, why: str) -> Choice:
+    return Choice(k=cell.k, setting=cell.setting, why=why)
+
+
 def choose(cells: list[Cell]) -> Choice:
-    """One concurrency's choice. A K is named only where its 95% interval lies above 1.0 (it beats the base) and
-    apart from the other Ks'; where the best K's interval overlaps others', the shortest of them that beats the base
-    (the same speed, as far as the measurement can tell, for less drafting work)."""
+    """One concurrency's choice among the series (Ks, or settings). One is named only where its 95% interval lies
+    above 1.0 (it beats the base) and apart from the others'; where the best one's interval overlaps others', the
+    shortest K of them that beats the base (the same speed, as far as the measurement can tell, for less drafting
+    work; of equal Ks, the first given)."""
     usable = sorted((c for c in cells if c.usable), key=lambda c: c.k)
     if not usable:
         return Choice(k=None, why="no usable cell (failed, invalid or not measured)")
@@ -155,13 +174,14 @@ def choose(cells: list[Cell]) -> Choice:
     paying = [c for c in [best, *tied] if c.has_interval and c.speedup_low > 1.0]
     pick = min(paying, key=lambda c: c.k)
     if not tied:
-        others = ", apart from every other K" if len(usable) > 1 else ""
-        return Choice(k=best.k, why=f"{_shown(best)}: beats the base{others}")
-    group = sorted([best, *tied], key=lambda c: c.k)
-    names = [f"K={c.k}" for c in group]
+        other = "setting" if any(c.setting for c in usable) else "K"
+        others = f", apart from every other {other}" if len(usable) > 1 else ""
+        return _chosen(best, f"{_shown(best)}: beats the base{others}")
+    group = [c for c in usable if c is best or any(c is t for t in tied)]  # by K, then as given
+    names = [c.label for c in group]
     apart = " from ".join(names) if len(names) == 2 else f"{', '.join(names[:-1])} and {names[-1]} apart"
-    return Choice(k=pick.k, why=f"cannot tell {apart} ({'; '.join(map(_shown, group))}): K={pick.k}, the shortest "
-                                "of them that beats the base")
+    return _chosen(pick, f"cannot tell {apart} ({'; '.join(map(_shown, group))}): {pick.label}, the shortest of "
+                         "them that beats the base")
 
 
 def choose_k(cells: list[Cell]) -> dict[int, Choice]:

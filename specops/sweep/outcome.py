@@ -21,8 +21,8 @@ class SweepOutcome(BaseModel):
     grid: SweepGrid
     run_dir: str
     cells: list[Cell]
-    crossovers: dict[int, Crossover]
-    choices: dict[int, Choice]  # concurrency -> the K to serve there (None: none shown to beat the base), and why
+    crossovers: dict[str, Crossover]  # series label (K=4, or K=4 min=1 max=5) -> where it stops paying
+    choices: dict[int, Choice]  # concurrency -> the K (and setting) to serve there (None: none beat the base), why
     recommendation: Recommendation
     # The recommended schedule served once and measured at each concurrency (k = its largest K); empty where the
     # backend takes no schedule from the profile or the best K does not vary with load.

@@ -26,11 +26,12 @@ class ServerGroup:
     concurrencies: tuple[int, ...]
 
 
-def plan_sweep(series: Sequence[Series], concurrencies: Sequence[int], kept: Collection[tuple[int, int]]
+def plan_sweep(series: Sequence[Series], concurrencies: Sequence[int], kept: Collection[tuple[str, int]]
                ) -> tuple[ServerGroup, ...]:
-    """A server per series lacking cells of `kept` (K, concurrency), measuring only those (each beside the base's
-    server, which the sweep starts once, before the first of them: BASE_GROUP in its record of servers)."""
-    lacking = [ServerGroup(s, tuple(c for c in concurrencies if (s.k, c) not in kept)) for s in series]
+    """A server per series lacking cells of `kept` (series name, concurrency), measuring only those (each beside
+    the base's server, which the sweep starts once, before the first of them: BASE_GROUP in its record of
+    servers)."""
+    lacking = [ServerGroup(s, tuple(c for c in concurrencies if (s.name, c) not in kept)) for s in series]
     return tuple(group for group in lacking if group.concurrencies)
 
 
@@ -61,11 +62,12 @@ class SweepRun:
         return overridden(self.loaded, series.overrides(c))
 
     def key(self, series: Series, c: int) -> str:
-        return cell_key(self.loaded.sha256, [*self.overrides, *series.schedule], series.k, c)
+        """A plain K series' settings are none: its key is the one it had before series took settings."""
+        return cell_key(self.loaded.sha256, [*self.overrides, *series.schedule, *series.settings], series.k, c)
 
-    def keys(self, series: Sequence[Series], concurrencies: Sequence[int]) -> dict[tuple[int, int], str]:
-        """The keys of the series' cells, by (K, concurrency)."""
-        return {(s.k, c): self.key(s, c) for s in series for c in concurrencies}
+    def keys(self, series: Sequence[Series], concurrencies: Sequence[int]) -> dict[tuple[str, int], str]:
+        """The keys of the series' cells, by (series name, concurrency)."""
+        return {(s.name, c): self.key(s, c) for s in series for c in concurrencies}
 
     def schedule(self, overrides: list[str] | None, c: int) -> Series | None:
         """The recommended per-load schedule as a series up to its largest K (None: the backend takes none)."""

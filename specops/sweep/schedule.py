@@ -168,22 +168,33 @@ def _release_of(config: ContainerBackendConfig, image: str) -> str:
     return config.model_copy(update={"image": image, "framework_version": None}).release()
 
 
-def recommend(loaded: LoadedProfile, best: dict[int, int | None], why: Mapping[int, str] | None = None
-              ) -> Recommendation:
+def recommend(loaded: LoadedProfile, best: dict[int, int | None], why: Mapping[int, str] | None = None,
+              settings: Mapping[int, tuple[str, ...]] | None = None) -> Recommendation:
     """The sweep's best K per concurrency (analysis.best_k) as settings for this profile's backend; `why`: the
-    reason of each concurrency's choice (analysis.choose_k), kept as a note where it is not the plain best."""
-    overrides = {c: [f"{K_KEY}={k}"] for c, k in sorted(best.items()) if k is not None}
+    reason of each concurrency's choice (analysis.choose_k), kept as a note where it is not the plain best;
+    `settings`: the chosen series' other method overrides per concurrency. A per-load schedule varies K alone: where
+    the chosen settings differ in other knobs, none is rendered."""
+    settings = {c: tuple(settings.get(c, ())) if settings else () for c, k in best.items() if k is not None}
+    overrides = {c: [*settings[c], f"{K_KEY}={k}"] for c, k in sorted(best.items()) if k is not None}
     base = sorted(c for c, k in best.items() if k is None)
     framework, keys, source, notes = _backend_schedule(loaded, best)
+    knobs = sorted(set(settings.values()))
+    if len(knobs) > 1:
+        keys, source = None, None
+        notes = [f"the settings chosen differ in more than K ({'; '.join(' '.join(k) or 'the profile' for k in knobs)})"
+                 ": a per-load schedule varies K alone, so none is rendered; use the profile overrides per concurrency"]
+    elif keys is not None and knobs and knobs[0]:
+        notes = [*notes, f"the schedule is served with {' '.join(knobs[0])} (every chosen setting's)"]
     if why is not None:
         notes = [*(f"concurrency {c}: {text}" for c, text in sorted(why.items()) if c in base or "cannot tell" in text),
                  *notes]
     elif base:
         notes = [f"concurrency {', '.join(map(str, base))}: no draft length beat the base; serve without "
                  "speculation there", *notes]
+    served = schedule_overrides(loaded.profile.backend.kind, keys)
     return Recommendation(profile=loaded.profile.name, backend=loaded.profile.backend.kind, framework=framework,
                           profile_overrides=overrides, base=base, backend_keys=keys, backend_source=source,
-                          notes=notes, schedule_overrides=schedule_overrides(loaded.profile.backend.kind, keys))
+                          notes=notes, schedule_overrides=[*knobs[0], *served] if served and knobs else served)
 
 
 def schedule_overrides(backend_kind: str, keys: dict | None) -> list[str] | None:

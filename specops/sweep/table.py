@@ -4,7 +4,8 @@ from __future__ import annotations
 from specops.results.figures import MISSING, figure, interval_text, shown
 from specops.results.history import text_table
 from specops.results.model import LEVEL, RunResult
-from specops.sweep.analysis import Cell, Choice, Crossover
+from specops.sweep.analysis import Cell, Choice, Crossover, by_series
+from specops.sweep.grid import setting_label
 from specops.sweep.schedule import Recommendation, flow
 
 
@@ -17,16 +18,17 @@ def _cell_text(cell: Cell | None) -> str:
     return f"{speedup} al {shown(cell.mean_acceptance_length)}"
 
 
-def format_sweep(cells: list[Cell], crossovers: dict[int, Crossover], choices: dict[int, Choice],
+def format_sweep(cells: list[Cell], crossovers: dict[str, Crossover], choices: dict[int, Choice],
                  recommendation: Recommendation, schedule: list[Cell] | None = None) -> str:
-    """The K x concurrency table (speedup with its interval, `al` = mean acceptance length; the served schedule
-    as its last row), the crossover per K, the K chosen per concurrency with why, and the recommendation."""
-    ks = sorted({c.k for c in cells} | set(crossovers))
+    """The series (K, or setting) x concurrency table (speedup with its interval, `al` = mean acceptance length;
+    the served schedule as its last row), the crossover per series, the one chosen per concurrency with why, and
+    the recommendation."""
+    ks = list(dict.fromkeys([*by_series(cells), *crossovers]))
     cs = sorted({c.concurrency for c in cells} | set(choices))
-    at = {(c.k, c.concurrency): c for c in cells}
+    at = {(c.label, c.concurrency): c for c in cells}
     base = {c.concurrency: c.base_tok_s for c in cells if c.base_tok_s is not None}
     header = ["K \\ concurrency", *map(str, cs)]
-    rows = [[f"K={k}", *(_cell_text(at.get((k, c))) for c in cs)] for k in ks]
+    rows = [[k, *(_cell_text(at.get((k, c))) for c in cs)] for k in ks]
     if schedule:
         served = {c.concurrency: c for c in schedule}
         rows.append(["schedule", *(_cell_text(served.get(c)) for c in cs)])
@@ -36,16 +38,18 @@ def format_sweep(cells: list[Cell], crossovers: dict[int, Crossover], choices: d
     for k in ks:
         cross = crossovers.get(k)
         note = f"  [{cross.note}]" if cross is not None and cross.note else ""
-        lines.append(f"  K={k}: {cross.text() if cross else 'no data'}{note}")
-    lines += ["", "K per concurrency (named only where its 95% interval is apart from the base's 1.00x and the other "
-              "Ks'):"]
+        lines.append(f"  {k}: {cross.text() if cross else 'no data'}{note}")
+    what = ("Setting", "settings'") if any(c.setting for c in cells) else ("K", "Ks'")
+    lines += ["", f"{what[0]} per concurrency (named only where its 95% interval is apart from the base's 1.00x and "
+              f"the other {what[1]}):"]
     lines += [f"  concurrency {c}: " + (_choice_text(choices[c]) if c in choices else "not measured") for c in cs]
     lines += ["", *format_recommendation(recommendation)]
     return "\n".join(lines) + "\n"
 
 
 def _choice_text(choice: Choice) -> str:
-    return f"{f'K={choice.k}' if choice.k is not None else 'base (do not speculate)'}: {choice.why}"
+    named = setting_label(choice.k, choice.setting) if choice.k is not None else "base (do not speculate)"
+    return f"{named}: {choice.why}"
 
 
 def format_recommendation(r: Recommendation) -> list[str]:

@@ -1,12 +1,14 @@
 """Config of the embedded CPU backend: a Triton Python-backend model speaking vLLM's I/O."""
 from __future__ import annotations
 
+import dataclasses
 from typing import ClassVar, Literal
 
 from pydantic import Field
 
 from specops.backends.spec import BackendConfig, FieldError
 from specops.fields import Count
+from specops.runtime.proposers import PROPOSERS, make_proposer
 
 # What the embedded runtime serves: chain verification of any of these proposers.
 METHODS = frozenset({"none", "ngram", "draft-target", "eagle", "eagle3", "medusa"})
@@ -38,4 +40,19 @@ class LocalBackendConfig(BackendConfig):
         if getattr(method, "medusa_choices", None) is not None:
             raise FieldError("method.medusa_choices", "the embedded runtime verifies one chain (no Medusa trees); "
                               "remove medusa_choices")
+        if not method.needs_draft:  # built here as the server would build it: what it refuses, the profile does
+            _check_options(method)
         return method.kind
+
+
+def _check_options(method) -> None:
+    """The runtime's own checks of the options (e.g. n-gram: specops/runtime/proposers.py NgramProposer.Options,
+    where an unset prompt_lookup_min is 2: prompt_lookup_max 1 alone cannot be served)."""
+    given = method.model_dump(exclude={"kind"}, exclude_none=True)
+    try:
+        make_proposer(method.kind, given)
+    except ValueError as err:
+        options = PROPOSERS.get(method.kind).Options
+        unset = {f.name: f.default for f in dataclasses.fields(options) if f.name not in given}
+        defaults = f" (unset, the runtime's defaults: {unset})" if unset else ""
+        raise FieldError("method", f"the embedded runtime cannot serve it: {err}{defaults}") from None

@@ -40,7 +40,7 @@ def sweep(tmp_path) -> SweepRun:
 def log(monkeypatch) -> list[tuple]:
     """The series' steps as fakes: kept cells from `kept`, measured ones as the plan asks."""
     calls: list[tuple] = []
-    kept = {(1, 1): run_result(uid="kept-1-1")}
+    kept = {("k1", 1): run_result(uid="kept-1-1")}
 
     def find_measured_cells(store, keys):
         calls.append(("find", sorted(keys)))
@@ -65,7 +65,7 @@ def test_a_sweep_run_again_measures_only_the_cells_it_lacks_and_prepares_once(sw
     cells, after = flow.measure_series(sweep, [Series(1), Series(2)], CS, servers)
     assert [(c.k, c.concurrency, c.run_uid) for c in cells] == [(1, 1, "kept-1-1"), (1, 2, "k1-2"), (2, 1, "k2-1"),
                                                                 (2, 2, "k2-2")]
-    assert log == [("find", [(1, 1), (1, 2), (2, 1), (2, 2)]), ("prerequisites",), ("prepare",), ("base up",),
+    assert log == [("find", [("k1", 1), ("k1", 2), ("k2", 1), ("k2", 2)]), ("prerequisites",), ("prepare",), ("base up",),
                    ("serve", "k1", (2,), "target"), ("serve", "k2", (1, 2), "target")]
     assert after.served == (BASE_GROUP, ServerGroup(Series(1), (2,)), ServerGroup(Series(2), (1, 2)))
     assert after.tokenizer == "target/tokenizer"
@@ -75,14 +75,14 @@ def test_a_sweep_run_again_measures_only_the_cells_it_lacks_and_prepares_once(sw
     schedule = Series(2, ("x=1",))
     cells, last = flow.measure_series(after, [schedule], CS, servers)
     # no prepare, and the base still up: not started again
-    assert log == [("find", [(2, 1), (2, 2)]), ("serve", "schedule", (1, 2), "target")]
+    assert log == [("find", [("schedule", 1), ("schedule", 2)]), ("serve", "schedule", (1, 2), "target")]
     assert [c.run_uid for c in cells] == ["schedule-1", "schedule-2"]
     assert last.served == (*after.served, ServerGroup(schedule, (1, 2)))
 
 
 def test_a_sweep_whose_cells_were_all_kept_prepares_nothing_and_starts_nothing(sweep, log):
     cells, after = flow.measure_series(sweep, [Series(1)], [1], flow.SweepServers(ExitStack()))
-    assert [c.run_uid for c in cells] == ["kept-1-1"] and log == [("find", [(1, 1)])]
+    assert [c.run_uid for c in cells] == ["kept-1-1"] and log == [("find", [("k1", 1)])]
     assert after.served == () and after.target is None
 
 
@@ -170,3 +170,13 @@ def test_a_results_store_that_takes_no_rows_stops_the_sweep_before_models_or_ser
     with disable_run_logger(), pytest.raises(PrerequisiteError, match="cannot open the results database"):
         flow.measure_series(sweep, [Series(1)], CS, flow.SweepServers(ExitStack()))
     assert [call[0] for call in log] == ["find", "prerequisites"]  # nothing prepared, started or served
+
+
+def test_settings_of_one_k_are_servers_of_their_own_and_their_cells_carry_the_setting(sweep, log):
+    knobs = [("method.prompt_lookup_min=1", "method.prompt_lookup_max=5"), ("method.prompt_lookup_min=2",
+                                                                           "method.prompt_lookup_max=5")]
+    series = [Series(4, settings=knobs[0]), Series(4, settings=knobs[1])]
+    cells, _ = flow.measure_series(sweep, series, [1], flow.SweepServers(ExitStack()))
+    assert [(c.k, c.setting, c.run_uid) for c in cells] == [(4, knobs[0], "k4-min1-max5-1"),
+                                                            (4, knobs[1], "k4-min2-max5-1")]
+    assert [entry[1] for entry in log if entry[0] == "serve"] == ["k4-min1-max5", "k4-min2-max5"]

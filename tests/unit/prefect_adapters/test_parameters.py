@@ -11,12 +11,12 @@ from flows.compare import compare
 from flows.specdec import specdec
 from flows.sweep import sweep
 from flows.train_draft import train_draft
-from prefect_adapters.parameters import MAX_CONCURRENCY, MAX_K, OVERRIDE_EXAMPLE
+from prefect_adapters.parameters import MAX_CONCURRENCY, MAX_K, MAX_LOOKUP, OVERRIDE_EXAMPLE
 from specops.profile.calibration import load_calibration
 from specops.profile.errors import ProfileError
 from specops.profile.loader import list_profile_names, load_profile, profiles_dir
 from specops.results.calibration import MAX_RUNS, MIN_RUNS
-from specops.sweep.grid import C_KEY, K_KEY
+from specops.sweep.grid import C_KEY, K_KEY, MAX_REPLAYED
 
 FLOWS = [specdec, train_draft, sweep, compare, calibrate]
 
@@ -70,6 +70,20 @@ def test_sweep_grid_bounds_are_the_profile_schemas():
         assert load_profile("ngram-local", [f"{key}={top}"])  # the largest value the form offers loads
         with pytest.raises(ProfileError, match=key.rsplit(".", 1)[1]):
             load_profile("ngram-local", [f"{key}={top + 1}"])  # and the next one is the profile's error too
+
+
+def test_sweep_ngram_knob_bounds_are_the_method_specs_and_the_replay_count_is_bounded():
+    props = schema(sweep)["properties"]
+    for name, key in (("ngram_min", "method.prompt_lookup_min"), ("ngram_max", "method.prompt_lookup_max")):
+        prop = props[name]
+        assert prop["items"] == {"type": "integer", "minimum": 1, "maximum": MAX_LOOKUP}
+        assert prop["uniqueItems"] is True and prop["default"] == [] and key in prop["description"]
+        assert load_profile("ngram-local", [f"{key}={MAX_LOOKUP}", f"method.prompt_lookup_max={MAX_LOOKUP}"])
+        with pytest.raises(ProfileError, match=key.rsplit(".", 1)[1]):
+            load_profile("ngram-local", [f"{key}={MAX_LOOKUP + 1}"])  # one more is the profile's error too
+    replay = props["from_replay"]
+    assert (replay["minimum"], replay["maximum"], replay["default"]) == (0, MAX_REPLAYED, 0)
+    assert "specops replay" in replay["description"]
 
 
 def test_calibration_runs_are_bounded_where_the_cli_bounds_them():

@@ -40,34 +40,34 @@ def test_from_a_failed_result_the_cell_has_no_numbers_and_is_not_usable():
 def test_crossover_is_interpolated_in_log2_concurrency():
     # 1.2 at c=2, 0.8 at c=8: halfway in log2 space (log2 4), not in linear space (5).
     cells = [cell(2, 1, 1.5), cell(2, 2, 1.2), cell(2, 8, 0.8)]
-    got = crossover(cells)[2]
+    got = crossover(cells)["K=2"]
     assert got.pays is Pays.CROSSES and got.concurrency == pytest.approx(4.0)
     assert got.text() == "4.0"
 
 
 def test_crossover_at_an_uneven_point():
-    got = crossover([cell(1, 1, 1.3), cell(1, 4, 0.7)])[1]
+    got = crossover([cell(1, 1, 1.3), cell(1, 4, 0.7)])["K=1"]
     assert got.concurrency == pytest.approx(2 ** (2 * 0.3 / 0.6))
 
 
 def test_speculation_that_pays_everywhere_has_no_crossover_within_the_grid():
-    got = crossover([cell(1, 1, 1.3), cell(1, 2, 1.2), cell(1, 4, 1.01)])[1]
+    got = crossover([cell(1, 1, 1.3), cell(1, 2, 1.2), cell(1, 4, 1.01)])["K=1"]
     assert got.pays is Pays.ALWAYS and got.concurrency is None and got.text().startswith("> 4")
 
 
 def test_speculation_that_never_pays_gives_the_smallest_concurrency():
-    got = crossover([cell(8, 2, 0.9), cell(8, 4, 0.7), cell(8, 1, 1.0)])[8]
+    got = crossover([cell(8, 2, 0.9), cell(8, 4, 0.7), cell(8, 1, 1.0)])["K=8"]
     assert got.pays is Pays.NEVER and got.concurrency == 1.0 and "never pays" in got.text()
 
 
 def test_invalid_and_unmeasured_cells_do_not_count():
     cells = [cell(3, 1, 1.5), cell(3, 2, 0.5, status="invalid"), cell(3, 4, None, status="failed")]
-    assert crossover(cells)[3].pays is Pays.ALWAYS
-    assert crossover([cell(5, 1, None, status="failed")])[5].pays is Pays.NO_DATA
+    assert crossover(cells)["K=3"].pays is Pays.ALWAYS
+    assert crossover([cell(5, 1, None, status="failed")])["K=5"].pays is Pays.NO_DATA
 
 
 def test_a_crossing_followed_by_a_paying_point_is_noted():
-    got = crossover([cell(1, 1, 1.2), cell(1, 2, 0.9), cell(1, 4, 1.1)])[1]
+    got = crossover([cell(1, 1, 1.2), cell(1, 2, 0.9), cell(1, 4, 1.1)])["K=1"]
     assert got.pays is Pays.CROSSES and "pays again at concurrency 4" in got.note
 
 
@@ -121,3 +121,39 @@ def test_a_cell_without_an_interval_recommends_nothing():
 
 def test_cells_are_finite_or_unusable():
     assert not cell(1, 1, math.nan).usable
+
+
+def setting_cell(k: int, knobs: tuple[str, ...], speedup: float, half: float = 0.05, c: int = 1) -> Cell:
+    return cell(k, c, speedup).model_copy(update={"setting": knobs, "speedup_low": speedup - half,
+                                                  "speedup_high": speedup + half})
+
+
+MIN1 = ("method.prompt_lookup_min=1", "method.prompt_lookup_max=5")
+MIN3 = ("method.prompt_lookup_min=3", "method.prompt_lookup_max=5")
+
+
+def test_a_setting_apart_from_the_others_and_the_base_is_named_with_its_knobs():
+    got = choose_k([setting_cell(4, MIN1, 1.5), setting_cell(4, MIN3, 1.2)])[1]
+    assert (got.k, got.setting) == (4, MIN1)
+    assert got.why.startswith("K=4 min=1 max=5 1.50x") and "apart from every other setting" in got.why
+
+
+def test_settings_that_cannot_be_told_apart_give_the_shortest_k_of_them_and_name_both():
+    got = choose_k([setting_cell(4, MIN1, 1.30, 0.2), setting_cell(2, MIN3, 1.25, 0.2)])[1]
+    assert (got.k, got.setting) == (2, MIN3)
+    assert "cannot tell K=2 min=3 max=5 from K=4 min=1 max=5" in got.why
+    assert "K=2 min=3 max=5, the shortest of them that beats the base" in got.why
+
+
+def test_a_setting_not_apart_from_the_base_is_not_named():
+    got = choose_k([setting_cell(4, MIN1, 1.1, 0.2), setting_cell(4, MIN3, 0.9)])[1]
+    assert got.k is None and got.setting == () and "cannot tell K=4 min=1 max=5" in got.why and "1.00x" in got.why
+
+
+def test_crossover_is_per_setting_not_per_k():
+    cells = [setting_cell(4, MIN1, 1.3, c=1), setting_cell(4, MIN1, 0.8, c=4), setting_cell(4, MIN3, 1.2, c=1),
+             setting_cell(4, MIN3, 1.1, c=4)]
+    got = crossover(cells)
+    assert list(got) == ["K=4 min=1 max=5", "K=4 min=3 max=5"]
+    assert got["K=4 min=1 max=5"].pays is Pays.CROSSES and got["K=4 min=3 max=5"].pays is Pays.ALWAYS
+    assert got["K=4 min=3 max=5"].setting == MIN3

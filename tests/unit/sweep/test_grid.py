@@ -5,13 +5,26 @@ import pytest
 from pydantic import ValidationError
 
 from specops.profile.errors import ProfileError
-from specops.sweep.grid import BASE_SERIES, Series, SweepGrid, cell_key, validate_grid
+from specops.sweep.grid import (
+    BASE_SERIES,
+    MAX_KEY,
+    MIN_KEY,
+    Series,
+    SweepGrid,
+    SweepSetting,
+    cell_key,
+    knob_settings,
+    knob_values,
+    series_dir,
+    setting_label,
+    validate_grid,
+)
 
 
 def test_values_are_sorted_and_cells_go_through_every_concurrency_per_draft_length():
     grid = SweepGrid(draft_lengths=[4, 1, 2], concurrencies=[2, 1])
     assert grid.draft_lengths == [1, 2, 4] and grid.concurrencies == [1, 2]
-    assert grid.cells() == [(1, 1), (1, 2), (2, 1), (2, 2), (4, 1), (4, 2)]
+    assert [(s.k, c) for s, c in grid.cells()] == [(1, 1), (1, 2), (2, 1), (2, 2), (4, 1), (4, 2)]
 
 
 @pytest.mark.parametrize(("field", "values", "message"), [
@@ -102,3 +115,51 @@ def test_the_grid_owns_draft_length_and_concurrency():
     with pytest.raises(ProfileError) as err:
         validate_grid("ngram-local", ["benchmark.concurrency=8"], SweepGrid(draft_lengths=[1], concurrencies=[1]))
     assert "--set" in str(err.value) and "benchmark.concurrency=8" in str(err.value)
+
+
+def test_a_setting_series_has_a_readable_filesystem_safe_name_and_a_plain_k_keeps_its_old_one():
+    knobs = ("method.prompt_lookup_min=1", "method.prompt_lookup_max=5")
+    assert Series(4).name == series_dir(4) == "k4"
+    assert Series(4, settings=knobs).name == "k4-min1-max5"
+    assert Series(4, settings=knobs).overrides(2) == [*knobs, "method.num_speculative_tokens=4",
+                                                      "benchmark.concurrency=2"]
+    assert setting_label(4, knobs) == "K=4 min=1 max=5" and setting_label(4) == "K=4"
+    odd = Series(8, settings=("method.min_token_prob=0.1", "method.x=a/b c"))
+    assert odd.name == "k8-prob0.1-xa_b_c" and "/" not in odd.name and " " not in odd.name
+
+
+def test_knob_values_cross_the_draft_lengths_and_drop_min_above_max():
+    settings = knob_settings([2, 4], {MIN_KEY: [1, 3], MAX_KEY: [2]})
+    assert settings == [SweepSetting(k=2, overrides=(f"{MIN_KEY}=1", f"{MAX_KEY}=2")),
+                        SweepSetting(k=4, overrides=(f"{MIN_KEY}=1", f"{MAX_KEY}=2"))]
+    assert knob_settings([2], {MIN_KEY: [], MAX_KEY: []}) == []  # no knob: the plain K series
+    assert [s.overrides for s in knob_settings([1], {MIN_KEY: [], MAX_KEY: [3, 5]})] == [(f"{MAX_KEY}=3",),
+                                                                                        (f"{MAX_KEY}=5",)]
+    with pytest.raises(ProfileError) as err:
+        knob_settings([2], {MIN_KEY: [4], MAX_KEY: [2, 3]})
+    assert "--ngram-min/--ngram-max" in str(err.value) and "prompt_lookup_min > " in str(err.value)
+
+
+def test_a_grid_of_settings_keeps_their_order_and_draft_lengths_are_theirs():
+    first, second = SweepSetting(k=8, overrides=(f"{MIN_KEY}=1",)), SweepSetting(k=2, overrides=(f"{MIN_KEY}=2",))
+    grid = SweepGrid(draft_lengths=[], concurrencies=[1], settings=[first, second])
+    assert grid.draft_lengths == [2, 8] and [s.name for s in grid.series()] == ["k8-min1", "k2-min2"]
+    with pytest.raises(ValidationError, match="given more than once"):
+        SweepGrid(draft_lengths=[], concurrencies=[1], settings=[first, first])
+
+
+@pytest.mark.parametrize(("values", "method", "message"), [
+    ([17], "ngram", "[17]: method.prompt_lookup_min takes 1 to 16"),
+    ([2, 2], "ngram", "[2] given more than once"),
+    ([1], "suffix", "is a knob of method 'ngram'; the profile's method is 'suffix'"),
+])
+def test_bad_knob_values_name_the_flag_and_the_bounds_of_the_method_spec(values, method, message):
+    with pytest.raises(ProfileError) as err:
+        knob_values("--ngram-min", MIN_KEY, values, method)
+    assert "--ngram-min" in str(err.value) and message in str(err.value)
+
+
+def test_validate_grid_loads_every_setting_of_the_profile():
+    grid = SweepGrid(draft_lengths=[], concurrencies=[1], settings=[SweepSetting(k=2, overrides=(f"{MAX_KEY}=99",))])
+    with pytest.raises(ProfileError, match="prompt_lookup_max"):
+        validate_grid("ngram-local", [], grid)

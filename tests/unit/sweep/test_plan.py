@@ -17,7 +17,7 @@ from specops.sweep.plan import BASE_GROUP, ServerGroup, SweepRun, plan_sweep
 from specops.sweep.schedule import recommend
 
 KS, CS = [Series(1), Series(2), Series(4)], [1, 2]
-ALL = {(s.k, c) for s in KS for c in CS}
+ALL = {(s.name, c) for s in KS for c in CS}
 
 
 def test_a_first_sweep_starts_one_server_per_draft_length_measuring_every_cell():
@@ -28,10 +28,10 @@ def test_a_first_sweep_starts_one_server_per_draft_length_measuring_every_cell()
 
 def test_a_sweep_killed_half_way_measures_only_the_cells_it_lacks():
     # Killed during K=2 at concurrency 2: K=1's cells and K=2 at 1 were kept.
-    kept = {(1, 1), (1, 2), (2, 1)}
+    kept = {("k1", 1), ("k1", 2), ("k2", 1)}
     plan = plan_sweep(KS, CS, kept)
     assert plan == (ServerGroup(Series(2), (2,)), ServerGroup(Series(4), (1, 2)))
-    measured = {(g.series.k, c) for g in plan for c in g.concurrencies}
+    measured = {(g.series.name, c) for g in plan for c in g.concurrencies}
     assert not measured & kept and measured | kept == ALL  # nothing measured twice, nothing left out
 
 
@@ -43,8 +43,8 @@ def test_the_schedule_is_one_server_at_every_concurrency_of_the_grid():
     schedule = Series(2, ("method.num_speculative_tokens=2", "backend.draft_schedule=[[1, 1, 2], [2, 2, 1]]"))
     assert schedule.name == "schedule"
     assert plan_sweep([schedule], CS, set()) == (ServerGroup(schedule, (1, 2)),)
-    assert plan_sweep([schedule], CS, {(2, 1)}) == (ServerGroup(schedule, (2,)),)
-    assert plan_sweep([schedule], CS, {(2, 1), (2, 2)}) == ()
+    assert plan_sweep([schedule], CS, {("schedule", 1)}) == (ServerGroup(schedule, (2,)),)
+    assert plan_sweep([schedule], CS, {("schedule", 1), ("schedule", 2)}) == ()
 
 
 def sweep_run(overrides: tuple[str, ...] = ("benchmark.num_requests=4",), **progress) -> SweepRun:
@@ -69,7 +69,7 @@ def test_a_cell_runs_the_user_overrides_then_its_own_and_is_kept_under_the_key_a
 def test_the_keys_looked_up_are_the_series_cells():
     sweep = sweep_run()
     keys = sweep.keys([Series(1), Series(2)], CS)
-    assert list(keys) == [(1, 1), (1, 2), (2, 1), (2, 2)] and keys[(2, 1)] == sweep.key(Series(2), 1)
+    assert list(keys) == [("k1", 1), ("k1", 2), ("k2", 1), ("k2", 2)] and keys[("k2", 1)] == sweep.key(Series(2), 1)
 
 
 def test_the_recommended_schedule_is_served_up_to_its_largest_draft_length():
@@ -106,7 +106,20 @@ def test_the_outcome_names_the_cells_this_run_measured_and_the_servers_it_starte
     outcome = sweep_outcome(sweep, grid, cells, choose_k(cells), recommend(sweep.loaded, best), [])
     assert outcome.measured == ["k1-c2", "k2-c1", "k2-c2"]
     assert outcome.server_starts == {"base": 1, "speculative": 2}
-    assert outcome.best == {1: 2, 2: None} and set(outcome.crossovers) == {1, 2} and outcome.run_dir == "/runs/x"
+    assert outcome.best == {1: 2, 2: None} and set(outcome.crossovers) == {"K=1", "K=2"} and outcome.run_dir == "/runs/x"
     assert outcome.overrides == ["benchmark.num_requests=4"] and "K \\ concurrency" in outcome.table
     nothing = sweep_outcome(replace(sweep, served=()), grid, cells, outcome.choices, outcome.recommendation, [])
     assert nothing.measured == [] and nothing.server_starts == {}
+
+
+def test_a_setting_series_is_kept_under_its_own_key_and_a_plain_k_under_the_one_it_had():
+    sweep = sweep_run()
+    plain, setting = Series(4), Series(4, settings=("method.prompt_lookup_min=1", "method.prompt_lookup_max=5"))
+    # A plain K series' key is what it was before series took settings: old caches keep serving it.
+    assert sweep.key(plain, 1) == cell_key(sweep.loaded.sha256, list(sweep.overrides), 4, 1)
+    assert sweep.key(setting, 1) == cell_key(sweep.loaded.sha256, [*sweep.overrides, *setting.settings], 4, 1)
+    assert sweep.key(setting, 1) != sweep.key(plain, 1)
+    other = Series(4, settings=("method.prompt_lookup_min=2", "method.prompt_lookup_max=5"))
+    assert set(sweep.keys([plain, setting, other], [1])) == {("k4", 1), ("k4-min1-max5", 1), ("k4-min2-max5", 1)}
+    assert plan_sweep([plain, setting, other], [1], {("k4-min1-max5", 1)}) == (
+        ServerGroup(plain, (1,)), ServerGroup(other, (1,)))

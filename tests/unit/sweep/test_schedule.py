@@ -166,3 +166,26 @@ def test_a_bad_schedule_is_refused_at_load_naming_the_field(schedule, message):
 def test_a_schedule_on_a_vllm_without_the_key_is_refused_naming_the_first_version_with_it():
     with pytest.raises(ProfileError, match="has no num_speculative_tokens_per_batch_size; first in vLLM 0.24.0"):
         load_profile("draft-target-vllm-nested", ["backend.draft_schedule=[[1,1,5]]"])
+
+
+MIN1, MIN2 = ("method.prompt_lookup_min=1", "method.prompt_lookup_max=5"), ("method.prompt_lookup_min=2",
+                                                                           "method.prompt_lookup_max=5")
+
+
+def test_settings_differing_in_more_than_k_get_their_overrides_and_no_schedule():
+    r = recommend(load_profile("ngram-vllm-serve-cpu"), BEST, settings={1: MIN1, 2: MIN2})
+    assert r.profile_overrides == {1: [*MIN1, "method.num_speculative_tokens=4"],
+                                   2: [*MIN2, "method.num_speculative_tokens=2"]}
+    assert r.backend_keys is None and r.backend_source is None and r.schedule_overrides is None
+    note = next(n for n in r.notes if "differ in more than K" in n)
+    assert "prompt_lookup_min=1" in note and "prompt_lookup_min=2" in note and "varies K alone" in note
+
+
+def test_one_setting_chosen_at_every_load_is_served_with_its_schedule():
+    """The same knobs everywhere, K alone varying: the schedule renders, and the sweep serves it with the knobs."""
+    plain = recommend(load_profile("ngram-vllm-serve-cpu"), BEST)
+    r = recommend(load_profile("ngram-vllm-serve-cpu"), BEST, settings={1: MIN1, 2: MIN1})
+    assert r.backend_keys == plain.backend_keys is not None
+    assert r.schedule_overrides == [*MIN1, *plain.schedule_overrides]
+    assert load_profile("ngram-vllm-serve-cpu", r.schedule_overrides).profile.method.prompt_lookup_min == 1
+    assert any("served with method.prompt_lookup_min=1" in n for n in r.notes)

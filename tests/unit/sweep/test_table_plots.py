@@ -72,3 +72,23 @@ def test_compare_plot_is_a_png(tmp_path):
     results = [run_result(profile="ngram-local", speedup=1.36), run_result(profile="eagle3-local", speedup=0.9)]
     data = write_compare_plot(results, tmp_path / "compare.png").read_bytes()
     assert data.startswith(PNG) and len(data) > 5000
+
+
+def test_a_sweep_of_settings_names_each_setting_in_its_rows_crossovers_and_choices(tmp_path):
+    knobs = {1: ("method.prompt_lookup_min=1", "method.prompt_lookup_max=5"),
+             3: ("method.prompt_lookup_min=3", "method.prompt_lookup_max=5")}
+    cells = [cell(4, c, s).model_copy(update={"setting": knobs[m]})
+             for m, c, s in ((1, 1, 1.6), (1, 2, 1.3), (3, 1, 1.2), (3, 2, 1.25))]
+    choices = choose_k(cells)
+    r = recommend(load_profile("ngram-vllm-serve-cpu"), best_k(cells), {c: ch.why for c, ch in choices.items()},
+                  {c: ch.setting for c, ch in choices.items()})
+    text = format_sweep(cells, crossover(cells), choices, r)
+    assert "K=4 min=1 max=5  1.60x (1.53-1.66) al 3.00  1.30x" in text  # a row per setting
+    assert "K=4 min=3 max=5  1.20x (1.13-1.26) al 3.00  1.25x" in text
+    assert "  K=4 min=1 max=5: > 2" in text and "  K=4 min=3 max=5: > 2" in text
+    assert "Setting per concurrency" in text and "other settings'" in text
+    assert "concurrency 1: K=4 min=1 max=5: K=4 min=1 max=5 1.60x" in text
+    assert "--set method.prompt_lookup_min=1 --set method.prompt_lookup_max=5 --set method.num_speculative_tokens=4" \
+        in text
+    plots = write_sweep_plots(cells, tmp_path)
+    assert plots and all(p.read_bytes().startswith(PNG) for p in plots)

@@ -4,6 +4,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from specops.pipeline.backend import backend_for
 from specops.profile.loader import load_profile
 from specops.run.variant import Variant, base_method, variants_of
@@ -45,3 +47,17 @@ def test_synthesis_variant_runs_as_many_instances_as_requests_in_flight():
     synthesis = Variant("synthesis", base_method(), parallel=profile.draft.train.data.concurrency)
     config = backend_for(profile)._config(synthesis, TARGET, None)
     assert config.instance_group[0].count == 2 and config.name == "synthesis"
+
+
+def test_what_the_runtimes_ngram_proposer_refuses_the_profile_refuses_naming_its_default():
+    """An unset prompt_lookup_min is the runtime's 2 (NgramProposer.Options): a max of 1 alone cannot be served;
+    vLLM would take the max for it, so the refusal is the embedded backend's, at load, not at server start."""
+    from specops.profile.errors import ProfileError
+    from specops.profile.loader import load_profile
+
+    with pytest.raises(ProfileError) as err:
+        load_profile("ngram-local", ["method.prompt_lookup_min=null", "method.prompt_lookup_max=1"])
+    assert "the embedded runtime cannot serve it" in str(err.value)
+    assert "prompt_lookup_min=2 > prompt_lookup_max=1" in str(err.value) and "'prompt_lookup_min': 2" in str(err.value)
+    assert load_profile("ngram-local", ["method.prompt_lookup_min=null", "method.prompt_lookup_max=2"])
+    assert load_profile("ngram-vllm-serve-cpu", ["method.prompt_lookup_min=null", "method.prompt_lookup_max=1"])
