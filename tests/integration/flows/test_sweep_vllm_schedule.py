@@ -1,5 +1,6 @@
-"""A sweep on real vLLM (ngram-vllm-serve-cpu, vLLM's OpenAI server on this CPU) over K {1, 2} x concurrency
-{1, 2}: the recommended per-load schedule is rendered in vLLM's own key
+"""A sweep on real vLLM (ngram-vllm-serve-cpu, vLLM's OpenAI server on this CPU) over the n-gram settings K {1, 2}
+with prompt_lookup_min 1 and max 3 (series k1-min1-max3, k2-min1-max3; the profile's own min is 2) x concurrency
+{1, 2}: the knobs reach each engine, and the recommended per-load schedule is rendered in vLLM's own key
 (speculative_config.num_speculative_tokens_per_batch_size) and then served and measured at every concurrency:
 a tested schedule, not only a rendered one. The engine's own config shows the schedule it runs. Each draft
 length's cells carry the replay's prediction of vLLM's accepted tokens per step: at concurrency 1 (one request at a
@@ -20,6 +21,7 @@ from tests.integration.support import REPO_ROOT, SHARED_CACHE, service_env
 pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(2400)]
 
 KS, CS = [1, 2], [1, 2]
+KNOBS = ["--ngram-min", "1", "--ngram-max", "3"]  # each series' directory: k<K>-min1-max3
 # 8 prompts: a K is named only where its 95% interval clears the base's (issue 39), and with 4 the interval at
 # concurrency 1 (over the prompts) was 0.94-3.03 for a 1.69x K=3; the schedule served needs some K named.
 AGREEMENT = 0.1  # accepted tokens per step, replay vs vLLM's counters (issue 38)
@@ -35,7 +37,7 @@ def test_the_recommended_schedule_is_served_and_measured(embedded_model, tmp_pat
     (cache / "embedded").symlink_to(SHARED_CACHE / "embedded", target_is_directory=True)
     env = service_env(tmp_path, SPECOPS_CACHE=str(cache))
     args = [sys.executable, "-m", "cli", "sweep", "ngram-vllm-serve-cpu", "--k", ",".join(map(str, KS)),
-            "--concurrency", ",".join(map(str, CS)), "--run-id", "sweep"]
+            *KNOBS, "--concurrency", ",".join(map(str, CS)), "--run-id", "sweep"]
     for item in SHRINK:
         args += ["--set", item]
     proc = subprocess.run(args, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=2300)
@@ -58,9 +60,13 @@ def test_the_recommended_schedule_is_served_and_measured(embedded_model, tmp_pat
     # The engine runs the schedule it was given (read back from the served config).
     served = json.loads((run / "schedule" / "logs" / "server-speculative-engine-config.json").read_text())
     assert served["speculative_config"]["num_speculative_tokens_per_batch_size"] == schedule
+    assert served["speculative_config"]["prompt_lookup_min"] == 1  # with the settings' knobs
     for k in KS:  # vLLM's n-gram matcher replayed over the target's greedy outputs, beside what vLLM counted
-        cell = RunResult.model_validate_json((run / f"k{k}" / "c1" / "manifest.json").read_text())
+        engine = json.loads((run / f"k{k}-min1-max3" / "logs" / "server-speculative-engine-config.json").read_text())
+        spec = engine["speculative_config"]
+        assert (spec["num_speculative_tokens"], spec["prompt_lookup_min"], spec["prompt_lookup_max"]) == (k, 1, 3)
+        cell = RunResult.model_validate_json((run / f"k{k}-min1-max3" / "c1" / "manifest.json").read_text())
         measured = cell.variant("speculative").acceptance.mean_accepted_per_step
         print(f"K={k}: accepted/step predicted {cell.predicted.accepted_per_step:.3f}, measured {measured:.3f}")
-        assert f"K {k}" in cell.predicted.setting
+        assert cell.predicted.setting == f"ngram min 1 max 3 K {k}"
         assert abs(measured - cell.predicted.accepted_per_step) <= AGREEMENT, (k, cell.predicted, measured)
