@@ -83,7 +83,7 @@ class Run:
     def records(self) -> list[dict]:
         """The janitor's records of what this run started (its root is their owner_pid)."""
         found = []
-        for path in (SHARED_CACHE / "live").glob("*.json"):
+        for path in (Path(self.env.get("SPECOPS_CACHE", SHARED_CACHE)) / "live").glob("*.json"):
             try:
                 record = json.loads(path.read_text())
             except (OSError, ValueError):

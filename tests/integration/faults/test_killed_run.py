@@ -47,7 +47,7 @@ DEATH_BOUND_S = 10.0
 
 @pytest.mark.parametrize("tool", ["genai-perf", "aiperf"])
 def test_a_sigkilled_run_leaves_no_process_and_no_port(tool, embedded_model, tmp_path):
-    run = start_run(tmp_path, [*SHRINK, f"benchmark.tool={tool}"])
+    run = start_run(tmp_path, [*SHRINK, f"benchmark.tool={tool}"], **own_cache(tmp_path, embedded_model))
     try:
         wait_for_processes(run, BENCHMARKING if tool == "genai-perf" else AIPERF_BENCHMARKING,
                            timeout_s=600)
@@ -88,13 +88,18 @@ def assert_one_failed_row(tmp_path, run, step: str, said: str) -> None:
     assert "(killed)" in rows[0].failure.error and "row recorded" in said, said
 
 
-def cold_cache(tmp_path, embedded_model) -> dict[str, str]:
-    """A model cache holding only the embedded model's wheel: the download step converts it (seconds of real work),
-    long enough to be killed in."""
-    wheels = embedded_model.path.parents[2] / "wheels"
-    cold = tmp_path / "cold-cache" / "embedded" / "wheels"
-    shutil.copytree(wheels, cold)
-    return {"SPECOPS_CACHE": str(tmp_path / "cold-cache")}
+def own_cache(tmp_path, embedded_model, cold: bool = False) -> dict[str, str]:
+    """The run's own cache root, so its records (<cache>/live) are seen by this test's janitor alone: another
+    worker's test running `specops janitor` on the shared cache would end this run and write its row into that
+    test's database. The embedded model linked in; `cold`: only its wheel, so the download step converts it (seconds
+    of real work, long enough to be killed in)."""
+    embedded, cache = embedded_model.path.parents[2], tmp_path / "cache"
+    if cold:
+        shutil.copytree(embedded / "wheels", cache / "embedded" / "wheels")
+    else:
+        cache.mkdir()
+        (cache / "embedded").symlink_to(embedded, target_is_directory=True)
+    return {"SPECOPS_CACHE": str(cache)}
 
 
 @pytest.mark.parametrize("step", [WAIT_STEP, "download", "serve", "report"])
@@ -102,7 +107,7 @@ def test_a_run_killed_at_a_step_is_ended_there_with_a_row(step, embedded_model, 
     from specops.host.host_lock import hold_host_locks
 
     held = [f"cpu:{socket.gethostname()}"] if step == WAIT_STEP else []  # the lock a CPU run waits for
-    env = cold_cache(tmp_path, embedded_model) if step == "download" else {}
+    env = own_cache(tmp_path, embedded_model, cold=step == "download")
     tiny = ["benchmark.num_requests=2", "benchmark.output_tokens=8"] if step == "report" else []  # all steps first
     with hold_host_locks(held, "the test, holding the lock", lambda _: None):
         run = start_run(tmp_path, [*SHRINK, *tiny], **env)
@@ -119,6 +124,7 @@ def test_a_run_killed_at_a_step_is_ended_there_with_a_row(step, embedded_model, 
             run.stop()
     janitor = specops(run.env, "janitor")
     assert janitor.returncode == 0, janitor.stderr
+    assert run.processes() == [], [label(p) for p in run.processes()]  # nothing of the run left running
     status = json.loads((run.run_dir / "status.json").read_text())
     assert (status["state"], status["step"]) == ("failed", step), status
     assert_one_failed_row(tmp_path, run, step, janitor.stdout)
@@ -133,7 +139,7 @@ def _frozen(proc: psutil.Process) -> bool:
 
 
 def test_the_janitor_stops_a_benchmark_tool_whose_guard_died_with_the_run(embedded_model, tmp_path):
-    run = start_run(tmp_path)
+    run = start_run(tmp_path, **own_cache(tmp_path, embedded_model))
     try:
         seen = wait_for_processes(run, BENCHMARKING, timeout_s=600)
         [tool] = seen["genai-perf"]

@@ -95,7 +95,7 @@ def test_a_killed_sweep_run_again_measures_only_the_missing_cells(embedded_model
     assert {(c.k, c.concurrency) for c in outcome.cells} == {(k, c) for k in KS for c in CS}
     assert all(c.status == "ok" and c.speedup is not None for c in outcome.cells), outcome.cells
     assert all(c.speedup_low < c.speedup < c.speedup_high for c in outcome.cells), outcome.cells  # 95% each
-    assert set(outcome.best) == set(CS) and set(outcome.crossovers) == set(KS)
+    assert set(outcome.best) == set(CS) and set(outcome.crossovers) == {f"K={k}" for k in KS}  # by series label
     for k, c in ((k, c) for k in KS for c in CS):  # every cell is a RunResult of its own, with its report
         result = store.result(keys[(k, c)])
         assert result.benchmark.concurrency == c and f"method.num_speculative_tokens={k}" in result.overrides

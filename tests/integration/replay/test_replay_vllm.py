@@ -31,7 +31,7 @@ def sequences(embedded_model, tmp_path_factory):
 
 
 def simulate(sequences, settings):
-    request = {"mode": "simulate", "sequences": sequences, "max_model_len": 2048,
+    request = {"mode": "simulate", "sequences": sequences, "max_model_len": 2048, "length": 32,
                "settings": [s.model_dump() for s in settings]}
     results = run.run_worker(request, lambda line: None)["results"]
     return [Prediction.of(s, counts) for s, counts in zip(settings, results)]
@@ -39,7 +39,8 @@ def simulate(sequences, settings):
 
 def test_greedy_outputs_are_the_asked_length_and_cached(sequences):
     first, again, said = sequences
-    assert len(first) == 4 and all(len(s["output"]) == 32 and s["prompt"] for s in first)
+    # each request's 32 tokens and the LOOKAHEAD past its end that its last drafts are checked against
+    assert len(first) == 4 and all(len(s["output"]) == 32 + run.LOOKAHEAD and s["prompt"] for s in first)
     assert again == first and sum("generate took" in line for line in said) == 1
 
 
