@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import argparse
 
-from specops.results.figures import shown
+from specops.results.figures import figure, shown
 
 # No warm-up: the lossless check has warmed both servers, and vLLM would count a warm-up request's drafts beside the
 # measured ones, which the replay's prediction does not hold (measured 3.13 vs 3.24 predicted with one, equal without).
@@ -29,17 +29,16 @@ ROUNDS = ["benchmark.tool=aiperf", "benchmark.interleave=true", "benchmark.pairi
 def best(method: str, extra: list[str]):
     """The replay's best setting of this method on the profile (suffix: with the cross-request cache off)."""
     from specops.profile.loader import load_profile
-    from specops.replay.grid import GRIDS, ranked
+    from specops.replay.grid import ranked
     from specops.replay.run import predict
+    from specops.sweep.replayed import replay_family
 
     loaded = load_profile(PROFILES[method], [*SIZE, *extra])
-    grid = [s for s in GRIDS[method]() if getattr(s, "cached", 0) == 0]
-    return ranked(predict(loaded, grid))[0]
+    return ranked(predict(loaded, replay_family(loaded)))[0]
 
 
 def row(method: str, prediction, concurrency: int, result) -> str:
-    spec = result.variant("speculative")
-    measured = spec.acceptance.mean_accepted_per_step if spec.acceptance and spec.acceptance.available else None
+    measured = figure(result, "speculative", "acceptance", "mean_accepted_per_step")
     s = result.speedup
     interval = s.text() if s else "no speedup: no prompt measured on both variants"
     low = f"{s.low:.2f}x" if s and s.low is not None else "none (see the interval's note)"

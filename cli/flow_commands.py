@@ -108,10 +108,12 @@ def _sweep_grid(args, method: str):
 def cmd_sweep(args) -> int:
     from specops.profile.loader import load_profile
     from specops.sweep.grid import validate_grid
+    from specops.sweep.replayed import check_replayable
 
-    grid = _sweep_grid(args, load_profile(args.profile, args.overrides).profile.method.kind)
-    if args.from_replay is not None:
-        grid = _replay_checked(args, grid)
+    given = load_profile(args.profile, args.overrides)
+    grid = _sweep_grid(args, given.profile.method.kind)
+    if args.from_replay is not None:  # the flow replays it: its method has a replay, the vLLM venv is there
+        check_replayable(given)
     cells = len(grid.cells()) if args.from_replay is None else args.from_replay * len(grid.concurrencies)
     series = len(grid.series()) if args.from_replay is None else args.from_replay
     if cells > args.max_cells:
@@ -132,20 +134,6 @@ def cmd_sweep(args) -> int:
     print(f"\n{outcome.table}\n\nsweep: {outcome.run_dir}  (measured now: {', '.join(outcome.measured) or 'none'}; "
           f"servers started: {dict(outcome.server_starts) or 'none'})")
     return 0
-
-
-def _replay_checked(args, grid):
-    """--from-replay: the profile's method has a replay and the vLLM venv is there (the flow replays it)."""
-    from specops.backends.base import PrerequisiteError
-    from specops.backends.vllm import cpu as vllm_cpu
-    from specops.profile.loader import load_profile
-    from specops.sweep.replayed import replay_family
-
-    loaded = load_profile(args.profile, args.overrides)
-    replay_family(loaded)
-    if problems := vllm_cpu.preflight():
-        raise PrerequisiteError(loaded.profile.name, problems)
-    return grid
 
 
 def cmd_compare_profiles(args) -> int:

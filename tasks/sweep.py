@@ -9,7 +9,6 @@ from prefect.artifacts import create_link_artifact, create_markdown_artifact
 
 from prefect_adapters.step import step
 from specops.atomic_file import write_text
-from specops.backends.base import PrerequisiteError
 from specops.profile.loader import LoadedProfile
 from specops.report.plot import write_sweep_plots
 from specops.report.writer import artifact_key, link_markdown, public_url
@@ -18,7 +17,7 @@ from specops.run.rundir import RunDir
 from specops.sweep.cells import CellStore
 from specops.sweep.grid import SweepGrid, validate_grid
 from specops.sweep.outcome import SweepOutcome
-from specops.sweep.replayed import replayed_settings
+from specops.sweep.replayed import check_replayable, replayed_settings
 
 
 @step
@@ -41,11 +40,9 @@ def validate_sweep(profile: str, overrides: list[str], grid: SweepGrid) -> Loade
 @step
 def replay_series(loaded: LoadedProfile, n: int, grid: SweepGrid) -> SweepGrid:
     """The grid with the N settings `specops replay` ranks best as its series (in the vLLM venv), best first."""
-    from specops.backends.vllm import cpu as vllm_cpu
     from specops.replay.run import predict
 
-    if problems := vllm_cpu.preflight():
-        raise PrerequisiteError(loaded.profile.name, problems)
+    check_replayable(loaded)
     settings = replayed_settings(loaded, n, lambda p, s: predict(p, s, get_run_logger().info))
     get_run_logger().info("replay's %d best: %s", n, ", ".join(s.model_dump_json() for s in settings))
     return SweepGrid(draft_lengths=[], concurrencies=grid.concurrencies, settings=settings)

@@ -5,7 +5,7 @@ from collections.abc import Callable
 
 import pandas as pd
 
-from specops.results.figures import interval_text
+from specops.results.figures import figure, interval_text
 from specops.results.model import LEVEL, BenchmarkRecord, Design, RunResult, Speedup, VariantRecord
 
 # (header in report.md and the table artifact, value of a variant, format); what a reader acts on first: the
@@ -183,9 +183,7 @@ def prediction_lines(result: RunResult) -> list[str]:
     p = result.predicted
     if p is None:
         return []
-    spec = result.variant("speculative")
-    measured = spec.acceptance.mean_accepted_per_step if spec and spec.acceptance and spec.acceptance.available \
-        else None
+    measured = figure(result, "speculative", "acceptance", "mean_accepted_per_step")
     said = "not counted" if measured is None else f"{measured:.2f}"
     both = measured is not None and p.accepted_per_step is not None
     gap = f" (measured - predicted {measured - p.accepted_per_step:+.2f})" if both else ""

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from specops.backends.base import PrerequisiteError
+from specops.backends.vllm import cpu as vllm_cpu
 from specops.profile.errors import ProfileError
 from specops.profile.loader import LoadedProfile
 from specops.replay.grid import GRIDS, Prediction, Setting, ranked
@@ -20,6 +22,13 @@ def replay_family(loaded: LoadedProfile) -> list[Setting]:
         raise ProfileError(str(loaded.path), [(FLAG, f"method {kind!r} of profile {loaded.profile.name!r} has no "
                                                      "replay: ngram and suffix do")])
     return [s for s in GRIDS[kind]() if getattr(s, "cached", 0) == 0]
+
+
+def check_replayable(loaded: LoadedProfile) -> None:
+    """Before any work: the profile's method has a replay, and the vLLM venv whose proposers replay it is there."""
+    replay_family(loaded)
+    if problems := vllm_cpu.preflight():
+        raise PrerequisiteError(loaded.profile.name, problems)
 
 
 def check_count(n: int) -> int:
