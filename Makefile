@@ -87,11 +87,13 @@ up: DEPLOY_WORKER_FOLLOWS = --worker-follows $(POOL)
 # Debian packages, the venv and AIPerf's venv need nothing of each other: `make install` fetches them
 # side by side (-j3 below).
 # --no-install-recommends: chromium's recommends alone (printer setup, upower, X utilities) are dozens of packages
+# flock: `install-test` runs debian-packages (a prerequisite of the vLLM venv) beside test-debian-packages, and two
+# apt-gets at once fail on dpkg's lock ("Could not get lock /var/lib/apt/lists/lock"): the second waits its turn
 define apt_install
 	@dpkg -s $(1) >/dev/null 2>&1 || { \
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
-	  $$SUDO apt-get update -qq && $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
-	    --no-install-recommends $(1); }
+	  $$SUDO flock /var/lock/specops-apt.lock sh -c 'dpkg -s $(1) >/dev/null 2>&1 || { apt-get update -qq && \
+	    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(1); }'; }
 endef
 
 debian-packages:
