@@ -38,7 +38,7 @@ def _key_json(pairs: list[str]) -> dict:
 
 def prompt_items(count: int, first: Path | None) -> list[tuple[str, str]]:
     """(id, text): the prompts of `first` (a data file) in its order, then HumanEval 64.., then stdlib."""
-    from specops.draft.conversations import read_conversations
+    from specops.bench.conversations import read_conversations
     from specops.draft.prompt_sources import humaneval_prompts, stdlib_prompts
 
     items = []
@@ -55,7 +55,7 @@ def prompt_items(count: int, first: Path | None) -> list[tuple[str, str]]:
 def synthesize(args: argparse.Namespace) -> None:
     import torch
 
-    from specops.draft.conversations import Conversation, Turn, write_record
+    from specops.bench.conversations import Conversation, Turn, write_record
     from specops.draft.prepare import load_target
 
     model, tok = load_target(_target(), args.threads)

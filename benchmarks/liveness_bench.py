@@ -64,7 +64,7 @@ def main() -> None:
 
     from specops.bench.tool import bench_tool
     from specops.pipeline.backend import backend_for
-    from specops.pipeline.benchmark import bench_job, bench_prompts
+    from specops.pipeline.benchmark import bench_job, workload_for
     from specops.pipeline.check import Pace, smoke
     from specops.pipeline.render import render_repository, stage_repository
     from specops.profile.loader import load_profile
@@ -87,7 +87,7 @@ def main() -> None:
         with probing(server) as idle:
             time.sleep(5)
         job = bench_job(tool, backend, server, variant, target.path, profile.benchmark,
-                        bench_prompts(profile.benchmark), work, 0, pace)
+                        workload_for(profile, cache_root()), work, 0, pace)
         with probing(server) as loaded:
             t0 = time.monotonic()
             try:

@@ -36,7 +36,7 @@ def main() -> None:
 
     from specops.bench.tool import bench_tool
     from specops.pipeline.backend import backend_for, preflight
-    from specops.pipeline.benchmark import bench_job, bench_prompts
+    from specops.pipeline.benchmark import bench_job, workload_for
     from specops.pipeline.render import render_repository, stage_repository
     from specops.profile.loader import load_profile
     from specops.run.roots import cache_root
@@ -55,7 +55,7 @@ def main() -> None:
     target = fetch(profile.target.source, cache_root())
     base = next(v for v in variants_of(profile.method, profile.comparison.baseline) if v.name == BASE)
     repo = render_repository(backend, base, target, None, cache_root())
-    prompts = bench_prompts(profile.benchmark)
+    prompts = workload_for(profile, cache_root())
     work = Path(tempfile.mkdtemp(prefix="tool-agreement-"))
     server = backend.launch(base, stage_repository(repo.value, work / "repository"), work / "server.log")
     rows = []

@@ -25,15 +25,16 @@ def cmd_replay(args) -> int:
     from specops.backends.vllm import cpu as vllm_cpu
     from specops.profile.errors import ProfileError
     from specops.profile.loader import load_profile
-    from specops.replay.grid import GRIDS, ranking_table
-    from specops.replay.run import predict, profile_setting, prompts_of
+    from specops.replay.grid import GRIDS, category_table, ranking_table
+    from specops.replay.run import predict, profile_setting, workload_of
 
     loaded = load_profile(args.profile, args.overrides)
     mine = profile_setting(loaded)
     if mine is None and args.grid == "profile":
         raise ProfileError(str(loaded.path), [("method.kind", f"{loaded.profile.method.kind!r} has no replay: "
                                                               "ngram and suffix do")])
-    prompts_of(loaded)  # the prompt source read before any work: a bad one is named as benchmark.prompts
+    say = lambda line: print(line, file=sys.stderr, flush=True)  # noqa: E731 - progress beside the table on stdout
+    workload = workload_of(loaded, say)  # the prompts read (fetched) before any work: a bad one is named by its field
     if args.json is not None and not args.json.parent.is_dir():
         raise PrerequisiteError(loaded.profile.name, [f"--json {args.json}: no directory {args.json.parent}"])
     if problems := vllm_cpu.preflight():
@@ -41,12 +42,12 @@ def cmd_replay(args) -> int:
     settings = [] if args.grid == "profile" else GRIDS[args.grid]()
     if mine is not None and args.grid in ("all", "profile", mine.method) and mine not in settings:
         settings.append(mine)
-    say = lambda line: print(line, file=sys.stderr, flush=True)  # noqa: E731 - progress beside the table on stdout
-    predictions = predict(loaded, settings, say)
-    b = loaded.profile.benchmark
-    print(f"{loaded.profile.name}: {b.num_requests} prompts x {b.output_tokens} tokens ({b.prompts}, offset "
-          f"{b.prompt_offset})\n")
+    predictions = predict(loaded, settings, say, workload)
+    print(f"{loaded.profile.name}: {len(workload.measured)} prompts x {loaded.profile.benchmark.output_tokens} tokens "
+          f"of {workload.label}, sent as {workload.request.name} ({workload.request.note})\n")
     print(ranking_table(predictions, args.top, mine))
+    if workload.named_categories():
+        print("\n" + category_table(predictions, args.top, mine))
     if args.json is not None:
         args.json.write_text(json.dumps([p.model_dump() | {"profile": p.setting == mine} for p in predictions],
                                         indent=1) + "\n", encoding="utf-8")

@@ -21,13 +21,15 @@ from typing import TypeVar
 from prefect.exceptions import TerminationSignal
 
 from specops.backends.base import Backend, Server
+from specops.bench.sampling import Workload
 from specops.bench.tool import BenchJob, BenchTool
 from specops.host.processes import teardown_quietly
 from specops.pipeline.benchmark import Measured, bench_job, choose_design, variant_record
-from specops.pipeline.check import Pace, check_prompts
+from specops.pipeline.check import Pace
 from specops.pipeline.summarize import RunFacts
 from specops.profile.schema import Benchmark, Profile
-from specops.results.model import Design, VariantRecord
+from specops.results.model import VariantRecord
+from specops.results.paired import Design
 from specops.run.rundir import RunDir
 from specops.run.variant import Variant
 from tasks.benchmark import benchmark_interleaved_round, benchmark_round, read_acceptance
@@ -47,13 +49,13 @@ class Served:
     run: RunDir
     pace: Pace | None = None  # what its smoke and checks took: the benchmark's time bound is derived from it
 
-    def check(self, profile: Profile) -> list[str]:
-        """Its greedy outputs for the lossless comparison (saved in the run); none without a baseline to compare."""
+    def check(self, profile: Profile, workload: Workload) -> list[str]:
+        """Its greedy outputs for the lossless comparison (saved in the run), each request sent as the benchmark
+        sends its own; none without a baseline to compare."""
         if not profile.comparison.baseline:
             return []
-        outputs, pace = generate_check_outputs(self.backend, self.server, self.variant,
-                                               check_prompts(profile.benchmark, profile.comparison),
-                                               profile.comparison.lossless_max_tokens, self.run)
+        outputs, pace = generate_check_outputs(self.backend, self.server, self.variant, workload.check,
+                                               profile.comparison.lossless_max_tokens, self.run, workload.chat)
         self.pace = pace if self.pace is None else self.pace + pace
         return outputs
 
@@ -168,7 +170,7 @@ class GroupMeasure:
     rounds: int = 1
 
 
-def measure_group(group: list[Served], tool: BenchTool, tokenizer: Path, bench: Benchmark, prompts: list[str],
+def measure_group(group: list[Served], tool: BenchTool, tokenizer: Path, bench: Benchmark, workload: Workload,
                   run: RunDir, min_rounds: int = 1) -> GroupMeasure:
     """Each served variant's benchmark rounds, and its acceptance over its rounds only (not smoke or check).
 
@@ -180,7 +182,7 @@ def measure_group(group: list[Served], tool: BenchTool, tokenizer: Path, bench: 
     rounds: list[list[Measured]] = [[] for _ in group]
 
     def job(s: Served, r: int) -> BenchJob:
-        return bench_job(tool, s.backend, s.server, s.variant, tokenizer, bench, prompts, run.path, r, s.pace)
+        return bench_job(tool, s.backend, s.server, s.variant, tokenizer, bench, workload, run.path, r, s.pace)
 
     design, why_not = choose_design(tool, [job(s, 0) for s in group], bench.pairing)
     if design is not Design.REQUESTS and bench.rounds < min_rounds:
@@ -194,7 +196,7 @@ def measure_group(group: list[Served], tool: BenchTool, tokenizer: Path, bench: 
                 rounds[i].append(m)
             continue
         for s, variant_rounds in zip(group, rounds):
-            variant_rounds.append(benchmark_round(tool, s.backend, s.server, s.variant, tokenizer, bench, prompts,
+            variant_rounds.append(benchmark_round(tool, s.backend, s.server, s.variant, tokenizer, bench, workload,
                                                   run, r, s.pace))
     records = []
     for s, measured, earlier in zip(group, rounds, before):

@@ -21,10 +21,10 @@ from prefect_adapters.reaping import reap_servers
 from prefect_adapters.refusal import loaded_or_refused
 from prefect_adapters.slot_limits import hold_slots
 from specops.backends.base import Backend
+from specops.bench.sampling import Workload
 from specops.bench.tool import BenchTool
 from specops.host.slots import run_slots
 from specops.pipeline.backend import backend_for, tool_for
-from specops.pipeline.benchmark import bench_prompts
 from specops.pipeline.summarize import RunFacts
 from specops.profile.loader import LoadedProfile
 from specops.results.model import RunResult, Status, Window
@@ -34,6 +34,7 @@ from specops.run.rundir import RunDir
 from specops.run.variant import BASE, SPECULATIVE, Variant, variants_of
 from tasks.benchmark import predict_acceptance
 from tasks.check import compare_check_outputs
+from tasks.models import download_workload
 from tasks.profile import check_prerequisites, check_result_storage, create_run_dir
 from tasks.render import build_engine, render_repository
 from tasks.report import summarize_run
@@ -76,7 +77,7 @@ def final_state(result: RunResult, report: Path) -> RunResult | State:
 
 
 def serve_and_benchmark(loaded: LoadedProfile, backend: Backend, tool: BenchTool, run: RunDir, facts: RunFacts,
-                        variants: list[Variant], repos: dict[str, Path], prompts: list[str], tokenizer: Path,
+                        variants: list[Variant], repos: dict[str, Path], workload: Workload, tokenizer: Path,
                         outputs: dict[str, list[str]]) -> None:
     """Each group of variants served, checked (outputs kept for the lossless comparison), benchmarked
     and stopped; on any error every server still up is stopped before the error goes on."""
@@ -86,8 +87,8 @@ def serve_and_benchmark(loaded: LoadedProfile, backend: Backend, tool: BenchTool
     for group in groups:
         with served_together(backend, group, repos, run, facts) as up:
             for s in up:  # one after the other: a run's status names one step and variant at a time
-                outputs[s.variant.name] = s.check(p)
-            group_measure = measure_group(up, tool, tokenizer, p.benchmark, prompts, run)
+                outputs[s.variant.name] = s.check(p, workload)
+            group_measure = measure_group(up, tool, tokenizer, p.benchmark, workload, run)
             facts.variants.extend(group_measure.records)
             facts.design = (group_measure.design, group_measure.why_not_requests if p.benchmark.interleave else
                             "benchmark.interleave is false: one variant's rounds, then the other's")
@@ -98,7 +99,8 @@ def measure(loaded: LoadedProfile, backend: Backend, tool: BenchTool, run: RunDi
     cache_dir = cache_root()
     target, draft = prepare_models(loaded, backend, run, cache_dir, facts)
     variants = variants_of(p.method, p.comparison.baseline)
-    prompts, tokenizer = bench_prompts(p.benchmark), backend.tokenizer_dir(target)
+    workload = facts.workload = download_workload(p, target, cache_dir, run)
+    tokenizer = backend.tokenizer_dir(target)
     outputs: dict[str, list[str]] = {}
     # Build -> serve -> check -> benchmark -> teardown holds the host's accelerator slots: one benchmark
     # per GPU, and an engine build (trtllm-build runs on the GPU) never beside another run's benchmark.
@@ -110,8 +112,8 @@ def measure(loaded: LoadedProfile, backend: Backend, tool: BenchTool, run: RunDi
                                        f"build {v.name}")
                 repos[v.name] = noted_result(render_repository(backend, v, target, draft, cache_dir, engines, run),
                                              facts, f"render {v.name}")
-            serve_and_benchmark(loaded, backend, tool, run, facts, variants, repos, prompts, tokenizer, outputs)
-            facts.predicted = predict_acceptance(loaded, backend, run)  # on the cores the servers freed
+            serve_and_benchmark(loaded, backend, tool, run, facts, variants, repos, workload, tokenizer, outputs)
+            facts.predicted = predict_acceptance(loaded, backend, run, workload)  # on the cores the servers freed
         finally:
             facts.window = Window(started_at=held.started_at, finished_at=time.time(), slots=held.names,
                                   waited_s=round(held.waited_s, 3))

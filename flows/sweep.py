@@ -40,7 +40,6 @@ from prefect_adapters.slot_limits import Held, hold_slots
 from specops.host import tracking
 from specops.host.slots import run_slots
 from specops.pipeline.backend import backend_for, tool_for
-from specops.pipeline.benchmark import bench_prompts
 from specops.profile.loader import overridden
 from specops.results.model import RunResult, Window
 from specops.results.role import SWEEP_CELL, RunRole
@@ -55,6 +54,7 @@ from specops.sweep.plan import BASE_GROUP, ServerGroup, SweepRun, plan_sweep
 from specops.sweep.schedule import recommend
 from tasks.benchmark import predict_acceptance
 from tasks.check import compare_check_outputs
+from tasks.models import download_workload
 from tasks.profile import check_prerequisites, check_result_storage, create_run_dir
 from tasks.render import build_engine, render_repository
 from tasks.report import summarize_run
@@ -77,7 +77,7 @@ class SweepServers:
             repo = render_repository(sweep.backend, variant, sweep.target, sweep.draft, cache_root(), engines,
                                      server_run).value
             self.base = self.stack.enter_context(served(sweep.backend, variant, repo, server_run, sweep.facts))
-            self.outputs = self.base.check(p)
+            self.outputs = self.base.check(p, sweep.workload)
         return self.base, self.held
 
 
@@ -92,7 +92,9 @@ def measure_series(sweep: SweepRun, series: list[Series], cs: list[int], servers
             check_prerequisites(sweep.backend, sweep.tool, sweep.run)
             check_result_storage(sweep.run, sweep.loaded.profile.name)
             target, draft = prepare_models(sweep.loaded, sweep.backend, sweep.run, cache_root(), sweep.facts)
-            sweep = replace(sweep, target=target, draft=draft, tokenizer=sweep.backend.tokenizer_dir(target))
+            workload = download_workload(sweep.loaded.profile, target, cache_root(), sweep.run)
+            sweep = replace(sweep, target=target, draft=draft, tokenizer=sweep.backend.tokenizer_dir(target),
+                            workload=workload)
         started = () if servers.base is not None else (BASE_GROUP,)
         for group in plan:
             cells = measure_server(sweep, group, servers)
@@ -115,16 +117,16 @@ def measure_server(sweep: SweepRun, group: ServerGroup, servers: SweepServers) -
     repo = render_repository(backend, variant, sweep.target, sweep.draft, cache_root(), engines, server_run).value
     # The replay's figures for this draft length, on cores no measurement uses yet; a schedule's K varies with load.
     predicted = None if series.schedule else \
-        predict_acceptance(sweep.profile(series, group.concurrencies[0]), backend, server_run)
+        predict_acceptance(sweep.profile(series, group.concurrencies[0]), backend, server_run, sweep.workload)
     cells: dict[int, RunResult] = {}
     with served(backend, variant, repo, server_run, sweep.facts) as up:
-        outputs = up.check(sweep.loaded.profile)
+        outputs = up.check(sweep.loaded.profile, sweep.workload)
         lossless = compare_check_outputs(servers.outputs, outputs, server_run) if p.comparison.lossless_prompts \
             else None
         for c in group.concurrencies:
             cell, cell_run = sweep.profile(series, c), server_run.child(f"c{c}")
             bench = cell.profile.benchmark
-            measured = measure_group([up, base], sweep.tool, sweep.tokenizer, bench, bench_prompts(bench), cell_run,
+            measured = measure_group([up, base], sweep.tool, sweep.tokenizer, bench, sweep.workload, cell_run,
                                      min_rounds=CELL_ROUNDS)
             if measured.rounds != bench.rounds:  # the cell's profile says what was run
                 cell = overridden(cell, [f"benchmark.rounds={measured.rounds}"])

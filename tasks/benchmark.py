@@ -12,6 +12,7 @@ from prefect_adapters.progress_artifacts import ProgressArtifact
 from prefect_adapters.step import step
 from specops.acceptance.model import Acceptance
 from specops.backends.base import Backend, Server
+from specops.bench.sampling import Workload
 from specops.bench.tool import BenchJob, BenchTool
 from specops.pipeline.benchmark import Measured, bench_job, interleaved_job, measure_interleaved, measure_round
 from specops.pipeline.check import Pace
@@ -29,11 +30,11 @@ _PROGRESS: dict[tuple[str, str], ProgressArtifact] = {}
 
 @step(timed="benchmark")
 def benchmark_round(tool: BenchTool, backend: Backend, server: Server, variant: Variant, tokenizer: Path,
-                    bench: Benchmark, prompts: list[str], run: RunDir, round_: int,
+                    bench: Benchmark, workload: Workload, run: RunDir, round_: int,
                     pace: Pace | None = None) -> Measured:
     """One round of the benchmark tool against the variant; its files land in bench/<variant>/round-<n>/."""
     log = get_run_logger()
-    job = bench_job(tool, backend, server, variant, tokenizer, bench, prompts, run.path, round_, pace)
+    job = bench_job(tool, backend, server, variant, tokenizer, bench, workload, run.path, round_, pace)
     log.info("%s round %d/%d: %s over %s, %d requests x %d tokens, concurrency %d, bound %.0fs", variant.name,
              round_ + 1, bench.rounds, tool.name, job.api.value, job.requests, job.output_tokens, job.concurrency,
              job.timeout_s)
@@ -95,7 +96,7 @@ def read_acceptance(backend: Backend, server: Server, variant: Variant, settle: 
 
 
 @step(timed="predict", label="speculative")
-def predict_acceptance(loaded: LoadedProfile, backend: Backend, run: RunDir) -> Predicted | None:
+def predict_acceptance(loaded: LoadedProfile, backend: Backend, run: RunDir, workload: Workload) -> Predicted | None:
     """`specops replay` of the run's own setting over its benchmark's prompts (the engine's drafter over the
     target's greedy outputs), where the backend runs that drafter here: the report shows it beside what the engine
     counted. The prediction is a reading, not a step the run needs: a replay that fails is logged, never fatal."""
@@ -103,7 +104,7 @@ def predict_acceptance(loaded: LoadedProfile, backend: Backend, run: RunDir) -> 
         return None
     log = get_run_logger()
     try:
-        return predicted_for_run(loaded, say=log.info)
+        return predicted_for_run(loaded, workload, say=log.info)
     except (ReplayError, OSError, ValueError) as exc:
         log.warning("no replay prediction for this run: %s", exc)
         return None

@@ -22,10 +22,11 @@ def send_smoke_request(backend: Backend, server: Server, variant: Variant, run: 
 
 @step(timed="check")
 def generate_check_outputs(backend: Backend, server: Server, variant: Variant, prompts: list[str], max_tokens: int,
-                           run: RunDir) -> tuple[list[str], Pace]:
-    """Greedy outputs for the lossless prompts, saved into the run directory, and their pace."""
+                           run: RunDir, chat: bool = False) -> tuple[list[str], Pace]:
+    """Greedy outputs for the lossless prompts (chat requests where the benchmark sends those), saved into the run
+    directory, and their pace."""
     pace = Pace()
-    outputs = greedy_outputs(backend, server, variant, prompts, max_tokens, pace)
+    outputs = greedy_outputs(backend, server, variant, prompts, max_tokens, pace, chat)
     run.write_json(f"check/{variant.name}.json", [{"prompt": p, "output": o} for p, o in zip(prompts, outputs)])
     get_run_logger().info("%s: %d check outputs, %.3fs per token", variant.name, len(outputs), pace.per_token_s)
     return outputs, pace

@@ -8,10 +8,14 @@ from prefect import get_run_logger
 
 from prefect_adapters.step import step
 from specops.backends.base import Backend
+from specops.backends.spec import FieldError
+from specops.bench.sampling import Workload
+from specops.pipeline.benchmark import workload_for
+from specops.profile.schema import Profile
 from specops.run.rundir import RunDir
 from specops.sources.hub_files import CHECKPOINT, HubFiles
 from specops.sources.integrity import CacheCorruptError
-from specops.sources.schemes import ModelArtifact, fetch, missing_target_files
+from specops.sources.schemes import ModelArtifact, fetch, has_chat_template, missing_target_files
 
 
 def _unless_corrupt(task, task_run, state) -> bool:
@@ -55,3 +59,21 @@ def download_backend_sources(backend: Backend, cache_dir: Path, run: RunDir) -> 
     for field, digest in fetched.items():
         log.info("%s verified (sha256 %s)", field, digest[:12])
     return fetched
+
+
+@step(timed="download", label="prompts", retries=1, retry_delay_seconds=5, retry_condition_fn=_unless_corrupt)
+def download_workload(profile: Profile, target: ModelArtifact, cache_dir: Path, run: RunDir) -> Workload:
+    """The benchmark's prompts (a named workload fetched from its pin and verified), and how they are sent: a run
+    that sends chat requests to a target without a chat template is refused here, before anything is served."""
+    log = get_run_logger()
+    workload = workload_for(profile, cache_dir, log.info)
+    if workload.chat and not has_chat_template(target.path):
+        raise FieldError("benchmark.api", f"chat requests, but the target {target.source} has no chat template "
+                         f"(no chat_template.jinja, no chat_template in tokenizer_config.json at {target.path}); set "
+                         "benchmark.api completions")
+    named = workload.named_categories()
+    log.info("prompts: %s; %d measured%s, sent as %s (%s)", workload.label, len(workload.measured),
+             f" in {len(named)} categories ({', '.join(named)})" if named else "", workload.request.name,
+             workload.request.note)
+    return workload
+

@@ -24,11 +24,11 @@ from specops.results.model import (
     RunResult,
     ServedRecord,
     SoftwareRecord,
-    Speedup,
     Status,
     VariantRecord,
     Verdict,
 )
+from specops.results.paired import Speedup
 
 T0 = 1_767_268_800.0  # 2026-01-01 12:00:00 UTC
 

@@ -102,6 +102,11 @@ class Backend(ABC):
         return client.generate(server.endpoint, variant.model_name, prompt, max_tokens, temperature=0.0,  # type: ignore[attr-defined]
                                timeout_s=self.serving.request_timeout_s)
 
+    def generate_chat(self, server: Server, variant: Variant, prompt: str, max_tokens: int) -> str:
+        """One chat request at temperature 0 (`bench.prompts.chat_messages(prompt)`, the server applying the target's
+        chat template); the answer's text. Only backends that register a chat API have one."""
+        raise NotImplementedError(f"backend {self.config.kind!r} serves no chat endpoint")
+
     @abstractmethod
     def acceptance(self, server: Server, variant: Variant, settle: bool = False) -> Acceptance | None:
         """Cumulative speculation counters from the backend's own source: None where the variant

@@ -26,6 +26,41 @@ class Api(StrEnum):
 
 
 GRPC_APIS = frozenset({Api.KSERVE_VLLM, Api.KSERVE_TRTLLM, Api.KSERVE_LLMAPI})
+# Where the server applies the target's chat template to the request's messages; every other API sends text raw.
+CHAT_APIS = frozenset({Api.OPENAI_CHAT})
+
+
+def pick(preferred: tuple[Api, ...], offered: tuple[Api, ...], chat: bool | None = None) -> Api | None:
+    """The first of `preferred` (a tool's APIs) the server offers; `chat`: a chat API only (True), or none (False)."""
+    return next((a for a in preferred if a in offered and (chat is None or (a in CHAT_APIS) == chat)), None)
+
+
+@dataclass(frozen=True)
+class RequestKind:
+    """How a run sends its prompts: as chat requests (the server renders them with the target's template) or raw."""
+
+    chat: bool
+    note: str  # why, in a few words
+
+    @property
+    def name(self) -> str:
+        return "chat" if self.chat else "completions"
+
+
+def request_kind(asked: str, conversations: bool, preferred: tuple[Api, ...], offered: tuple[Api, ...]) -> RequestKind:
+    """benchmark.api (`asked`: auto, chat or completions) for prompts that are conversations or plain text, with a
+    tool that drives `preferred` on a server that offers `offered` (profile validation refuses an explicit choice
+    no shared API serves)."""
+    if asked == "chat":
+        return RequestKind(True, "benchmark.api chat: the server applies the target's chat template")
+    if asked == "completions":
+        return RequestKind(False, "benchmark.api completions: the prompts' text sent raw")
+    if not conversations:
+        return RequestKind(False, "plain-text prompts: raw completions")
+    if pick(preferred, offered, chat=True) is not None:
+        return RequestKind(True, "conversations: the chat endpoint, the server applying the target's chat template")
+    return RequestKind(False, "conversations, but no chat endpoint here (the server offers "
+                       f"{', '.join(a.value for a in offered)}): their first user turns sent as raw text")
 
 
 def addresses(apis: tuple[Api, ...], grpc: str | None = None, http: str | None = None) -> dict[Api, str]:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
-from specops.bench.target import Api, BenchTarget
+from specops.bench.target import Api, BenchTarget, pick
 from specops.host.liveness import Watch, Watchdog
 from specops.registry import Registry
 from specops.results.metrics import BenchRun
@@ -104,9 +104,10 @@ class BenchTool(ABC):
         """How far a run is, from one line of the tool's output (None: the line does not say)."""
         return next((fraction for text, fraction in self.progress_marks if text in line), None)
 
-    def pick_api(self, offered: tuple[Api, ...]) -> Api | None:
-        """The API to drive on a server that answers `offered` (None: none this tool speaks)."""
-        return next((api for api in self.apis if api in offered), None)
+    def pick_api(self, offered: tuple[Api, ...], chat: bool | None = None) -> Api | None:
+        """The API to drive on a server that answers `offered` (None: none this tool speaks); `chat`: a chat API
+        only (True), or one that sends the text raw (False)."""
+        return pick(self.apis, offered, chat)
 
     @abstractmethod
     def preflight(self) -> list[str]:

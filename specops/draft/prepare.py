@@ -15,7 +15,7 @@ from typing import Any
 
 import torch
 
-from specops.draft.conversations import Conversation, DataFileError, read_conversations
+from specops.bench.conversations import Conversation, DataFileError, read_conversations
 from specops.draft.spec import TrainResult, TrainSpec
 from specops.run.progress import Progress
 

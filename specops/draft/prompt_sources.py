@@ -10,8 +10,8 @@ import tokenize
 from dataclasses import dataclass
 from pathlib import Path
 
+from specops.bench.conversations import DataFileError, read_conversations
 from specops.bench.prompts import load_prompts
-from specops.draft.conversations import DataFileError, read_conversations
 
 # Directories of the stdlib that are tests, tools or vendored code rather than library API.
 _SKIP_DIRS = frozenset({"test", "tests", "idlelib", "lib2to3", "site-packages", "dist-packages", "__pycache__"})

@@ -23,7 +23,8 @@ from itertools import zip_longest
 from pathlib import Path
 
 from specops.draft.prompt_sources import PromptItem, conversation_prompts, humaneval_prompts, stdlib_prompts
-from specops.draft.spec import RESULT_FILE, DataSpec, TrainResult, TrainSpec, fetch_dataset_file, is_dataset_uri
+from specops.draft.spec import RESULT_FILE, DataSpec, TrainResult, TrainSpec
+from specops.sources.hub_datasets import fetch_dataset_file, is_dataset_uri
 from specops.sources.integrity import Entry, publish, rename_into_place, verify
 from specops.sources.schemes import ModelArtifact, hash_file
 

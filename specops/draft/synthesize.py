@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import IO
 
 from specops import http_client
-from specops.draft.conversations import TEXT_FORMATS, Conversation, DataFileError, Turn, parse_line, write_record
+from specops.bench.conversations import TEXT_FORMATS, Conversation, DataFileError, Turn, parse_line, write_record
 from specops.draft.prompt_sources import PromptItem
 from specops.run.progress import Progress
 

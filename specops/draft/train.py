@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from specops.draft.conversations import read_conversations
+from specops.bench.conversations import read_conversations
 from specops.draft.modes import MODE_OF_METHOD
 from specops.draft.spec import RESULT_FILE, TrainResult, TrainSpec
 from specops.registry import Registry

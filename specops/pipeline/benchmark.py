@@ -9,19 +9,22 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from contextlib import ExitStack
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from specops.acceptance.model import Acceptance
+from specops.backends import BACKENDS
 from specops.backends.base import Backend, Server
-from specops.bench.prompts import load_prompts
-from specops.bench.tool import BenchJob, BenchTool, InterleavedJob, interleave_blocker
+from specops.bench.sampling import Workload, workload_of
+from specops.bench.target import request_kind
+from specops.bench.tool import BENCH_TOOLS, BenchJob, BenchTool, InterleavedJob, interleave_blocker
 from specops.cost.meter import CostMeter
 from specops.host.liveness import Watchdog, Watchdogs
 from specops.pipeline.check import Pace
-from specops.profile.schema import Benchmark
+from specops.profile.schema import Benchmark, Profile
 from specops.results.metrics import BenchMetrics, BenchRun
-from specops.results.model import Cost, Design, VariantRecord
+from specops.results.model import Cost, VariantRecord
+from specops.results.paired import Design
 from specops.run.variant import Variant
 
 # genai-perf's start-up (Python, tokenizer, perf_analyzer) took up to ~20 s on 2 busy cores; AIPerf's
@@ -49,8 +52,19 @@ def choose_design(tool: BenchTool, jobs: list[BenchJob], pairing: str) -> tuple[
     return Design.ROUNDS, blocker
 
 
-def bench_prompts(bench: Benchmark) -> list[str]:
-    return load_prompts(bench.prompts, limit=bench.num_requests + bench.warmup_requests, offset=bench.prompt_offset)
+def workload_for(profile: Profile, cache_dir: Path, log: Callable[[str], None] = print) -> Workload:
+    """The run's prompts (a named workload fetched and verified), and how they are sent: chat requests or raw, by
+    benchmark.api, the prompts' kind and what the backend serves and the tool drives."""
+    b = profile.benchmark
+    return decided(profile, workload_of(b, profile.comparison.lossless_prompts if profile.comparison.baseline else 0,
+                                        cache_dir, log))
+
+
+def decided(profile: Profile, workload: Workload) -> Workload:
+    """The workload with how its requests are sent decided (chat or raw), for this backend and tool."""
+    b = profile.benchmark
+    return replace(workload, request=request_kind(b.api, workload.conversations, BENCH_TOOLS.get(b.tool).apis,
+                                                  BACKENDS.get(profile.backend.kind).apis))
 
 
 def tool_timeout(bench: Benchmark, pace: Pace | None, round_: int = 0) -> float:
@@ -66,16 +80,18 @@ def tool_timeout(bench: Benchmark, pace: Pace | None, round_: int = 0) -> float:
 
 
 def bench_job(tool: BenchTool, backend: Backend, server: Server | None, variant: Variant, tokenizer: Path | str,
-              bench: Benchmark, prompts: list[str], run_path: Path, round_: int, pace: Pace | None = None) -> BenchJob:
+              bench: Benchmark, workload: Workload, run_path: Path, round_: int,
+              pace: Pace | None = None) -> BenchJob:
     """The tool's job for one round (server None: for a plan). Warm-up requests only in a
     variant's first round: its server stays up (and warm) between rounds."""
     target = backend.bench_target(server, variant)
-    api = tool.pick_api(target.apis)
+    api = tool.pick_api(target.apis, chat=workload.chat)
     if api is None:  # validated at load; a backend whose servers changed APIs would land here
-        raise ValueError(f"{tool.name} cannot drive any of {[a.value for a in target.apis]}")
+        raise ValueError(f"{tool.name} cannot drive any {workload.request.name} API of "  # type: ignore[union-attr]
+                         f"{[a.value for a in target.apis]}")
     where = run_path / "bench" / variant.name / f"round-{round_}"
-    return BenchJob(target=target, api=api, tokenizer=tokenizer, prompts=prompts, requests=bench.num_requests,
-                    warmup=bench.warmup_requests if round_ == 0 else 0, output_tokens=bench.output_tokens,
+    return BenchJob(target=target, api=api, tokenizer=tokenizer, prompts=workload.prompts, requests=bench.num_requests,
+                    warmup=workload.warmup if round_ == 0 else 0, output_tokens=bench.output_tokens,
                     concurrency=bench.concurrency, artifact_dir=where / tool.name.replace(" ", "-"),
                     log_path=run_path / "logs" / f"bench-{variant.name}-round{round_}.log",
                     timeout_s=tool_timeout(bench, pace, round_), round=round_)

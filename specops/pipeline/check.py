@@ -7,9 +7,8 @@ import time
 from dataclasses import dataclass
 
 from specops.backends.base import Backend, Server
-from specops.bench.prompts import load_prompts
+from specops.bench.sampling import Workload
 from specops.host.liveness import Watchdog
-from specops.profile.schema import Benchmark, Comparison
 from specops.results.model import Divergence, Lossless
 from specops.run.variant import Variant
 
@@ -37,10 +36,12 @@ class Pace:
 
 
 def watched_generate(backend: Backend, server: Server, variant: Variant, prompt: str, max_tokens: int,
-                     watch: Watchdog, pace: Pace | None = None) -> str:
-    """One request, given up with ServerDown as soon as the server dies or stalls."""
+                     watch: Watchdog, pace: Pace | None = None, chat: bool = False) -> str:
+    """One request (a chat request where the benchmark sends them so), given up with ServerDown as soon as the
+    server dies or stalls."""
     start = time.monotonic()
-    text = watch.call(lambda: backend.generate(server, variant, prompt, max_tokens))
+    send = backend.generate_chat if chat else backend.generate
+    text = watch.call(lambda: send(server, variant, prompt, max_tokens))
     if pace is not None:
         pace.seconds += time.monotonic() - start
         pace.tokens += max_tokens
@@ -55,44 +56,27 @@ def smoke(backend: Backend, server: Server, variant: Variant, pace: Pace | None 
     return text
 
 
-def check_prompts(bench: Benchmark, comparison: Comparison) -> list[str]:
-    """The lossless prompts: those after the benchmark's where the source has enough, so the
-    check sees prompts the benchmark did not; otherwise the source's first ones."""
-    prompts = load_prompts(bench.prompts)
-    start = _check_start(bench, comparison, len(prompts))
-    return prompts[start : start + comparison.lossless_prompts]
-
-
-def _check_start(bench: Benchmark, comparison: Comparison, available: int) -> int:
-    after = bench.prompt_offset + bench.num_requests + bench.warmup_requests
-    return after if after + comparison.lossless_prompts <= available else 0
-
-
-def cache_primed(bench: Benchmark, comparison: Comparison) -> list[str]:
+def cache_primed(workload: Workload, rounds: int, baseline: bool) -> list[str]:
     """Why a drafter's cross-request cache could hold a measured prompt's output before it is measured: the check
     or the warm-up sent it first, or the measured requests repeat it. The tool sends the prompt list in order,
     warm-up first, and wraps around at its end (AIPerf's sequential sampler, one per run:
     aiperf/timing/phase_orchestrator.py, aiperf/dataset/dataset_samplers.py SequentialSampler, AIPerf 0.13.0)."""
-    source = load_prompts(bench.prompts)
-    distinct = len(source[bench.prompt_offset : bench.prompt_offset + bench.num_requests + bench.warmup_requests])
-    window = range(bench.prompt_offset, bench.prompt_offset + distinct)
-    out = []
-    if bench.warmup_requests + bench.num_requests > distinct:
-        out.append(f"{bench.warmup_requests} warm-up + {bench.num_requests} measured requests over {distinct} "
-                   f"distinct prompts of {bench.prompts}: the measured requests repeat prompts already answered")
-    if bench.rounds > 1:
-        out.append(f"{bench.rounds} rounds: each round after the first resends the prompts to the same server")
-    start = _check_start(bench, comparison, len(source))
-    checked = range(start, min(start + comparison.lossless_prompts, len(source)))
-    if comparison.baseline and set(checked) & set(window):
+    measured, out = set(workload.measured), []
+    if len(measured) < workload.requests or measured & set(workload.prompts[:workload.warmup]):
+        out.append(f"{workload.warmup} warm-up + {len(workload.measured)} measured requests over {len(measured)} "
+                   f"distinct prompts of {workload.source}: the measured requests repeat prompts already answered")
+    if rounds > 1:
+        out.append(f"{rounds} rounds: each round after the first resends the prompts to the same server")
+    if baseline and (checked := measured & set(workload.check)):
         out.append(f"the lossless check's {len(checked)} prompts, sent first, are among the measured ones")
     return out
 
 
 def greedy_outputs(backend: Backend, server: Server, variant: Variant, prompts: list[str],
-                   max_tokens: int, pace: Pace | None = None) -> list[str]:
+                   max_tokens: int, pace: Pace | None = None, chat: bool = False) -> list[str]:
+    """The lossless check's outputs, each request sent as the benchmark sends its own (chat, or raw)."""
     watch = Watchdog(server, f"lossless check of {variant.name}")
-    return [watched_generate(backend, server, variant, p, max_tokens, watch, pace) for p in prompts]
+    return [watched_generate(backend, server, variant, p, max_tokens, watch, pace, chat) for p in prompts]
 
 
 def compare_outputs(base: list[str], speculative: list[str], window: int = 40) -> Lossless:

@@ -5,15 +5,16 @@ import shlex
 from pathlib import Path
 
 from specops.backends.base import Backend
+from specops.bench.sampling import planned
 from specops.bench.tool import BenchJob, BenchTool
 from specops.draft.gpu_plan import synthesis_commands, training_step
 from specops.draft.modes import MODE_SUMMARY
 from specops.pipeline.backend import backend_for, synthesis_backend_for, tool_for
-from specops.pipeline.benchmark import bench_job, choose_design, interleaved_job
+from specops.pipeline.benchmark import bench_job, choose_design, decided, interleaved_job
 from specops.profile.loader import LoadedProfile
 from specops.profile.schema import Profile
 from specops.report.writer import REPORT_NAMES
-from specops.results.model import Design
+from specops.results.paired import Design
 from specops.run.plan_step import PlanStep
 from specops.run.roots import cache_root
 from specops.run.variant import BASE, SPECULATIVE, Variant, base_method, variants_of
@@ -22,10 +23,10 @@ from specops.run.variant import BASE, SPECULATIVE, Variant, base_method, variant
 def _benchmark_step(p: Profile, backend: Backend, tool: BenchTool, variant: Variant) -> PlanStep:
     run = Path(f"artifacts/{p.name}/<run-id>")
     b = p.benchmark
-    prompts = [f"<{b.prompts} prompt {i}>" for i in range(b.prompt_offset, b.prompt_offset + b.num_requests)]
+    workload = decided(p, planned(b))
 
     def job_of(v: Variant) -> BenchJob:
-        return bench_job(tool, backend, None, v, Path("<target checkpoint>"), b, prompts, run, 0)
+        return bench_job(tool, backend, None, v, Path("<target checkpoint>"), b, workload, run, 0)
 
     job, why_not = job_of(variant), None
     if b.interleave and p.comparison.baseline:

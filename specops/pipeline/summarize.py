@@ -9,14 +9,15 @@ from importlib import metadata
 from pathlib import Path
 
 from specops.backends.base import Backend
+from specops.bench.sampling import Workload
 from specops.bench.tool import BenchTool
 from specops.cost.nvml import host_record
 from specops.pipeline.check import cache_primed
 from specops.profile.loader import LoadedProfile
+from specops.results.categories import WorkloadRecord, category_figures, normalized_mix, prompt_mix
 from specops.results.metrics import DrafterCache, Predicted
 from specops.results.model import (
     BenchmarkRecord,
-    Design,
     Failure,
     Lossless,
     ModelRecord,
@@ -29,6 +30,7 @@ from specops.results.model import (
     Verdict,
     Window,
 )
+from specops.results.paired import Design, Speedup
 from specops.results.role import RunRole
 from specops.results.speedup import paired_speedup
 from specops.run.rundir import RunDir
@@ -53,6 +55,7 @@ class RunFacts:
     window: Window | None = None  # serve -> teardown, with the slots held for it
     design: tuple[Design, str | None] = (Design.ROUNDS, None)  # how the variants were paired, why not requests
     predicted: Predicted | None = None  # the replay's figures for the run's setting, where the backend has one
+    workload: Workload | None = None  # the prompts (None: the run failed before reading them)
 
 
 def package_versions() -> dict[str, str | None]:
@@ -87,9 +90,10 @@ def software_record() -> SoftwareRecord:
 
 
 def benchmark_record(loaded: LoadedProfile, backend: Backend, tool: BenchTool, variant: Variant,
-                     design: tuple[Design, str | None] = (Design.ROUNDS, None)) -> BenchmarkRecord:
+                     design: tuple[Design, str | None] = (Design.ROUNDS, None),
+                     workload: Workload | None = None) -> BenchmarkRecord:
     b = loaded.profile.benchmark
-    api = tool.pick_api(backend.registration.apis)
+    api = tool.pick_api(backend.registration.apis, workload.chat if workload and workload.request else None)
     return BenchmarkRecord(tool=tool.name, tool_version=tool.version(), api=api.value if api else "none",
                            prompts=b.prompts, num_requests=b.num_requests, warmup_requests=b.warmup_requests,
                            output_tokens=b.output_tokens, concurrency=b.concurrency, rounds=b.rounds,
@@ -149,13 +153,7 @@ def run_result(loaded: LoadedProfile, run: RunDir, backend: Backend, tool: Bench
     # Not an Exception: KeyboardInterrupt, a signal (Prefect's TerminationSignal), a cancel
     verdict, reasons = verdict_of(facts.lossless, failure, error is not None and not isinstance(error, Exception))
     status = status_of(verdict, p.comparison.require_lossless)
-    by_name = {v.name: v for v in facts.variants}
-    spec, base = by_name.get(SPECULATIVE), by_name.get(BASE)
-    speedup = None
-    if spec is not None and base is not None and spec.samples and base.samples:
-        throughput = (spec.metrics.output_token_throughput_tok_s / base.metrics.output_token_throughput_tok_s
-                      if spec.metrics and base.metrics and base.metrics.output_token_throughput_tok_s else None)
-        speedup = paired_speedup(spec.samples, base.samples, throughput_ratio=throughput, design=facts.design[0])
+    speedup, workload = measured_speedup(facts, p.benchmark.mix)
     return RunResult(
         uid=uuid.uuid4().hex, run_id=run.run_id, run_dir=str(run.path), profile=p.name,
         profile_sha256=loaded.sha256, profile_source=str(loaded.path), overrides=list(loaded.overrides),
@@ -166,19 +164,46 @@ def run_result(loaded: LoadedProfile, run: RunDir, backend: Backend, tool: Bench
                 for role, a in facts.models.items()],
         host=host_record(), software=software_record(),
         served=ServedRecord(backend=p.backend.kind, servers=dict(facts.servers), **backend.served()),
-        benchmark=benchmark_record(loaded, backend, tool, Variant(SPECULATIVE, p.method), facts.design),
+        benchmark=benchmark_record(loaded, backend, tool, Variant(SPECULATIVE, p.method), facts.design,
+                                   facts.workload),
         variants=list(facts.variants), speedup=speedup, lossless=facts.lossless, phases=phases(run, now),
-        cached_steps=dict(facts.cached_steps), failure=failure, window=facts.window, drafter_cache=drafter_cache(p),
-        predicted=facts.predicted,
+        cached_steps=dict(facts.cached_steps), failure=failure, window=facts.window,
+        drafter_cache=drafter_cache(p, facts.workload), predicted=facts.predicted, workload=workload,
     )
 
 
-def drafter_cache(profile) -> DrafterCache | None:
+def measured_speedup(facts: RunFacts, asked_mix: dict[str, float]) -> tuple[Speedup | None, WorkloadRecord | None]:
+    """The run's speedup (over its categories' mix where its prompts have categories) and its workload's record
+    with each category's figures."""
+    by_name = {v.name: v for v in facts.variants}
+    spec, base = by_name.get(SPECULATIVE), by_name.get(BASE)
+    w = facts.workload
+    measured = w.named_categories() if w is not None else []
+    mix, mix_note = normalized_mix(asked_mix, measured)
+    speedup, figures = None, []
+    if spec is not None and base is not None and spec.samples and base.samples:
+        throughput = (spec.metrics.output_token_throughput_tok_s / base.metrics.output_token_throughput_tok_s
+                      if spec.metrics and base.metrics and base.metrics.output_token_throughput_tok_s else None)
+        weights = prompt_mix(w.categories, mix) if w is not None and mix else None
+        speedup = paired_speedup(spec.samples, base.samples, throughput_ratio=throughput, design=facts.design[0],
+                                 mix=weights)
+        if w is not None and mix:
+            figures = category_figures(spec.samples, base.samples, w.categories, mix, facts.design[0],
+                                       facts.predicted.by_category if facts.predicted else None)
+    if w is None:
+        return speedup, None
+    record = WorkloadRecord(label=w.label, api=w.request.name if w.request else "unknown",
+                            api_note=w.request.note if w.request else "", seed=w.seed,
+                            prompt_categories=list(w.categories), mix=mix, mix_note=mix_note, categories=figures)
+    return speedup, record
+
+
+def drafter_cache(profile, workload: Workload | None) -> DrafterCache | None:
     """The speculative method's cross-request cache policy, and whether the run primed it (None: it has none)."""
     kept = profile.method.cross_request_cache()
     if kept is None:
         return None
-    primed = cache_primed(profile.benchmark, profile.comparison) if kept else []
+    primed = cache_primed(workload, profile.benchmark.rounds, profile.comparison.baseline) if kept and workload else []
     return DrafterCache(on=kept > 0, max_cached_requests=kept, primed=primed)
 
 

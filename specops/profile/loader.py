@@ -18,10 +18,10 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from specops.draft.spec import is_dataset_uri
 from specops.profile.errors import ProfileError, explain
 from specops.profile.schema import Profile
 from specops.settings import settings
+from specops.sources.hub_datasets import is_dataset_uri
 
 INCLUDE_KEY = "include"
 COMPARE_ORIGIN = "compare-profiles"
@@ -226,28 +226,31 @@ def load_warnings(profile: Profile) -> tuple[str, ...]:
 
 
 def _check_prompts(profile: Profile) -> list[tuple[str, str]]:
-    """Read the prompt file in full now: a malformed line must stop the run before any download."""
-    from specops.bench.prompts import PromptFileError, load_prompts
+    """The prompts a run will send, checked now where they can be: a file read in full (a malformed line, or a
+    category it lacks, must stop the run before any download), a named workload against its catalogue entry."""
+    from specops.bench.prompts import HUMANEVAL, PromptFileError, read_records
+    from specops.bench.sampling import WorkloadError, check_categories, known_categories, select
 
     b = profile.benchmark
-    path = Path(b.prompts)
-    if not path.is_file():
-        return [("benchmark.prompts", f"{'not a file' if path.exists() else 'file not found'}: {path}")]
     try:
-        load_prompts(b.prompts, limit=b.num_requests + b.warmup_requests, offset=b.prompt_offset)
+        if (known := known_categories(b.prompts)) is not None or b.prompts.lower() == HUMANEVAL:
+            check_categories(b, known or {}, b.prompts)
+        elif not is_dataset_uri(b.prompts):  # a dataset's file is checked once fetched, at the download step
+            path = Path(b.prompts)
+            if not path.is_file():
+                return [("benchmark.prompts", f"{'not a file' if path.exists() else 'file not found'}: {path}")]
+            select(read_records(path), b, profile.comparison.lossless_prompts, str(path))
     except PromptFileError as err:
         return [("benchmark.prompts", f"{err.path}, line {err.line_no}: {err.reason}")]
+    except WorkloadError as err:
+        return [(err.field, err.reason)]
     except OSError as err:  # e.g. a .jsonl.gz that is not gzip
-        return [("benchmark.prompts", f"cannot read {path}: {err}")]
-    except ValueError as err:  # no prompts in the file, or none left after prompt_offset
-        return [("benchmark.prompts", str(err))]
+        return [("benchmark.prompts", f"cannot read {b.prompts}: {err}")]
     return []
 
 
 def _check_files(profile: Profile, origin: str) -> None:
-    problems = []
-    if profile.benchmark.prompts != "humaneval":
-        problems += _check_prompts(profile)
+    problems = _check_prompts(profile)
     for section in ("target", "draft"):
         src = getattr(profile, section)
         source = getattr(src, "source", None)
@@ -257,7 +260,7 @@ def _check_files(profile: Profile, origin: str) -> None:
     train = profile.draft.train if profile.draft is not None else None
     # A dataset file (hf://datasets/...) is read in full once fetched, before synthesis starts.
     if train is not None and train.data.conversations and not is_dataset_uri(train.data.conversations):
-        from specops.draft.conversations import DataFileError, read_conversations
+        from specops.bench.conversations import DataFileError, read_conversations
 
         # Read in full now: a malformed line must stop the run before any download or training.
         try:

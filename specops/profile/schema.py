@@ -11,6 +11,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validat
 from specops.backends import BACKENDS
 from specops.backends.spec import FieldError
 from specops.bench.tool import BENCH_TOOLS, DEFAULT_TOOL
+from specops.bench.workloads import check_prompt_source
 from specops.draft.modes import MODE_OF_METHOD, check_mode_options
 from specops.draft.spec import TrainSpec
 from specops.fields import Count, Seconds
@@ -63,9 +64,24 @@ class DraftSection(Section):
 
 
 class Benchmark(Section):
-    prompts: str = Field("humaneval", description="humaneval, or a .jsonl file (EAGLE question.jsonl or {text})")
+    prompts: str = Field("humaneval", description="what is asked: humaneval, spec-bench or mt-bench (named workloads, "
+                         "pinned), hf://datasets/org/name[@revision]/file.jsonl, or a .jsonl file of OpenAI chat "
+                         "`messages`, ShareGPT `conversations`, EAGLE/Spec-Bench `turns` (with `category`) or plain "
+                         "`text`/`prompt` lines")
+    categories: list[str] = Field([], description="measure only these categories of the prompts (each line's "
+                                  "`category`); empty: every line. Each category gets its speedup and interval")
+    per_category: Count | None = Field(None, ge=1, le=10_000, description="sample this many prompts from each of "
+                                       "`categories` (by `seed`): the measured requests are per_category x categories")
+    seed: Count = Field(0, ge=0, description="the seed of the per-category sampling (recorded with the run)")
+    mix: dict[str, Annotated[float, Field(gt=0)]] = Field({}, description="each category's share of the traffic, "
+                                                          "weighing the overall speedup (normalized); empty: equal")
+    api: Literal["auto", "chat", "completions"] = Field("auto", description="how requests are sent. chat: the chat "
+                                                        "endpoint (the server applies the target's chat template); "
+                                                        "completions: the text raw; auto: chat for conversations "
+                                                        "where the backend serves it, completions for plain text")
     prompt_offset: Count = Field(0, ge=0, description="skip this many prompts of the source")
-    num_requests: Count = Field(8, ge=1, le=100_000, description="measured requests per variant")
+    num_requests: Count = Field(8, ge=1, le=100_000, description="measured requests per variant (with "
+                                "per_category: per_category x categories, whatever is set here)")
     warmup_requests: Count = Field(1, ge=0, le=1000)
     output_tokens: Count = Field(64, ge=1, le=32_768, description="fixed output length (ignore_eos)")
     concurrency: Count = Field(1, ge=1, le=1024)
@@ -94,9 +110,33 @@ class Benchmark(Section):
     @field_validator("prompts")
     @classmethod
     def _prompts(cls, value: str) -> str:
-        if value != "humaneval" and not value.endswith(".jsonl"):
-            raise ValueError(f"prompts must be 'humaneval' or a .jsonl file, got {value!r}")
+        check_prompt_source(value)
         return value
+
+    @model_validator(mode="before")
+    @classmethod
+    def _sampled(cls, data):
+        """per_category decides how many requests are measured: num_requests follows."""
+        if not isinstance(data, dict) or data.get("per_category") is None:
+            return data
+        categories, n = data.get("categories") or [], data["per_category"]
+        if not categories:
+            raise FieldError("benchmark.per_category", "samples from each of benchmark.categories: name them")
+        if data.get("prompt_offset"):
+            raise FieldError("benchmark.prompt_offset", "a per-category sample is drawn from the whole file; "
+                             "leave prompt_offset at 0 (or drop per_category)")
+        if isinstance(n, int) and isinstance(categories, list):  # a profile's own num_requests gives way
+            data = {**data, "num_requests": n * len(categories)}
+        return data
+
+    @model_validator(mode="after")
+    def _categories(self) -> Benchmark:
+        if len(set(self.categories)) != len(self.categories):
+            raise FieldError("benchmark.categories", f"a category named twice: {self.categories}")
+        unknown = sorted(set(self.mix) - set(self.categories)) if self.categories else []
+        if unknown:
+            raise FieldError("benchmark.mix", f"{unknown} not among benchmark.categories {self.categories}")
+        return self
 
 
 class Comparison(Section):
@@ -131,9 +171,13 @@ class Profile(Section):
                 + (f" ({spec.note})" if spec.note else "")
             )
         tool = BENCH_TOOLS.get(self.benchmark.tool)
+        drives, serves = ", ".join(a.value for a in tool.apis), ", ".join(a.value for a in spec.apis)
         if tool().pick_api(spec.apis) is None:
-            raise FieldError("benchmark.tool", f"{tool.name} drives {', '.join(a.value for a in tool.apis)}; "
-                             f"backend {spec.name!r} serves {', '.join(a.value for a in spec.apis)}")
+            raise FieldError("benchmark.tool", f"{tool.name} drives {drives}; backend {spec.name!r} serves {serves}")
+        if (asked := self.benchmark.api) != "auto" and tool().pick_api(spec.apis, chat=asked == "chat") is None:
+            raise FieldError("benchmark.api", f"no {asked} API here: {tool.name} drives {drives}; backend "
+                             f"{spec.name!r} serves {serves}; allowed: auto, " + ("completions" if asked == "chat"
+                                                                                   else "chat"))
         if self.benchmark.pairing == "requests":
             self._check_request_pairing(tool, spec.apis)
         # The backend's support table, for both variants: what it renders on its pinned version.

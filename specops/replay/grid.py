@@ -87,16 +87,28 @@ class Prediction(BaseModel):
     acceptance_rate: float | None
     prompt_tokens_per_step: list[float]  # one per prompt, in the prompts' order
     steps: int
+    by_category: dict[str, float | None] = {}  # per drafted step over each category's prompts
 
     @classmethod
-    def of(cls, setting: Setting, counts: list[dict]) -> Prediction:
-        total = {key: sum(c[key] for c in counts) for key in counts[0]}
+    def of(cls, setting: Setting, counts: list[dict], categories: list[str | None] | None = None) -> Prediction:
+        total = _totals(counts)
+        named = list(dict.fromkeys(c for c in categories or [] if c is not None))
         return cls(setting=setting, label=setting.label(), steps=total["steps"],
                    tokens_per_step=_ratio(total["emitted"], total["steps"]) or 0.0,
-                   per_drafted_step=None if not total["drafted_steps"] else
-                   1 + total["accepted"] / total["drafted_steps"],
+                   per_drafted_step=_per_drafted_step(total),
                    acceptance_rate=_ratio(total["accepted"], total["drafted"]),
-                   prompt_tokens_per_step=[_ratio(c["emitted"], c["steps"]) or 0.0 for c in counts])
+                   prompt_tokens_per_step=[_ratio(c["emitted"], c["steps"]) or 0.0 for c in counts],
+                   by_category={name: _per_drafted_step(_totals([c for c, k in zip(counts, categories or [])
+                                                                  if k == name])) for name in named})
+
+
+def _totals(counts: list[dict]) -> dict[str, int]:
+    return {key: sum(c[key] for c in counts) for key in counts[0]}
+
+
+def _per_drafted_step(total: dict[str, int]) -> float | None:
+    """1 + accepted / steps that carried a draft: the engine counter's accepted/step (None: no step drafted)."""
+    return 1 + total["accepted"] / total["drafted_steps"] if total["drafted_steps"] else None
 
 
 def _ratio(a: float, b: float) -> float | None:
@@ -107,6 +119,18 @@ def ranked(predictions: list[Prediction]) -> list[Prediction]:
     """Best first; of settings that predict the same, the one drafting fewer tokens per step first (it costs less
     to verify)."""
     return sorted(predictions, key=lambda p: (-round(p.tokens_per_step, 6), p.setting.k))
+
+
+def category_table(predictions: list[Prediction], top: int | None, marked: Setting | None = None) -> str:
+    """Accepted tokens per drafted step of the best settings (and the profile's own) in each category: how much the
+    same setting is worth on each kind of request."""
+    order = ranked(predictions)
+    chosen = order[:top or 5] + [p for p in order[top or 5:] if p.setting == marked]
+    names = list(chosen[0].by_category)
+    rows = [[p.label + (" (profile)" if p.setting == marked else ""),
+             *(shown(p.by_category.get(c), ".2f") for c in names)] for p in chosen]
+    return ("accepted tokens per drafted step, by category:\n"
+            + text_table(["setting", *names], rows))
 
 
 def ranking_table(predictions: list[Prediction], top: int | None, marked: Setting | None = None) -> str:

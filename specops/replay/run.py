@@ -12,7 +12,8 @@ from pathlib import Path
 
 from specops.atomic_file import write_text
 from specops.backends.vllm import cpu as vllm_cpu
-from specops.bench.prompts import load_prompts
+from specops.bench.sampling import Workload, WorkloadError
+from specops.pipeline.benchmark import workload_for
 from specops.profile.errors import ProfileError
 from specops.profile.loader import LoadedProfile
 from specops.replay.grid import NgramSetting, Prediction, Setting, SuffixSetting
@@ -54,13 +55,19 @@ def engine_args(loaded: LoadedProfile) -> dict:
     return {"enforce_eager": True, **{k: v for k, v in given.items() if k in GREEDY_ARGS}}
 
 
-def prompts_of(loaded: LoadedProfile) -> list[str]:
-    """The benchmark's prompts, stripped as every tool sends them (bench/prompts.py write_prompts_jsonl)."""
-    b = loaded.profile.benchmark
+def workload_of(loaded: LoadedProfile, say: Say = print) -> Workload:
+    """The benchmark's workload as a run sends it (a named one fetched); a bad one is named as its field."""
     try:
-        return [p.strip() for p in load_prompts(b.prompts, b.num_requests, b.prompt_offset)]
+        return workload_for(loaded.profile, cache_root(), say)
+    except WorkloadError as err:
+        raise ProfileError(str(loaded.path), [(err.field, err.reason)]) from None
     except (OSError, ValueError) as err:
         raise ProfileError(str(loaded.path), [("benchmark.prompts", str(err))]) from None
+
+
+def prompts_of(workload: Workload) -> list[str]:
+    """The measured prompts, stripped as every tool sends them (bench/prompts.py write_prompts_jsonl)."""
+    return [p.strip() for p in workload.measured]
 
 
 def run_worker(request: dict, say: Say) -> dict:
@@ -80,14 +87,17 @@ def run_worker(request: dict, say: Say) -> dict:
     return result
 
 
-def greedy_outputs(loaded: LoadedProfile, say: Say) -> list[dict]:
-    """Prompt and greedy output token ids per prompt (the benchmark's output length plus LOOKAHEAD), cached per
-    (target, prompts, output length, engine args): greedy decoding is deterministic, so a second replay of the
-    same benchmark only simulates."""
+def greedy_outputs(loaded: LoadedProfile, say: Say, workload: Workload | None = None) -> list[dict]:
+    """Prompt and greedy output token ids per prompt (the benchmark's output length plus LOOKAHEAD), each prompt
+    rendered as the benchmark sends it (a chat request through the target's chat template, or raw), cached per
+    (target, prompts, rendering, output length, engine args): greedy decoding is deterministic, so a second replay
+    of the same benchmark only simulates."""
+    workload = workload or workload_of(loaded, say)
     target = fetch(loaded.profile.target.source, cache_root(), log=lambda m: None)
-    key = {"target": target.sha256, "prompts": prompts_of(loaded),
+    key = {"target": target.sha256, "prompts": prompts_of(workload),
            "output_tokens": loaded.profile.benchmark.output_tokens, "lookahead": LOOKAHEAD,
-           "engine_args": engine_args(loaded), "vllm": vllm_cpu.version(), "api": "completions, no chat template"}
+           "engine_args": engine_args(loaded), "vllm": vllm_cpu.version(),
+           "api": "chat, the target's chat template" if workload.chat else "completions, no chat template"}
     digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:20]
     path = cache_root() / "replay" / f"greedy-{digest}.json"
     if path.is_file():
@@ -95,34 +105,36 @@ def greedy_outputs(loaded: LoadedProfile, say: Say) -> list[dict]:
         return json.loads(path.read_text(encoding="utf-8"))["sequences"]
     say(f"replay: generating {len(key['prompts'])} x {key['output_tokens']} greedy tokens (+{LOOKAHEAD} past the "
         f"end, what a last step's drafts are checked against) with vLLM {key['vllm']} (offline engine) ...")
-    request = {"mode": "generate", "model": str(target.path), "prompts": key["prompts"],
+    request = {"mode": "generate", "model": str(target.path), "prompts": key["prompts"], "chat": workload.chat,
                "output_tokens": key["output_tokens"] + LOOKAHEAD, "engine_args": key["engine_args"]}
     sequences = run_worker(request, say)["sequences"]
     write_text(path, json.dumps({"key": key, "sequences": sequences}))
     return sequences
 
 
-def predict(loaded: LoadedProfile, settings: list[Setting], say: Say = print) -> list[Prediction]:
-    sequences = greedy_outputs(loaded, say)
+def predict(loaded: LoadedProfile, settings: list[Setting], say: Say = print,
+            workload: Workload | None = None) -> list[Prediction]:
+    workload = workload or workload_of(loaded, say)
+    sequences = greedy_outputs(loaded, say, workload)
     say(f"replay: simulating {len(settings)} settings over {len(sequences)} prompts ...")
     max_len = engine_args(loaded).get("max_model_len", DEFAULT_MAX_MODEL_LEN)
     request = {"mode": "simulate", "sequences": sequences, "max_model_len": max_len,
                "length": loaded.profile.benchmark.output_tokens, "settings": [s.model_dump() for s in settings]}
     results = run_worker(request, say)["results"]
-    return [Prediction.of(setting, counts) for setting, counts in zip(settings, results)]
+    return [Prediction.of(setting, counts, workload.measured_categories) for setting, counts in zip(settings, results)]
 
 
-def predicted_for_run(loaded: LoadedProfile, say: Say = print) -> Predicted | None:
+def predicted_for_run(loaded: LoadedProfile, workload: Workload | None = None, say: Say = print) -> Predicted | None:
     """The replay's figures for the profile's own setting over its benchmark (None: the method has no replay), for
     the run's record beside what the engine counted."""
     setting = profile_setting(loaded)
     if setting is None:
         return None
-    (p,) = predict(loaded, [setting], say)
+    (p,) = predict(loaded, [setting], say, workload)
     b = loaded.profile.benchmark
     warm = f"; the engine's count also holds {b.warmup_requests} warm-up request(s), not replayed" \
         if b.warmup_requests else ""
     source = (f"specops replay: {PROPOSER[setting.method]} (vLLM {vllm_cpu.version()}) over the target's greedy "
               f"outputs, {len(p.prompt_tokens_per_step)} prompts x {b.output_tokens} tokens, each request alone{warm}")
     return Predicted(setting=p.label, accepted_per_step=p.per_drafted_step, tokens_per_step=p.tokens_per_step,
-                     source=source)
+                     source=source, by_category={c: v for c, v in p.by_category.items() if v is not None})

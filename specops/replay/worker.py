@@ -122,13 +122,22 @@ def simulate(request: dict) -> dict:
     return {"results": results}
 
 
+def chat_conversation(prompt: str) -> list[dict]:
+    """One prompt as a chat request's messages: one user message, as specops.bench.prompts.chat_messages builds
+    them for the benchmark and the lossless check (this file imports no specops; a test holds the two equal)."""
+    return [{"role": "user", "content": prompt.strip()}]
+
+
 def generate(request: dict) -> dict:
     from vllm import LLM, SamplingParams
 
     n = request["output_tokens"]
     llm = LLM(model=request["model"], **request["engine_args"])
     params = SamplingParams(temperature=0.0, max_tokens=n, min_tokens=n, ignore_eos=True)
-    outputs = llm.generate(request["prompts"], params, use_tqdm=False)
+    if request.get("chat"):  # rendered as the chat endpoint renders them, through the target's chat template
+        outputs = llm.chat([chat_conversation(p) for p in request["prompts"]], params, use_tqdm=False)
+    else:
+        outputs = llm.generate(request["prompts"], params, use_tqdm=False)
     return {"sequences": [{"prompt": list(o.prompt_token_ids), "output": list(o.outputs[0].token_ids)}
                           for o in outputs]}
 

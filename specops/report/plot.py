@@ -11,8 +11,10 @@ matplotlib.use("Agg")  # no display on servers and workers
 import matplotlib.pyplot as plt  # noqa: E402
 
 from specops.atomic_file import write_figure  # noqa: E402
+from specops.report.categories import draw_category_panel  # noqa: E402
 from specops.report.tables import spread_text  # noqa: E402
-from specops.results.model import LEVEL, RunResult  # noqa: E402
+from specops.results.model import RunResult  # noqa: E402
+from specops.results.paired import LEVEL
 from specops.sweep.analysis import Cell, by_series  # noqa: E402
 
 
@@ -67,7 +69,9 @@ def _per_prompt_panel(ax, result: RunResult) -> None:
 
 
 def write_plot(path: Path, result: RunResult) -> Path:
-    fig, axes = plt.subplots(1, len(PANELS) + 1, figsize=(4 * (len(PANELS) + 1), 3.2))
+    """The variants' figures side by side, each prompt's speedup, and each category's where the prompts have some."""
+    panels = len(PANELS) + 1 + bool(result.workload and result.workload.categories)
+    fig, axes = plt.subplots(1, panels, figsize=(4 * panels, 3.2))
     measured = [v for v in result.variants if v.metrics is not None]
     names = [v.name for v in measured]
     colors = ["#4c72b0" if n == "speculative" else "#999999" for n in names]
@@ -77,7 +81,9 @@ def write_plot(path: Path, result: RunResult) -> Path:
         ax.bar_label(bars, fmt="%.1f", fontsize=8)
         ax.set_title(label, fontsize=9)
         ax.tick_params(labelsize=8)
-    _per_prompt_panel(axes[-1], result)
+    _per_prompt_panel(axes[len(PANELS)], result)
+    if panels > len(PANELS) + 1:
+        draw_category_panel(axes[-1], result)
     speedup = f", {result.speedup.text()}" if result.speedup else ""
     fig.suptitle(f"{result.profile} ({result.verdict.value}{speedup})", fontsize=10)
     return save_figure(fig, path)

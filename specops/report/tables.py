@@ -5,8 +5,10 @@ from collections.abc import Callable
 
 import pandas as pd
 
+from specops.report.categories import category_csv_rows, category_lines
 from specops.results.figures import figure, interval_text
-from specops.results.model import LEVEL, BenchmarkRecord, Design, RunResult, Speedup, VariantRecord
+from specops.results.model import BenchmarkRecord, RunResult, VariantRecord
+from specops.results.paired import LEVEL, Design, Speedup
 
 # (header in report.md and the table artifact, value of a variant, format); what a reader acts on first: the
 # variant's rate and how much of its drafting pays, then latency, then the counts and the cost.
@@ -55,7 +57,7 @@ def variant_row(result: RunResult, v: VariantRecord) -> dict:
 
 
 def comparison_frame(result: RunResult) -> pd.DataFrame:
-    rows = [variant_row(result, v) for v in result.variants]
+    rows = [variant_row(result, v) for v in result.variants] + category_csv_rows(result)
     if not rows:  # a run that failed before measuring still gets a row saying so
         rows = [{"variant": None, "valid": result.verdict.value, "status": result.status.value}]
     return pd.DataFrame(rows)
@@ -101,7 +103,9 @@ def headline(result: RunResult) -> str:
     parts = [f"**{result.verdict.value}**"]
     s = result.speedup
     if s is not None:
-        parts.append(f"speedup vs base: **{s.text()}** (paired output tokens/s, {result.benchmark.tool})")
+        mix = result.workload.mix_text() if result.workload else ""
+        parts.append(f"speedup vs base: **{s.text()}** (paired output tokens/s, {result.benchmark.tool}"
+                     + (f"; {mix}" if mix else "") + ")")
     bound = result.bound
     if s is not None and bound:
         parts.append(f"analytical bound {bound:.2f}x (measured acceptance and engine step costs; "
@@ -213,7 +217,8 @@ def notes(result: RunResult) -> list[str]:
     measured = ", ".join(f"{k} {v:.1f}s" for k, v in ph.phase_s.items())
     out = [f"{b.tool} {b.tool_version or ''} over {b.api}: {b.num_requests} requests (+{b.warmup_requests} warm-up) x "
            f"{b.rounds} round(s), {design_text(b)}, {b.output_tokens} output tokens, concurrency {b.concurrency}, "
-           f"prompts: {b.prompts}",
+           f"prompts: {result.workload.label if result.workload else b.prompts}"
+           + (f", sent as {result.workload.api} ({result.workload.api_note})" if result.workload else ""),
            *([interval_detail(result.speedup)] if result.speedup else []),
            f"served by {result.served.framework or result.served.backend}"
            + (f" in {result.served.image}" if result.served.image else "")
@@ -232,6 +237,7 @@ def report_markdown(result: RunResult) -> str:
              *[f"- {r}" for r in result.reasons], ""]
     if result.variants:
         parts += [markdown_table(result), ""]
+    parts += category_lines(result)
     parts += acceptance_lines(result) + cost_lines(result)
     parts += [f"- {n}" for n in notes(result)]
     return "\n".join(parts).rstrip() + "\n"

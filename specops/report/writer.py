@@ -11,6 +11,7 @@ from specops.atomic_file import replacing, write_text
 from specops.report.plot import write_plot
 from specops.report.tables import comparison_frame, report_markdown
 from specops.results.durable import MANIFEST, save_result
+from specops.results.figures import interval_text
 from specops.results.model import RunResult
 from specops.run.roots import artifacts_root
 from specops.settings import settings
@@ -115,6 +116,10 @@ def summary(result: RunResult) -> str:
     """One line for a terminal or a log."""
     speedup = result.speedup.text() if result.speedup else "n/a"
     where = f" at {result.failure.step}" if result.failure else ""
+    if result.workload and result.workload.categories:
+        speedup += f" {result.workload.mix_text()}; per category: " + ", ".join(
+            f"{f.category} {interval_text(f.speedup.point, f.speedup.low, f.speedup.high)}"
+            + (" cannot tell" if f.verdict() == "cannot tell" else "") for f in result.workload.categories if f.speedup)
     return (f"{result.verdict.value}{where}; speedup vs base {speedup}; flow wall {result.phases.wall_s:.1f}s; "
             f"orchestration overhead {result.overhead_s:.1f}s"
             + (f"; queued {result.waited_s:.1f}s for its slots" if result.waited_s >= 1 else ""))

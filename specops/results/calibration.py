@@ -20,7 +20,8 @@ import math
 import statistics
 from dataclasses import dataclass
 
-from specops.results.model import LEVEL, Design, RunResult, Speedup, Status
+from specops.results.model import RunResult, Status
+from specops.results.paired import LEVEL, Design, Speedup
 from specops.results.role import CALIBRATE
 
 # The override that turns a profile into its A/A run (the `none` method has no other field).

@@ -11,7 +11,8 @@ from datetime import UTC, datetime
 
 from specops.results.calibration import covers_one, is_calibration
 from specops.results.figures import MISSING, figure, shown
-from specops.results.model import LEVEL, BenchmarkRecord, Design, RunResult
+from specops.results.model import BenchmarkRecord, RunResult
+from specops.results.paired import LEVEL, Design
 
 WIDTH = 100  # the terminal format_compare fits
 

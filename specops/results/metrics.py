@@ -123,6 +123,7 @@ class Predicted(Record):
     accepted_per_step: float | None  # 1 + accepted / steps with a draft (the engine counter's definition); None: none
     tokens_per_step: float  # what one target forward emits, steps without a draft included
     source: str  # the proposer, the engine version and what was replayed
+    by_category: dict[str, float] = {}  # accepted_per_step over each category's prompts (schema >= 9)
 
 
 class Window(Record):

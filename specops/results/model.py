@@ -10,27 +10,18 @@ from enum import StrEnum
 from pydantic import Field, model_validator
 
 from specops.acceptance.model import Acceptance, analytical_bound
-from specops.results.metrics import BenchMetrics, DrafterCache, Predicted, PromptSpread, Record, RequestSample, Window
+from specops.results.categories import WorkloadRecord
+from specops.results.metrics import BenchMetrics, DrafterCache, Predicted, Record, RequestSample, Window
+from specops.results.paired import Design, Speedup
 from specops.results.role import RunRole, legacy_role
 
 # Of the RunResult JSON; bump with every change of its fields (and a migration of stored records
 # when old ones no longer load). 2: window, image identity, compute capability; 3: the pairing design
 # (benchmark.design, speedup.design); 4: phases.measured_s (steps that overlapped counted once); 5: role and
-# draft_length; 6: speedup.per_prompt; 7: drafter_cache, status interrupted; 8: predicted. Older records load as they
-# are (design rounds, the role their notes said, no spread, cache or prediction), and an older specops refuses newer
-# records naming both.
-SCHEMA_VERSION = 8
-
-# The speedup interval's level: what results record and every label prints.
-LEVEL = 0.95
-
-
-class Design(StrEnum):
-    """How the variants' measurements are paired (pipeline.benchmark)."""
-
-    REQUESTS = "requests"  # one tool run per round, the variants' requests alternating one by one
-    ROUNDS = "rounds"  # one tool run per variant and round
-
+# draft_length; 6: speedup.per_prompt; 7: drafter_cache, status interrupted; 8: predicted; 9: workload (categories,
+# the API, the mix), predicted.by_category. Older records load as they are (design rounds, the role their notes said,
+# no spread, cache, prediction or workload), and an older specops refuses newer records naming both.
+SCHEMA_VERSION = 9
 
 class Status(StrEnum):
     OK = "ok"
@@ -148,52 +139,6 @@ class VariantRecord(Record):
     cost: Cost | None = None
 
 
-class Speedup(Record):
-    """Speculative over base output tokens/s, paired prompt by prompt, with an interval over the design's
-    independent unit of noise (results.speedup)."""
-
-    point: float
-    low: float | None = None
-    high: float | None = None
-    level: float = LEVEL
-    prompts: int
-    rounds: int
-    resampled: str  # the interval's unit and method, or why there is no interval
-    throughput_ratio: float | None = None  # ratio of the tools' aggregate tokens/s, for reference
-    design: Design = Design.ROUNDS
-    per_prompt: PromptSpread | None = None  # None: recorded before schema 6
-
-    def text(self) -> str:
-        """The headline as a person says it, e.g. `1.31x faster (95% interval 1.18-1.45; 8 prompts, requests
-        interleaved)`, `0.85x, slower (...)`, `1.02x (..., cannot tell from 1.00x; ...)`; all speedups print this."""
-        if self.has_interval:
-            faster, slower = self.low > 1.0, self.high < 1.0  # type: ignore[operator]
-            interval = (f"{self.level:.0%} interval {self.low:.2f}-{self.high:.2f}"
-                        + ("" if faster or slower else ", cannot tell from 1.00x"))
-        else:  # the point as printed says which way
-            faster, slower = round(self.point, 2) > 1.0, round(self.point, 2) < 1.0
-            interval = f"no interval: {self.no_interval_reason}"
-        direction = " faster" if faster else ", slower" if slower else ""
-        return (f"{self.point:.2f}x{direction} ({interval}; {self.prompts} prompt{'s' * (self.prompts != 1)}"
-                f"{f' x {self.rounds} rounds' if self.rounds > 1 else ''}, "
-                f"{'requests interleaved' if self.design is Design.REQUESTS else 'round blocks'})")
-
-    @property
-    def has_interval(self) -> bool:
-        return self.low is not None and self.high is not None
-
-    @property
-    def no_interval_reason(self) -> str:  # one short clause; `resampled` keeps the whole reason and the remedy
-        if (self.rounds if self.design is Design.ROUNDS else self.prompts) < 2:
-            return "one round block per variant" if self.design is Design.ROUNDS else "one prompt"
-        return self.resampled.removeprefix("none:").split(";")[0].strip() or "none computed"
-
-    @property
-    def half_width(self) -> float | None:
-        """Half the interval, relative to the point estimate."""
-        return (self.high - self.low) / 2 / self.point if self.has_interval and self.point else None  # type: ignore
-
-
 class Divergence(Record):
     prompt_index: int
     position: int  # first differing character of the output
@@ -270,6 +215,7 @@ class RunResult(Record):
     window: Window | None = None  # None: no server was started (and records from before it existed)
     drafter_cache: DrafterCache | None = None  # None: the method keeps no cross-request cache (or schema < 7)
     predicted: Predicted | None = None  # None: no replay of this method on this backend (or schema < 8)
+    workload: WorkloadRecord | None = None  # the prompts and, where they have categories, the answer per category
 
     @model_validator(mode="before")
     @classmethod

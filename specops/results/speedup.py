@@ -31,7 +31,7 @@ import numpy as np
 from scipy.special import stdtrit
 
 from specops.results.metrics import PromptSpread, RequestSample
-from specops.results.model import LEVEL, Design, Speedup
+from specops.results.paired import LEVEL, Design, Speedup
 
 
 def paired_units(spec: Iterable[RequestSample], base: Iterable[RequestSample]) -> dict[tuple[int, int], np.ndarray]:
@@ -54,8 +54,14 @@ def ratio(units: np.ndarray) -> np.ndarray:
 
 
 def paired_speedup(spec: list[RequestSample], base: list[RequestSample], throughput_ratio: float | None = None,
-                   design: Design = Design.ROUNDS, level: float = LEVEL) -> Speedup | None:
-    """The paired speedup and its interval; None when no prompt was measured by both variants."""
+                   design: Design = Design.ROUNDS, level: float = LEVEL,
+                   mix: dict[int, tuple[str, float]] | None = None) -> Speedup | None:
+    """The paired speedup and its interval; None when no prompt was measured by both variants.
+
+    `mix`: prompt -> (its category, the category's weight). The speedup is then the mix's: base seconds per token
+    over speculative ones, each a weighted mean of the categories' own (every unit of a category scaled by its
+    weight over the category's base tokens, so the pooled ratio is the weighted one at pinned output lengths), and
+    with interleaved requests the interval is stratified by category (its variance within categories only)."""
     pairs = paired_units(spec, base)
     if not pairs:
         return None
@@ -65,10 +71,13 @@ def paired_speedup(spec: list[RequestSample], base: list[RequestSample], through
         raise ValueError("a paired request has no output tokens or no duration; its tool export is broken")
     prompts = sorted({p for p, _ in keys})
     rounds = sorted({r for _, r in keys})
+    strata = None
+    if mix is not None:
+        units, strata = _weighted(units, [mix[p] for p, _ in keys])
     point = float(ratio(units))
     if design is Design.REQUESTS:
         low, high, resampled = _t_interval(units, [p for p, _ in keys], point, level, "prompts",
-                                           "each prompt measured on every variant back to back")
+                                           "each prompt measured on every variant back to back", strata)
     elif len(rounds) < 2:
         low, high, resampled = None, None, ("none: one round block per variant is one unit of noise; set "
                                             "benchmark.rounds >= 2, or interleave requests (benchmark.pairing, "
@@ -82,26 +91,50 @@ def paired_speedup(spec: list[RequestSample], base: list[RequestSample], through
                    per_prompt=PromptSpread(by_prompt=by_prompt))
 
 
-def log_ratio_se(clusters: np.ndarray) -> float:
+def _weighted(units: np.ndarray, weights: list[tuple[str, float]]) -> tuple[np.ndarray, list[str]]:
+    """The units scaled so that their pooled ratio is the mix's, and each unit's category."""
+    categories = [c for c, _ in weights]
+    base_tokens = {c: units[[k == c for k in categories], 2].sum() for c in set(categories)}
+    scale = np.array([w / base_tokens[c] for c, w in weights])
+    return units * scale[:, None], categories
+
+
+def log_ratio_se(clusters: np.ndarray, strata: list[str] | None = None) -> float:
     """The standard error of log(ratio) over independent clusters (n, 4), by linearization: log ratio is
     log Ts - log Ls - log Tb + log Lb of the four totals, so a cluster's influence is its share of each total,
-    z = ts - ls - tb + lb, and the variance n/(n-1) sum z^2 (the ratio estimator's sandwich variance)."""
+    z = ts - ls - tb + lb, and the variance n/(n-1) sum z^2 (the ratio estimator's sandwich variance). With `strata`
+    (each cluster's, every stratum 2 clusters or more), the stratified one: sum over strata of n_h/(n_h-1) times
+    the sum of (z - the stratum's mean z)^2."""
     shares = clusters / clusters.sum(axis=0)
     z = shares[:, 0] - shares[:, 1] - shares[:, 2] + shares[:, 3]
-    n = len(clusters)
-    return float(np.sqrt(n / (n - 1) * np.sum(z**2)))
+    if strata is None:
+        n = len(clusters)
+        return float(np.sqrt(n / (n - 1) * np.sum(z**2)))
+    var = 0.0
+    for h in set(strata):
+        zh = z[[s == h for s in strata]]
+        var += len(zh) / (len(zh) - 1) * float(np.sum((zh - zh.mean()) ** 2))
+    return float(np.sqrt(var))
 
 
-def _t_interval(units: np.ndarray, unit_of: list[int], point: float, level: float, name: str,
-                why: str) -> tuple[float | None, float | None, str]:
+def _t_interval(units: np.ndarray, unit_of: list[int], point: float, level: float, name: str, why: str,
+                strata: list[str] | None = None) -> tuple[float | None, float | None, str]:
     """Student t with n-1 degrees of freedom over the independent units (each unit's pairs pooled), on the log
-    scale around the pooled speedup: the pooled estimate weighs long prompts more, and so does its variance."""
+    scale around the pooled speedup: the pooled estimate weighs long prompts more, and so does its variance.
+    `strata` (each pair's category): the units' variance within categories, on n - categories degrees."""
     ids = sorted(set(unit_of))
     if len(ids) < 2:
         return None, None, f"none: one {name[:-1]} is one unit"
     clusters = np.stack([units[[i for i, u in enumerate(unit_of) if u == k]].sum(axis=0) for k in ids])
-    se = log_ratio_se(clusters)
+    cluster_strata, df = None, len(ids) - 1
+    if strata is not None:
+        cluster_strata = [strata[unit_of.index(k)] for k in ids]
+        if lone := sorted(h for h in set(cluster_strata) if cluster_strata.count(h) < 2):
+            return None, None, f"none: category {', '.join(lone)} has one {name[:-1]}, no spread to weigh"
+        df = len(ids) - len(set(cluster_strata))
+        why += f"; stratified by its {len(set(cluster_strata))} categories"
+    se = log_ratio_se(clusters, cluster_strata)
     # Student t's quantile, as scipy.stats.t.ppf gives it; scipy.special imports in ~1.9 s less than scipy.stats
-    t = float(stdtrit(len(ids) - 1, 1 - (1 - level) / 2))
+    t = float(stdtrit(df, 1 - (1 - level) / 2))
     return (point * float(np.exp(-t * se)), point * float(np.exp(t * se)),
             f"{name} (t-interval over {len(ids)} {name}; {why})")

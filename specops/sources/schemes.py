@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -122,6 +123,19 @@ def missing_target_files(path: Path) -> list[str]:
     if not any(found.is_file() for pattern in TOKENIZER_FILES for found in path.glob(pattern)):
         missing.append(f"a tokenizer (one of {', '.join(TOKENIZER_FILES)})")
     return missing
+
+
+def has_chat_template(path: Path) -> bool:
+    """Whether a checkpoint carries a chat template: chat_template.jinja (transformers >= 4.43 saves it so) or
+    `chat_template` in tokenizer_config.json (older saves), the two places transformers and vLLM read it from."""
+    path = Path(path)
+    if (path / "chat_template.jinja").is_file():
+        return True
+    config = path / "tokenizer_config.json"
+    try:
+        return bool(config.is_file() and json.loads(config.read_text(encoding="utf-8")).get("chat_template"))
+    except (OSError, ValueError):
+        return False
 
 
 def fetch_local(path: Path) -> ModelArtifact:

@@ -7,11 +7,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from specops.backends.base import Backend
+from specops.bench.sampling import Workload
 from specops.bench.tool import BenchTool
 from specops.pipeline.summarize import RunFacts
 from specops.profile.loader import LoadedProfile, overridden
 from specops.results.metrics import Predicted
-from specops.results.model import Design, Lossless, VariantRecord, Window
+from specops.results.model import Lossless, VariantRecord, Window
+from specops.results.paired import Design
 from specops.run.rundir import RunDir
 from specops.sources.schemes import ModelArtifact
 from specops.sweep.cells import CellStore
@@ -56,6 +58,7 @@ class SweepRun:
     target: ModelArtifact | None = None
     draft: ModelArtifact | None = None
     tokenizer: Path | None = None
+    workload: Workload | None = None  # the prompts every cell measures, read with the models
 
     def profile(self, series: Series, c: int) -> LoadedProfile:
         """The profile as the cell runs it (the user's overrides, then the series')."""
@@ -82,4 +85,4 @@ class SweepRun:
         cell)."""
         return RunFacts(models=dict(self.facts.models), variants=list(records), lossless=lossless,
                         cached_steps=dict(self.facts.cached_steps), servers=dict(self.facts.servers), window=window,
-                        design=design, predicted=predicted)
+                        design=design, predicted=predicted, workload=self.workload)

@@ -3,7 +3,8 @@ from __future__ import annotations
 
 from specops.results.figures import MISSING, figure, interval_text, shown
 from specops.results.history import text_table
-from specops.results.model import LEVEL, RunResult
+from specops.results.model import RunResult
+from specops.results.paired import LEVEL
 from specops.sweep.analysis import Cell, Choice, Crossover, by_series
 from specops.sweep.grid import setting_label
 from specops.sweep.schedule import Recommendation, flow

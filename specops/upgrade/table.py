@@ -13,7 +13,8 @@ from enum import StrEnum
 from statistics import NormalDist
 
 from specops.results.figures import MISSING, figure, interval_text, shown
-from specops.results.model import LEVEL, RunResult
+from specops.results.model import RunResult
+from specops.results.paired import LEVEL
 from specops.upgrade.sides import Side
 
 

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from specops.bench.prompts import chat_messages
 from specops.cost.meter import container_cpu_seconds
 from specops.http_client import http_ok, post_json
 from specops.launch import logs
@@ -81,6 +82,13 @@ class OpenAIServing:
         out = post_json(f"{server.endpoint.http_base}/v1/completions", self.completion(variant, prompt, max_tokens),
                         self.serving.request_timeout_s, headers=self.headers())
         return str(out["choices"][0]["text"])
+
+    def generate_chat(self, server, variant, prompt: str, max_tokens: int) -> str:
+        body = {"model": self.served_model(variant), "messages": chat_messages(prompt), "max_tokens": max_tokens,
+                "temperature": 0.0}
+        out = post_json(f"{server.endpoint.http_base}/v1/chat/completions", body, self.serving.request_timeout_s,
+                        headers=self.headers())
+        return str(out["choices"][0]["message"]["content"] or "")
 
     def own_request(self, variant) -> dict[str, Any]:
         return self.completion(variant, "def add(a, b):\n", 8)

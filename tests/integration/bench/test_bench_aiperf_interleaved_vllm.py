@@ -27,7 +27,7 @@ from specops.backends.vllm.serve import ALIAS
 from specops.bench.aiperf_exports import AGGREGATES, INPUTS, RAW_RECORDS, RECORDS, answering_models
 from specops.bench.tool import bench_tool
 from specops.http_client import get_text
-from specops.pipeline.benchmark import bench_job, bench_prompts, interleaved_job, measure_interleaved, measure_round
+from specops.pipeline.benchmark import bench_job, interleaved_job, measure_interleaved, measure_round, workload_for
 from specops.profile.loader import load_profile
 from specops.replay import run as replay
 from specops.run.variant import BASE, SPECULATIVE, variants_of
@@ -74,7 +74,7 @@ def test_each_answer_is_credited_to_the_vllm_server_that_counted_it(pair, embedd
     p, backend, servers = pair
     bench = p.benchmark.model_copy(update={"num_requests": requests, "warmup_requests": warmup,
                                            "output_tokens": OUTPUT_TOKENS})
-    tool, prompts = bench_tool("aiperf"), bench_prompts(bench)
+    tool, prompts = bench_tool("aiperf"), workload_for(p.model_copy(update={"benchmark": bench}), tmp_path)
     jobs = [bench_job(tool, backend, servers[name][1], servers[name][0], embedded_model.path, bench, prompts,
                       tmp_path, 0) for name in order]
     job = interleaved_job(tool, jobs, tmp_path, 0)
@@ -122,7 +122,8 @@ def test_the_replay_predicts_the_accepted_tokens_per_step_the_ngram_server_count
     sizes = ["benchmark.num_requests=4", "benchmark.warmup_requests=0", "benchmark.output_tokens=64"]  # ~40 steps
     loaded = load_profile("ngram-vllm-serve-cpu", ["benchmark.tool=aiperf", *sizes])
     tool, bench = bench_tool("aiperf"), loaded.profile.benchmark
-    job = bench_job(tool, backend, server, variant, embedded_model.path, bench, bench_prompts(bench), tmp_path, 0)
+    job = bench_job(tool, backend, server, variant, embedded_model.path, bench, workload_for(loaded.profile, tmp_path),
+                    tmp_path, 0)
     before = backend.acceptance(server, variant, settle=True)
     measure_round(tool, job, server, backend.gpus())
     counted = backend.acceptance(server, variant, settle=True).since(before)

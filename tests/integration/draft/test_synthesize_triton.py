@@ -5,7 +5,7 @@ import time
 
 import pytest
 
-from specops.draft.conversations import read_conversations
+from specops.bench.conversations import read_conversations
 from specops.draft.prompt_sources import stdlib_prompts
 from specops.draft.synthesize import synthesize
 from specops.triton import client

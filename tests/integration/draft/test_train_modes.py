@@ -10,8 +10,8 @@ import time
 import pytest
 import torch
 
+from specops.bench.conversations import DataFileError
 from specops.bench.prompts import humaneval_path, load_prompts
-from specops.draft.conversations import DataFileError
 from specops.draft.spec import RESULT_FILE, TrainSpec
 from specops.draft.train import train_draft
 from specops.runtime.engine import DecodingEngine

@@ -25,7 +25,7 @@ import psutil
 import pytest
 from sqlalchemy import create_engine, text
 
-from specops.results.model import Speedup
+from specops.results.paired import Speedup
 from tests.integration.support import REPO_ROOT, SHARED_CACHE, service_env
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]

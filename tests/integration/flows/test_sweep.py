@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from specops.profile.loader import load_profile
-from specops.results.model import Design
+from specops.results.paired import Design
 from specops.sweep.analysis import choose_k
 from specops.sweep.cells import CellStore
 from specops.sweep.grid import CELL_ROUNDS, cell_key

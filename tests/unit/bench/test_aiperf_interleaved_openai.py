@@ -31,7 +31,7 @@ from specops.bench.aiperf_exports import RAW_RECORDS, RECORDS
 from specops.bench.aiperf_tool import AIPerf
 from specops.bench.target import Api, BenchTarget
 from specops.bench.tool import BenchJob, BenchToolError, InterleavedJob
-from specops.results.model import Design
+from specops.results.paired import Design
 from specops.results.speedup import paired_speedup
 
 FIXTURES = Path(__file__).parent / "fixtures"

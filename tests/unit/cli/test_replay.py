@@ -17,7 +17,7 @@ def replayed(monkeypatch):
     """predict() answering at once, 1 token a step for every setting but K 4's 2; records what it was asked."""
     asked = []
 
-    def predict(loaded, settings, say):
+    def predict(loaded, settings, say, workload=None):
         asked.append(settings)
         return [Prediction.of(s, [{"steps": 10, "emitted": 20 if s.k == 4 else 10, "drafted_steps": 10,
                                    "drafted": 10 * s.k, "accepted": 10 if s.k == 4 else 0}]) for s in settings]

@@ -14,12 +14,13 @@ import specops.backends.container.backend
 from specops.draft import store
 from specops.draft.gpu import SYNTHESIS, VLLM_KEY_ENV, GpuTraining, synthesis_endpoint
 from specops.draft.gpu_train import export_medusa_checkpoint, train_in_container
-from specops.draft.spec import DataSpec, TrainSpec, parse_dataset_uri
+from specops.draft.spec import DataSpec, TrainSpec
 from specops.pipeline.backend import synthesis_backend_for
 from specops.pipeline.render import render_repository, start_variant, stop_variant
 from specops.profile.loader import load_profile
 from specops.run.rundir import RunDir
 from specops.runtime.medusa_proposer import MEDUSA_WEIGHTS
+from specops.sources.hub_datasets import parse_dataset_uri
 from specops.sources.schemes import ModelArtifact
 
 

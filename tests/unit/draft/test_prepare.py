@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from specops.draft.conversations import DataFileError
+from specops.bench.conversations import DataFileError
 from specops.draft.prepare import batches, load_sequences, run_loop, shuffled_epochs
 
 REPO_ROOT = Path(__file__).resolve().parents[3]

@@ -7,8 +7,8 @@ import textwrap
 
 import pytest
 
+from specops.bench.conversations import DataFileError
 from specops.bench.prompts import load_prompts
-from specops.draft.conversations import DataFileError
 from specops.draft.prompt_sources import PromptItem, conversation_prompts, humaneval_prompts, stdlib_prompts
 
 DOC = "Return the thing that this function computes, carefully and well."

@@ -9,7 +9,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from specops.draft.conversations import DataFileError, read_conversations
+from specops.bench.conversations import DataFileError, read_conversations
 from specops.draft.prompt_sources import PromptItem
 from specops.draft.synthesize import EndpointError, openai_answerer, synthesize
 from specops.host.processes import pick_free_ports

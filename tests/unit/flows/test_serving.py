@@ -13,7 +13,7 @@ from specops.acceptance.model import Acceptance
 from specops.pipeline.check import Pace
 from specops.pipeline.summarize import RunFacts
 from specops.profile.schema import Benchmark
-from specops.results.model import Design
+from specops.results.paired import Design
 from specops.run.rundir import RunDir
 from specops.run.variant import BASE, SPECULATIVE, Variant, base_method
 
@@ -43,8 +43,8 @@ def calls(monkeypatch):
     monkeypatch.setattr(seam, "stop_server", stop_server)
     monkeypatch.setattr(seam, "send_smoke_request", lambda backend, server, v, run: log.append(("smoke", v.name))
                         or Pace(1.0, 10))
-    monkeypatch.setattr(seam, "generate_check_outputs", lambda backend, server, v, prompts, max_tokens, run:
-                        (log.append(("check", v.name)) or [f"{v.name} says"], Pace(2.0, 10)))
+    monkeypatch.setattr(seam, "generate_check_outputs", lambda backend, server, v, prompts, max_tokens, run, chat:
+                        (log.append(("check", v.name, prompts, chat)) or [f"{v.name} says"], Pace(2.0, 10)))
     monkeypatch.setattr(seam, "benchmark_round", lambda tool, backend, server, v, tokenizer, bench, prompts, run, r,
                         pace: log.append(("round", v.name, r, pace.per_token_s)) or f"{v.name}-{r}")
     monkeypatch.setattr(seam, "read_acceptance", lambda backend, server, v, settle: counters[v.name].pop(0))
@@ -66,25 +66,24 @@ PROFILE = SimpleNamespace(comparison=SimpleNamespace(baseline=True, lossless_max
 BASE_V, SPEC_V = Variant(BASE, base_method()), Variant(SPECULATIVE, base_method())
 
 
-@pytest.fixture(autouse=True)
-def _check_prompts(monkeypatch):
-    monkeypatch.setattr(seam, "check_prompts", lambda bench, comparison: ["p"])
+# The check sends the workload's check prompts as the benchmark sends its own (chat here)
+WORKLOAD = SimpleNamespace(check=["p"], chat=True)
 
 
 def test_served_smokes_records_the_server_and_stops_it(calls):
     facts = RunFacts()
     with seam.served(BACKEND, BASE_V, "repo", "run", facts) as up:
-        assert up.check(PROFILE) == ["base says"]
-        assert calls.log[-1] == ("check", BASE)
+        assert up.check(PROFILE, WORKLOAD) == ["base says"]
+        assert calls.log[-1] == ("check", BASE, ["p"], True)
     assert up.pace == Pace(3.0, 20)  # smoke and check: what the benchmark's time bound is derived from
     assert facts.servers == {"fake-server": "1.0"}
-    assert calls.log == [("start", BASE), ("smoke", BASE), ("check", BASE), ("stop", BASE, 7.0)]
+    assert calls.log == [("start", BASE), ("smoke", BASE), ("check", BASE, ["p"], True), ("stop", BASE, 7.0)]
 
 
 def test_without_a_baseline_nothing_is_checked(calls):
     unchecked = SimpleNamespace(comparison=SimpleNamespace(baseline=False))
     with seam.served(BACKEND, BASE_V, "repo", "run", smoke=False) as up:
-        assert up.check(unchecked) == [] and up.pace is None
+        assert up.check(unchecked, WORKLOAD) == [] and up.pace is None
     assert calls.log == [("start", BASE), ("stop", BASE, 7.0)]
 
 
@@ -186,7 +185,7 @@ def _counters(drafted: float) -> Acceptance:
 def test_a_group_is_measured_round_robin_and_each_window_spans_its_rounds(calls):
     calls.counters.update({BASE: [None, None], SPECULATIVE: [_counters(5), _counters(12)]})
     with seam.served(BACKEND, BASE_V, "repo", "run") as a, seam.served(BACKEND, SPEC_V, "repo", "run") as b:
-        measured = seam.measure_group([a, b], "tool", "tokenizer", BENCH, ["prompt"], RUN)
+        measured = seam.measure_group([a, b], "tool", "tokenizer", BENCH, WORKLOAD, RUN)
     assert (measured.design, measured.why_not_requests) == (Design.ROUNDS, "the fake tool drives one server per run")
     records = measured.records
     assert [entry for entry in calls.log if entry[0] == "round"] == [
@@ -203,7 +202,7 @@ def test_interleaved_requests_take_one_run_per_round_in_an_order_that_flips_each
     calls.design.chosen = (Design.REQUESTS, None)
     calls.counters.update({BASE: [None, None], SPECULATIVE: [_counters(5), _counters(12)]})
     with seam.served(BACKEND, BASE_V, "repo", "run") as a, seam.served(BACKEND, SPEC_V, "repo", "run") as b:
-        measured = seam.measure_group([a, b], "tool", "tokenizer", BENCH, ["prompt"], RUN)
+        measured = seam.measure_group([a, b], "tool", "tokenizer", BENCH, WORKLOAD, RUN)
     assert measured.design is Design.REQUESTS
     assert [entry for entry in calls.log if entry[0] in ("round", "interleaved")] == [
         ("interleaved", [BASE, SPECULATIVE], 0, 2), ("interleaved", [SPECULATIVE, BASE], 1, 2)]
@@ -217,11 +216,11 @@ def test_min_rounds_adds_rounds_only_where_the_variants_take_turns(calls):
     bench = Benchmark(rounds=1)
     calls.counters.update({BASE: [None] * 4, SPECULATIVE: [None] * 4})
     with seam.served(BACKEND, BASE_V, "repo", "run") as a, seam.served(BACKEND, SPEC_V, "repo", "run") as b:
-        measured = seam.measure_group([a, b], "tool", "tokenizer", bench, ["prompt"], RUN, min_rounds=3)
+        measured = seam.measure_group([a, b], "tool", "tokenizer", bench, WORKLOAD, RUN, min_rounds=3)
         assert measured.rounds == 3 and bench.rounds == 1  # the profile's benchmark is left as it was
         assert [e[1:3] for e in calls.log if e[0] == "round"] == [(v, r) for r in range(3) for v in (BASE, SPECULATIVE)]
         calls.design.chosen = (Design.REQUESTS, None)  # paired requests: each round already gives the interval
-        assert seam.measure_group([a, b], "tool", "tokenizer", bench, ["prompt"], RUN, min_rounds=3).rounds == 1
+        assert seam.measure_group([a, b], "tool", "tokenizer", bench, WORKLOAD, RUN, min_rounds=3).rounds == 1
 
 
 def test_an_interrupt_while_servers_start_returns_at_once_and_each_is_stopped_when_its_start_returns(calls,

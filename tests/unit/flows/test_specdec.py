@@ -35,7 +35,7 @@ def steps(monkeypatch, tmp_path) -> SimpleNamespace:
 
     @contextmanager
     def served_together(backend, group, repos, run, facts):
-        yield [SimpleNamespace(variant=v, check=lambda p, v=v: log.said[v.name]) for v in group]
+        yield [SimpleNamespace(variant=v, check=lambda p, workload, v=v: log.said[v.name]) for v in group]
 
     def compare_check_outputs(base, speculative, run):
         log.compared.append((base, speculative))
@@ -43,6 +43,7 @@ def steps(monkeypatch, tmp_path) -> SimpleNamespace:
 
     monkeypatch.setattr(flow, "cache_root", lambda: tmp_path / "cache")
     monkeypatch.setattr(flow, "prepare_models", lambda loaded, backend, run, cache, facts: ("target", None))
+    monkeypatch.setattr(flow, "download_workload", lambda profile, target, cache, run: "the workload")
     monkeypatch.setattr(flow, "hold_slots", hold_slots)
     monkeypatch.setattr(flow, "build_engine", lambda *args: SimpleNamespace(cached=False))
     monkeypatch.setattr(flow, "render_repository", lambda *args: SimpleNamespace(cached=False))

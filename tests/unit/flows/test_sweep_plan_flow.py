@@ -18,7 +18,8 @@ from prefect_adapters.slot_limits import Held
 from specops.backends.base import PrerequisiteError
 from specops.pipeline.summarize import RunFacts
 from specops.profile.loader import load_profile
-from specops.results.model import Design, VariantRecord
+from specops.results.model import VariantRecord
+from specops.results.paired import Design
 from specops.run.rundir import RunDir
 from specops.sweep.cells import CellStore
 from specops.sweep.grid import Series
@@ -57,6 +58,7 @@ def log(monkeypatch) -> list[tuple]:
     monkeypatch.setattr(flow, "check_result_storage", lambda run, name: None)
     monkeypatch.setattr(flow, "prepare_models", lambda loaded, backend, run, cache, facts:
                         calls.append(("prepare",)) or ("target", None))
+    monkeypatch.setattr(flow, "download_workload", lambda profile, target, cache, run: "the workload")
     return calls
 
 
@@ -95,7 +97,7 @@ def served(monkeypatch) -> list[tuple]:
     def serve(backend, variant, repo, run, facts):
         calls.append(("up", variant.name, run.path.name, repo))
         facts.servers["fake-server"] = "1.0"
-        yield SimpleNamespace(name=variant.name, check=lambda profile: [f"{variant.name} outputs"])
+        yield SimpleNamespace(name=variant.name, check=lambda profile, workload: [f"{variant.name} outputs"])
         calls.append(("down", variant.name))
 
     @contextmanager
@@ -127,7 +129,7 @@ def served(monkeypatch) -> list[tuple]:
                         or Finished(result, run.path / "report.md", None))
     monkeypatch.setattr(flow, "set_final_status", lambda run, result: None)
     monkeypatch.setattr(flow, "keep_cell", lambda store, key, result: calls.append(("keep", key, result.uid)))
-    monkeypatch.setattr(flow, "predict_acceptance", lambda loaded, backend, run: calls.append(
+    monkeypatch.setattr(flow, "predict_acceptance", lambda loaded, backend, run, workload: calls.append(
         ("predict", loaded.profile.method.num_speculative_tokens)) or f"replay of K={calls[-1][1]}")
     return calls
 

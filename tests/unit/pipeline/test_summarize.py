@@ -8,7 +8,8 @@ from specops.pipeline.backend import backend_for, tool_for
 from specops.pipeline.summarize import RunFacts, run_result, status_of
 from specops.profile.loader import load_profile
 from specops.results.metrics import BenchMetrics, RequestSample
-from specops.results.model import Design, Divergence, Lossless, Status, VariantRecord, Verdict
+from specops.results.model import Divergence, Lossless, Status, VariantRecord, Verdict
+from specops.results.paired import Design
 from specops.run.rundir import RunDir
 
 DIFFERING = Lossless(compared=2, mismatches=1, first=Divergence(prompt_index=1, position=3, base="abc",
@@ -84,23 +85,26 @@ SUFFIX_ON = "method.max_cached_requests=100"
     # HumanEval has 164 prompts: from 160, 4 warm-up + 4 measured requests wrap around onto the warm-up's prompts
     ((SUFFIX_ON, "benchmark.prompt_offset=160", "benchmark.warmup_requests=4"), ["4 warm-up + 4 measured"]),
     ((SUFFIX_ON, "benchmark.rounds=2"), ["2 rounds"]),
-    ((SUFFIX_ON, "benchmark.num_requests=160", "benchmark.warmup_requests=4"), ["lossless check's 2 prompts"]),
+    # measured 0-162: the check takes the first two, none being left after them
+    ((SUFFIX_ON, "benchmark.num_requests=163", "benchmark.warmup_requests=0"), ["lossless check's 2 prompts"]),
     ((SUFFIX_ON, "benchmark.warmup_requests=4"), []),  # warm-up on prompts 0-3, measured 4-7, checked 8-9
     (("benchmark.prompt_offset=160", "benchmark.warmup_requests=4", "benchmark.rounds=2"), []),  # cache off
 ])
-def test_a_drafter_cache_primed_with_the_measured_prompts_is_flagged_in_the_report(overrides, primed):
+def test_a_drafter_cache_primed_with_the_measured_prompts_is_flagged_in_the_report(overrides, primed, tmp_path):
+    from specops.pipeline.benchmark import workload_for
     from specops.pipeline.summarize import drafter_cache
     from specops.report.tables import cache_lines
     from tests.results_factory import run_result as recorded
 
     profile = load_profile("suffix-vllm-serve-cpu", ["benchmark.num_requests=4", "comparison.lossless_prompts=2",
                                                      *overrides]).profile
-    cache = drafter_cache(profile)
+    cache = drafter_cache(profile, workload_for(profile, tmp_path))
     assert (cache.on, cache.max_cached_requests) == ((True, 100) if SUFFIX_ON in overrides else (False, 0))
     assert len(cache.primed) == len(primed) and all(w in why for w, why in zip(primed, cache.primed))
     lines = cache_lines(recorded().model_copy(update={"drafter_cache": cache}))
     assert ("drafter cache primed" in lines[0]) is bool(primed)
-    assert drafter_cache(load_profile("ngram-local").profile) is None  # no cross-request cache: nothing to record
+    ngram = load_profile("ngram-local").profile
+    assert drafter_cache(ngram, workload_for(ngram, tmp_path)) is None  # no cross-request cache: nothing to record
 
 
 def test_a_faster_speculative_variant_is_a_speedup_above_one_in_both_figures(tmp_path, monkeypatch):

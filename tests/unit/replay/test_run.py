@@ -25,10 +25,11 @@ def test_only_engine_args_that_decide_the_tokens_reach_the_offline_engine():
     assert run.engine_args(loaded) == {"dtype": "float32", "max_model_len": 2048, "enforce_eager": True}
 
 
-def test_a_prompt_selection_that_is_empty_is_named_as_the_profiles_field():
+def test_a_prompt_selection_that_is_empty_is_named_as_the_profiles_field(tmp_path, monkeypatch):
+    monkeypatch.setattr(run, "cache_root", lambda: tmp_path)
     loaded = load_profile("ngram-vllm-serve-cpu", ["benchmark.prompt_offset=100000"])  # HumanEval has 164
-    with pytest.raises(ProfileError, match="benchmark.prompts"):
-        run.prompts_of(loaded)
+    with pytest.raises(ProfileError, match="benchmark.prompts: no prompts selected"):
+        run.workload_of(loaded)
 
 
 @pytest.fixture
@@ -74,7 +75,7 @@ def test_a_settings_overrides_serve_that_setting(profile, setting):
 def test_a_runs_prediction_is_its_own_settings_replay_and_says_what_the_engine_counted_beside_it(monkeypatch):
     asked = []
 
-    def predict(loaded, settings, say):  # a stand-in for the vLLM venv's worker (tests/integration/replay runs it)
+    def predict(loaded, settings, say, workload=None):  # a stand-in for the vLLM venv's worker (tests/integration)
         asked.extend(settings)
         return [Prediction.of(settings[0], [{"steps": 10, "emitted": 31, "drafted_steps": 8, "drafted": 24,
                                              "accepted": 12}])]

@@ -10,7 +10,8 @@ from specops.acceptance.model import Acceptance
 from specops.report.plot import _per_prompt_panel
 from specops.report.writer import REPORT_NAMES, summary, write_report
 from specops.results.metrics import PromptSpread
-from specops.results.model import Design, RunResult, Status
+from specops.results.model import RunResult, Status
+from specops.results.paired import Design
 from tests.results_factory import run_result
 
 

@@ -7,7 +7,8 @@ import random
 import pytest
 
 from specops.results.calibration import Calibration, aa_spread, covers_one, format_calibration, is_calibration
-from specops.results.model import Speedup, Status
+from specops.results.model import Status
+from specops.results.paired import Speedup
 from specops.results.role import CALIBRATE, RunRole
 from tests.results_factory import T0, run_result
 

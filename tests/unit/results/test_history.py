@@ -4,7 +4,8 @@ from __future__ import annotations
 import re
 
 from specops.results.history import RUN_FIELDS, WIDTH, format_compare, format_history
-from specops.results.model import Design, GpuRecord, Status
+from specops.results.model import GpuRecord, Status
+from specops.results.paired import Design
 from specops.results.role import CALIBRATE, RunRole
 from tests.results_factory import T0, run_result
 

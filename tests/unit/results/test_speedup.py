@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from specops.results.metrics import RequestSample
-from specops.results.model import LEVEL, Design
+from specops.results.paired import LEVEL, Design
 from specops.results.speedup import paired_speedup
 
 

@@ -7,7 +7,8 @@ from pathlib import Path
 
 from specops.pipeline.summarize import RunFacts
 from specops.profile.loader import load_profile
-from specops.results.model import Design, Lossless, VariantRecord, Window
+from specops.results.model import Lossless, VariantRecord, Window
+from specops.results.paired import Design
 from specops.run.rundir import RunDir
 from specops.sweep.analysis import Cell, best_k, choose_k
 from specops.sweep.cells import CellStore

@@ -16,15 +16,16 @@ def test_a_backend_the_replay_does_not_run_gets_no_prediction_and_no_replay(monk
     monkeypatch.setattr(bench, "predicted_for_run", lambda *a, **k: (_ for _ in ()).throw(AssertionError("ran")))
     here = SimpleNamespace(replays_here=lambda: False)
     with disable_run_logger():
-        assert bench.predict_acceptance.fn(load_profile("ngram-local"), here, RunDir(tmp_path)) is None
+        assert bench.predict_acceptance.fn(load_profile("ngram-local"), here, RunDir(tmp_path), None) is None
 
 
 def test_a_replay_that_fails_costs_only_the_prediction(monkeypatch, tmp_path):
-    def fails(loaded, say):
+    def fails(loaded, workload, say):
         raise ReplayError("the replay's generate step in .venv-vllm exited 1")
 
     monkeypatch.setattr(bench, "predicted_for_run", fails)
     run = RunDir(tmp_path)
     with disable_run_logger():
-        got = bench.predict_acceptance.fn(load_profile("ngram-vllm-serve-cpu"), SimpleNamespace(replays_here=lambda: True), run)
+        got = bench.predict_acceptance.fn(load_profile("ngram-vllm-serve-cpu"), SimpleNamespace(replays_here=lambda: True), run,
+                                          None)
     assert got is None and run.progress.failed_at is None  # the run goes on: nothing failed

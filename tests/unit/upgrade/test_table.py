@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from specops.acceptance.model import Acceptance
-from specops.results.model import RunResult, ServedRecord, Speedup, Status
+from specops.results.model import RunResult, ServedRecord, Status
+from specops.results.paired import Speedup
 from specops.upgrade.plot import write_upgrade_plot
 from specops.upgrade.sides import AFTER, BEFORE, Side
 from specops.upgrade.table import Change, Estimate, change, format_upgrade, speedup_line, wilson

@@ -26,8 +26,9 @@ from specops.backends.trtllm.backend import (
     config_addendum,
 )
 from specops.bench.genai_perf_tool import GenaiPerf
+from specops.bench.sampling import planned
 from specops.pipeline.backend import backend_for
-from specops.pipeline.benchmark import bench_job
+from specops.pipeline.benchmark import bench_job, decided
 from specops.pipeline.plan import format_plan
 from specops.profile.errors import ProfileError
 from specops.profile.loader import load_profile
@@ -148,7 +149,8 @@ def test_benchmark_inputs_feed_the_sampling_params_model_py_reads(load_gpu_profi
     backend = backend_for(profile)
     variant = variants_of(profile.method, profile.comparison.baseline)[0]
     read = backend.support(variant).release.llmapi.inputs_read
-    job = bench_job(GenaiPerf(), backend, None, variant, "tok", profile.benchmark, ["p"], Path("/r"), 0)
+    workload = decided(profile, planned(profile.benchmark))
+    job = bench_job(GenaiPerf(), backend, None, variant, "tok", profile.benchmark, workload, Path("/r"), 0)
     sent = GenaiPerf().request(job).extra_inputs
     assert sent["sampling_param_max_tokens"] == 256 and set(sent) <= read
     assert set(benchmark_inputs(profile.backend)) <= read

@@ -2,7 +2,9 @@
 
 Accepted per-line formats (normalized to `Conversation`):
   ModelOpt's Daring-Anteater  {"conversation_id", "conversations": [{"from": "User", "value"}], "system"?}
-  OpenAI-style               {"messages": [{"role": "user", "content"}]}  (or "conversations")
+  ShareGPT                   {"conversations": [{"from": "human" | "gpt" | "system", "value"}]}
+  OpenAI-style               {"messages": [{"role": "user", "content"}]}  (or "conversations"; a content may be a
+                             list of parts, of which the text parts are joined)
   synthesized records        {"id", "source", "text_format", "conversations": [{"role", "content"}]}
 
 `text_format` "completion": the user content is a raw prompt and the assistant content its raw
@@ -18,6 +20,8 @@ from pathlib import Path
 from typing import IO, Any
 
 ROLES = ("system", "user", "assistant")
+# ShareGPT's speakers (and the chat apps its dumps came from) by the role they play
+ROLE_ALIASES = {"human": "user", "gpt": "assistant", "chatgpt": "assistant", "bard": "assistant", "bing": "assistant"}
 TEXT_FORMATS = ("completion", "chat")
 _TURN_LISTS = ("conversations", "messages")
 _ID_KEYS = ("id", "conversation_id")
@@ -75,7 +79,7 @@ def parse_line(path: Path | str, line_no: int, line: str) -> Conversation:
     if not isinstance(record, dict):
         raise DataFileError(path, f"expected a JSON object, got {type(record).__name__}", line_no)
     try:
-        return _conversation(record, f"line{line_no}")
+        return conversation_of(record, f"line{line_no}")
     except ValueError as exc:
         raise DataFileError(path, str(exc), line_no) from None
 
@@ -106,7 +110,7 @@ def _lines(path: Path) -> Iterator[tuple[int, str]]:
         raise DataFileError(path, f"not UTF-8 text ({exc.reason})") from None
 
 
-def _conversation(record: dict[str, Any], default_id: str) -> Conversation:
+def conversation_of(record: dict[str, Any], default_id: str) -> Conversation:
     present = [key for key in _TURN_LISTS if key in record]
     if len(present) != 1:
         raise ValueError(f"expected exactly one of {list(_TURN_LISTS)}, got keys {sorted(record)}")
@@ -140,12 +144,23 @@ def _turn(key: str, index: int, item: Any) -> Turn:
     for field in (role_key, content_key):
         if field not in item:
             raise ValueError(f"{where} has no {field!r} (keys: {sorted(item)})")
-    role, content = item[role_key], item[content_key]
-    if not isinstance(role, str) or role.lower() not in ROLES:
-        raise ValueError(f"{where}: unknown role {role!r}; expected one of {list(ROLES)}")
+    role, content = item[role_key], _text_of(item[content_key])
+    role = ROLE_ALIASES.get(role.lower(), role.lower()) if isinstance(role, str) else role
+    if role not in ROLES:
+        raise ValueError(f"{where}: unknown role {item[role_key]!r}; expected one of {[*ROLES, *ROLE_ALIASES]}")
     if not isinstance(content, str):
-        raise ValueError(f"{where}: {content_key!r} must be a string, got {type(content).__name__}")
-    return Turn(role.lower(), content)
+        raise ValueError(f"{where}: {content_key!r} must be a string or a list of text parts, got "
+                         f"{type(item[content_key]).__name__}")
+    return Turn(role, content)
+
+
+def _text_of(content: Any) -> Any:
+    """An OpenAI content given as parts ([{"type": "text", "text": ...}, ...]): its text parts joined, as vLLM's chat
+    template input joins them (a string template sees one string); anything else as it is."""
+    if isinstance(content, list) and content and all(isinstance(p, dict) and p.get("type") == "text"
+                                                     and isinstance(p.get("text"), str) for p in content):
+        return "\n".join(p["text"] for p in content)
+    return content
 
 
 def _record_id(record: dict[str, Any], default_id: str) -> str:

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from specops.draft.conversations import (
+from specops.bench.conversations import (
     Conversation,
     DataFileError,
     Turn,
@@ -80,8 +80,9 @@ def test_malformed_json_names_file_and_line(tmp_path):
         ({"messages": "hi"}, "'messages' must be a non-empty list of turns"),
         ({"text": "hi"}, "expected exactly one of ['conversations', 'messages']"),
         ({"messages": [{"role": "tool", "content": "x"}]}, "messages[0]: unknown role 'tool'"),
-        ({"conversations": [{"from": "Human", "value": "x"}]}, "conversations[0]: unknown role 'Human'"),
-        ({"messages": [{"role": "user", "content": [{"type": "text"}]}]}, "'content' must be a string, got list"),
+        ({"conversations": [{"from": "Narrator", "value": "x"}]}, "conversations[0]: unknown role 'Narrator'"),
+        ({"messages": [{"role": "user", "content": [{"type": "text"}]}]},
+         "'content' must be a string or a list of text parts, got list"),
         ({"messages": [{"role": "user"}]}, "messages[0] has no 'content'"),
         ({"conversations": [{"from": "User"}]}, "conversations[0] has no 'value'"),
         ({"messages": [{"role": "user", "content": "x"}], "text_format": "raw"}, "'text_format' must be one of"),
