@@ -82,7 +82,7 @@ up: export SPECOPS_DEPLOY_REPOSITORY = $(or $(DEPLOY_REPOSITORY),$(CURDIR))
 # `up` starts its worker right after deploying: its pool goes unnamed in the deploy output's no-worker line
 up: DEPLOY_WORKER_FOLLOWS = --worker-follows $(POOL)
 
-.PHONY: debian-packages test-debian-packages install install-test demo demo-runtime demo-vllm bench-engines bench-pays test test-fast bench bench-intervals bench-calibrate bench-tools bench-drafts bench-sweep bench-compare up down deploy schema clean
+.PHONY: debian-packages test-debian-packages install install-test demo demo-runtime demo-vllm bench-engines bench-pays bench-workloads test test-fast bench bench-intervals bench-calibrate bench-tools bench-drafts bench-sweep bench-compare up down deploy schema clean
 
 # Debian packages, the venv and AIPerf's venv need nothing of each other: `make install` fetches them
 # side by side (-j3 below).
@@ -185,6 +185,12 @@ bench-engines: install
 ## tokens per step, each speedup with its 95% interval and lower end
 bench-pays: install
 	$(BIN)/python benchmarks/pays_bench.py
+
+## bench-workloads: the replay's best n-gram and suffix settings served on vLLM's CPU build against its base over 7 of
+## Spec-Bench's categories (3 prompts each, 64 tokens, chat requests, requests interleaved): each category's speedup
+## with its 95% interval, served accepted/step beside the replay's, a plot (artifacts/bench-workloads/)
+bench-workloads: install
+	$(BIN)/python benchmarks/workloads_bench.py
 
 ## bench-intervals: ngram-local 3x back to back at 16x128 in each design (requests interleaved by AIPerf,
 ## 1 round; round blocks by genai-perf, 3 rounds); each speedup with its 95% interval, half-width and wall

@@ -36,6 +36,7 @@ def _parser(argv: list[str]) -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     from specops.atomic_file import RunFileError
+    from specops.replay.traffic import TrafficFileError
     from specops.results.durable import ManifestError
     from specops.results.store import AmbiguousRun, ResultsError, RunNotFound
     from specops.run.rundir import RunDirError
@@ -45,7 +46,7 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser(argv).parse_args(argv)
     try:
         return args.handler(args)
-    except (ProfileError, RunDirError, ManifestError) as err:
+    except (ProfileError, RunDirError, ManifestError, TrafficFileError) as err:
         return _failed(args, err, EXIT_PROFILE)
     except PrerequisiteError as err:
         return _failed(args, err, EXIT_PREREQUISITES)

@@ -32,7 +32,7 @@ from specops.results.model import VariantRecord
 from specops.results.paired import Design
 from specops.run.rundir import RunDir
 from specops.run.variant import Variant
-from tasks.benchmark import benchmark_interleaved_round, benchmark_round, read_acceptance
+from tasks.benchmark import benchmark_interleaved_round, benchmark_round, read_acceptance, record_answers
 from tasks.check import generate_check_outputs, send_smoke_request
 from tasks.serve import start_server, stop_server
 
@@ -200,6 +200,7 @@ def measure_group(group: list[Served], tool: BenchTool, tokenizer: Path, bench: 
                                                   run, r, s.pace))
     records = []
     for s, measured, earlier in zip(group, rounds, before):
+        record_answers(workload, measured, s.variant, run)
         after = read_acceptance(s.backend, s.server, s.variant, settle=True)
         # None: the backend has no counters to read
         records.append(variant_record(s.variant, measured, after.since(earlier) if after is not None else None))

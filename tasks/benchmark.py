@@ -2,6 +2,7 @@
 the backend's acceptance counters."""
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 
@@ -11,6 +12,7 @@ from prefect.runtime import flow_run
 from prefect_adapters.progress_artifacts import ProgressArtifact
 from prefect_adapters.step import step
 from specops.acceptance.model import Acceptance
+from specops.atomic_file import write_text
 from specops.backends.base import Backend, Server
 from specops.bench.sampling import Workload
 from specops.bench.tool import BenchJob, BenchTool
@@ -19,6 +21,7 @@ from specops.pipeline.check import Pace
 from specops.profile.loader import LoadedProfile
 from specops.profile.schema import Benchmark
 from specops.replay.run import ReplayError, predicted_for_run
+from specops.replay.traffic import traffic_lines
 from specops.results.metrics import Predicted
 from specops.run.progress import Progress, within
 from specops.run.rundir import RunDir
@@ -87,6 +90,18 @@ def _variant_progress(name: str) -> ProgressArtifact:
     if key not in _PROGRESS:
         _PROGRESS[key] = ProgressArtifact(f"benchmark of {name}")
     return _PROGRESS[key]
+
+
+@step
+def record_answers(workload: Workload, measured: list[Measured], variant: Variant, run: RunDir) -> None:
+    """The variant's answers to the measured prompts (first round), where the tool kept them, as a traffic log in
+    the run (answers/<variant>.jsonl): `specops replay --traffic` replays it."""
+    answers = measured[0].run.answers if measured else {}
+    if answers:
+        lines = traffic_lines(workload, answers)
+        write_text(run.path / "answers" / f"{variant.name}.jsonl",
+                   "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines))
+        get_run_logger().info("%s: %d answers kept in answers/%s.jsonl", variant.name, len(lines), variant.name)
 
 
 @step

@@ -175,6 +175,31 @@ def answering_models(artifact_dir: Path, field: str = "model_name") -> dict[str,
     return answered
 
 
+def answer_texts(artifact_dir: Path) -> dict[str, str]:
+    """x_request_id -> the text the server answered, from the raw export: an OpenAI answer's chunks joined (chat:
+    choices[].delta.content, or a whole body's message.content; completions: choices[].text), Triton's generate
+    its `text_output`s. Requests whose answer holds no such text are left out."""
+    path = Path(artifact_dir) / RAW_RECORDS
+    texts = {}
+    for line in path.read_text(encoding="utf-8").splitlines() if path.is_file() else []:
+        record = json.loads(line)
+        parts = [_text_of(_first_body(response)) for response in record.get("responses") or []]
+        if (request_id := record["metadata"].get("x_request_id")) and any(p is not None for p in parts):
+            texts[request_id] = "".join(p for p in parts if p)
+    return texts
+
+
+def _text_of(body: dict[str, Any] | None) -> str | None:
+    if body is None:
+        return None
+    if isinstance(body.get("text_output"), str):
+        return body["text_output"]
+    texts = [c.get("text") if "text" in c else (c.get("delta") or c.get("message") or {}).get("content")
+             for c in body.get("choices") or [] if isinstance(c, dict)]
+    found = [t for t in texts if isinstance(t, str)]
+    return "".join(found) if found else None
+
+
 def _first_body(response: dict[str, Any] | None) -> dict[str, Any] | None:
     if not response:
         return None

@@ -27,6 +27,7 @@ from pathlib import Path
 
 from specops.bench.aiperf_endpoints import ENDPOINTS, profile_command
 from specops.bench.aiperf_exports import (
+    answer_texts,
     answering_models,
     parse_metrics,
     profiling_records,
@@ -158,8 +159,11 @@ class AIPerf(BenchTool):
             records = profiling_records(job.artifact_dir)
         prompt_of = prompt_index(load.prompts)
         credited = credit_records(job.jobs, records, answered, prompt_of, job.artifact_dir)
+        texts = answer_texts(job.artifact_dir)
         return [BenchRun(metrics=records_metrics(mine),
-                         samples=[record_sample(r, prompt_of, load.round, job.artifact_dir) for r in mine])
+                         samples=[record_sample(r, prompt_of, load.round, job.artifact_dir) for r in mine],
+                         answers={prompt_of(r.get("prompt_text") or ""): texts[r["metadata"]["x_request_id"]]
+                                  for r in mine if r["metadata"].get("x_request_id") in texts})
                 for mine in credited]
 
     def _preflighted(self) -> None:

@@ -25,6 +25,8 @@ from specops.sources.integrity import Entry, publish, rename_into_place, verify
 from specops.sources.schemes import hash_file
 
 DOWNLOAD_TIMEOUT_S = 120
+# GitHub's raw file at a commit; a test serves its own
+RAW_URL = "https://raw.githubusercontent.com/{repository}/{commit}/{path}"
 FILE = "question.jsonl"
 MANIFEST, MARKER = "files.json", "COMPLETE"
 
@@ -41,7 +43,7 @@ class NamedWorkload:
 
     @property
     def url(self) -> str:
-        return f"https://raw.githubusercontent.com/{self.repository}/{self.commit}/{self.path}"
+        return RAW_URL.format(repository=self.repository, commit=self.commit, path=self.path)
 
     def label(self, how: str = "") -> str:
         return (f"{self.name} ({self.repository}@{self.commit[:7]} {self.path}, sha256 {self.sha256[:12]}, "

@@ -50,6 +50,10 @@ METRICS: dict[str, Metric] = {m.name: m for m in (
 )}
 # The family's defaults; its members are made by `metric()`.
 POSITION_FAMILY = Metric(POSITION_PREFIX, "acceptance rate at draft position <i>", True, 0.90)
+# Per category, where the run's prompts have categories (benchmark.categories): `speedup[qa]`,
+# `mean_acceptance_length[qa]`, judged as the whole run's figure is, so a drop in one kind of request while the
+# others hold shows as that category's line
+_CATEGORY = re.compile(rf"({SPEEDUP}|mean_acceptance_length)\[([^\]]+)\]")
 
 
 class UnknownMetric(ValueError):
@@ -66,7 +70,8 @@ def _longest_draft() -> int:
 
 
 def allowed_names() -> list[str]:
-    return [*METRICS, f"{POSITION_PREFIX} (every position)",
+    return [*METRICS, f"{SPEEDUP}[<category>] and mean_acceptance_length[<category>] (runs whose prompts have "
+                      "categories)", f"{POSITION_PREFIX} (every position)",
             f"{POSITION_PREFIX}<i> (one position, i from 1, the first drafted token, to {_longest_draft()})"]
 
 
@@ -78,6 +83,9 @@ def metric(name: str) -> Metric:
         family = POSITION_FAMILY
         return Metric(name, f"acceptance rate, draft position {int(match[1])}", family.higher_is_better,
                       family.default_threshold)
+    if match := _CATEGORY.fullmatch(name):
+        whole = METRICS[match[1]]
+        return Metric(name, f"{whole.label}, category {match[2]}", whole.higher_is_better, whole.default_threshold)
     renumbered = "; positions number from 1 (the first drafted token)" if name == f"{POSITION_PREFIX}0" else ""
     raise UnknownMetric(f"unknown metric {name!r}{renumbered}; allowed: {', '.join(allowed_names())}")
 
@@ -102,6 +110,9 @@ def metric_values(result: RunResult) -> dict[str, float]:
     values: dict[str, float | None] = {name: m.read(result) for name, m in METRICS.items() if m.read}
     for i, rate in enumerate(figure(result, "speculative", "acceptance", "position_rates") or [], start=1):
         values[f"{POSITION_PREFIX}{i}"] = rate
+    for f in result.workload.categories if result.workload else []:
+        values[f"{SPEEDUP}[{f.category}]"] = f.speedup.point if f.speedup else None
+        values[f"mean_acceptance_length[{f.category}]"] = f.accepted_per_step
     return {name: float(v) for name, v in values.items() if v is not None and math.isfinite(v)}
 
 

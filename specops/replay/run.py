@@ -17,6 +17,7 @@ from specops.pipeline.benchmark import workload_for
 from specops.profile.errors import ProfileError
 from specops.profile.loader import LoadedProfile
 from specops.replay.grid import NgramSetting, Prediction, Setting, SuffixSetting
+from specops.replay.traffic import read_traffic, worker_requests
 from specops.results.metrics import Predicted
 from specops.run.roots import cache_root
 from specops.sources.schemes import fetch
@@ -112,16 +113,37 @@ def greedy_outputs(loaded: LoadedProfile, say: Say, workload: Workload | None = 
     return sequences
 
 
-def predict(loaded: LoadedProfile, settings: list[Setting], say: Say = print,
-            workload: Workload | None = None) -> list[Prediction]:
+def predict(loaded: LoadedProfile, settings: list[Setting], say: Say = print, workload: Workload | None = None,
+            past_end: bool = True) -> list[Prediction]:
+    """The settings replayed over the target's greedy answers to the benchmark's prompts. `past_end` false: drafts
+    past each request's end are not counted, as a replay of a recorded log counts them (it has no truth there)."""
     workload = workload or workload_of(loaded, say)
-    sequences = greedy_outputs(loaded, say, workload)
+    sequences, length = greedy_outputs(loaded, say, workload), loaded.profile.benchmark.output_tokens
+    if not past_end:
+        sequences = [{**s, "output": s["output"][:length]} for s in sequences]
+    return simulate(loaded, sequences, settings, length, workload.measured_categories, say)
+
+
+def simulate(loaded: LoadedProfile, sequences: list[dict], settings: list[Setting], length: int | None,
+             categories: list[str | None], say: Say) -> list[Prediction]:
+    """The settings replayed over the sequences (each request `length` tokens; None: its whole output)."""
     say(f"replay: simulating {len(settings)} settings over {len(sequences)} prompts ...")
     max_len = engine_args(loaded).get("max_model_len", DEFAULT_MAX_MODEL_LEN)
-    request = {"mode": "simulate", "sequences": sequences, "max_model_len": max_len,
-               "length": loaded.profile.benchmark.output_tokens, "settings": [s.model_dump() for s in settings]}
+    request = {"mode": "simulate", "sequences": sequences, "max_model_len": max_len, "length": length,
+               "settings": [s.model_dump() for s in settings]}
     results = run_worker(request, say)["results"]
-    return [Prediction.of(setting, counts, workload.measured_categories) for setting, counts in zip(settings, results)]
+    return [Prediction.of(setting, counts, categories) for setting, counts in zip(settings, results)]
+
+
+def predict_traffic(loaded: LoadedProfile, log: Path, settings: list[Setting], say: Say = print) -> list[Prediction]:
+    """The settings replayed over a recorded log's requests and answers (specops.replay.traffic), tokenized with the
+    target's tokenizer: no generation, each request to its logged answer's end."""
+    records = read_traffic(log)
+    target = fetch(loaded.profile.target.source, cache_root(), log=lambda m: None)
+    say(f"replay: tokenizing {len(records)} recorded requests and answers of {log} with {target.source}'s tokenizer")
+    sequences = run_worker({"mode": "tokenize", "model": str(target.path), "records": worker_requests(records)},
+                           say)["sequences"]
+    return simulate(loaded, sequences, settings, None, [r.category for r in records], say)
 
 
 def predicted_for_run(loaded: LoadedProfile, workload: Workload | None = None, say: Say = print) -> Predicted | None:

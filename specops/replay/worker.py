@@ -1,6 +1,7 @@
 """The replay's work inside the vLLM venv (run by its python: specops never imports vLLM itself).
 
-`python worker.py REQUEST.json RESULT.json` does one of:
+`python worker.py REQUEST.json RESULT.json` does one of (or "tokenize": a recorded log's requests and answers as
+token ids, for a replay of recorded traffic):
 - "generate": the target's greedy continuations of the prompts, with vLLM's own offline engine (`vllm.LLM`), as
   the served benchmark asks for them: the prompt text sent to /v1/completions (no chat template), temperature 0,
   exactly `output_tokens` tokens (min_tokens = max_tokens, ignore_eos), the caller adding what drafts past the
@@ -142,11 +143,31 @@ def generate(request: dict) -> dict:
                           for o in outputs]}
 
 
+def tokenize(request: dict) -> dict:
+    """Recorded requests and their answers as token ids, with the target's tokenizer as vLLM's server uses it: a chat
+    request's messages rendered by the chat template with the generation prompt, then tokenized without special
+    tokens (ChatCompletionRequest.add_special_tokens defaults to false), a completion's text with them (true for
+    CompletionRequest); the answer without (vllm/entrypoints/openai/{chat_completion,completion}/protocol.py)."""
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(request["model"])
+    sequences = []
+    for r in request["records"]:
+        if r["messages"] is not None:
+            text = tok.apply_chat_template(r["messages"], add_generation_prompt=True, tokenize=False)
+            prompt = tok(text, add_special_tokens=False)["input_ids"]
+        else:
+            prompt = tok(r["prompt"], add_special_tokens=True)["input_ids"]
+        answer = tok(r["answer"], add_special_tokens=False)["input_ids"]
+        sequences.append({"prompt": list(prompt), "output": list(answer)})
+    return {"sequences": sequences}
+
+
 def main(argv: list[str]) -> int:
     with open(argv[1], encoding="utf-8") as fh:
         request = json.load(fh)
     start = time.monotonic()
-    result = {"generate": generate, "simulate": simulate}[request["mode"]](request)
+    result = {"generate": generate, "simulate": simulate, "tokenize": tokenize}[request["mode"]](request)
     result["seconds"] = time.monotonic() - start
     with open(argv[2], "w", encoding="utf-8") as fh:
         json.dump(result, fh)

@@ -71,6 +71,9 @@ class BenchRun(Record):
 
     metrics: BenchMetrics
     samples: list[RequestSample]
+    # measured prompt index -> the text its server answered, where the tool keeps it (AIPerf's raw export of an
+    # interleaved run); the run writes them as its traffic log (answers/<variant>.jsonl), never into the record
+    answers: dict[int, str] = {}
 
 
 class PromptSpread(Record):

@@ -29,6 +29,8 @@ class Cell(BaseModel):
     position_rates: list[float] | None
     run_uid: str | None
     status: str
+    # Each category's speedup (point, low, high) where the cell's prompts have categories
+    categories: dict[str, tuple[float, float | None, float | None]] = {}
 
     @classmethod
     def from_result(cls, k: int, c: int, result: RunResult, setting: tuple[str, ...] = ()) -> Cell:
@@ -41,6 +43,8 @@ class Cell(BaseModel):
             mean_acceptance_length=figure(result, "speculative", "acceptance", "mean_accepted_per_step"),
             position_rates=figure(result, "speculative", "acceptance", "position_rates"),
             run_uid=result.uid, status=result.status.value,
+            categories={f.category: (f.speedup.point, f.speedup.low, f.speedup.high)
+                        for f in (result.workload.categories if result.workload else []) if f.speedup},
         )
 
     @property

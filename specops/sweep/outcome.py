@@ -7,6 +7,7 @@ from pydantic import BaseModel, ConfigDict
 
 from specops.run.variant import BASE, SPECULATIVE
 from specops.sweep.analysis import Cell, Choice, Crossover, crossover
+from specops.sweep.by_category import category_choices, category_lines
 from specops.sweep.grid import SweepGrid
 from specops.sweep.plan import SweepRun
 from specops.sweep.schedule import Recommendation
@@ -29,7 +30,9 @@ class SweepOutcome(BaseModel):
     schedule_cells: list[Cell] = []
     measured: list[str]  # cells measured by this run, e.g. "k2-c4", "base-c4"; the rest came from the cache
     server_starts: dict[str, int]  # variant -> servers this run started ("speculative" once per draft length)
-    table: str  # the text table, crossovers and recommendation (specops.sweep.table.format_sweep)
+    table: str  # the text table, crossovers and recommendation (specops.sweep.table.format_sweep), per category
+    # category -> concurrency -> the series its own prompts recommend (empty: the prompts have no categories)
+    by_category: dict[str, dict[int, Choice]] = {}
 
     @property
     def best(self) -> dict[int, int | None]:
@@ -47,4 +50,6 @@ def sweep_outcome(sweep: SweepRun, grid: SweepGrid, cells: list[Cell], choices: 
                         recommendation=recommendation, schedule_cells=schedule_cells,
                         measured=[f"{g.series.name}-c{c}" for g in sweep.served for c in g.concurrencies],
                         server_starts=Counter(BASE if g.series.k is None else SPECULATIVE for g in sweep.served),
-                        table=format_sweep(cells, crossovers, choices, recommendation, schedule_cells))
+                        table="\n".join([format_sweep(cells, crossovers, choices, recommendation, schedule_cells),
+                                          *category_lines(cells)]).rstrip() + "\n",
+                        by_category=category_choices(cells))

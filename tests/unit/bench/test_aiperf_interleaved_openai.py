@@ -137,6 +137,22 @@ def test_each_variant_gets_exactly_the_answers_its_server_gave(tmp_path, replay,
         assert all(s.output_tokens == spec["output_tokens"] for s in run.samples)
         # only the n-gram server reports per-request speculation: a swapped answer would show here too
         assert all((s.spec_steps is not None) == (variant == "speculative") for s in run.samples)
+        assert run.answers == _answers(export)[variant] and all(run.answers.values())  # its own server's text
+
+
+def _answers(export: Path) -> dict[str, dict[int, str]]:
+    """Per answering model, its measured prompts' answers: every streamed chunk's choices[].text joined."""
+    prompts = [p.strip() for p in json.loads((export / "prompts.json").read_text())]
+    measured = {r["metadata"]["x_request_id"] for r in _lines(export / RECORDS)
+                if r["metadata"]["benchmark_phase"] == "profiling"}
+    out: dict[str, dict[int, str]] = {}
+    for raw in _lines(export / RAW_RECORDS):
+        if raw["metadata"]["x_request_id"] in measured:
+            chunks = [json.loads(p["value"]) for r in raw["responses"] for p in r["packets"] if p["name"] == "data"
+                      and p["value"].strip() != "[DONE]"]
+            text = "".join(c["text"] for chunk in chunks for c in chunk.get("choices", []))
+            out.setdefault(_answer_model(raw), {})[prompts.index(raw["payload"]["prompt"])] = text
+    return out
 
 
 def _edit_raw(edit: Callable[[list[dict[str, Any]]], list[dict[str, Any]]]) -> Callable[[Path], None]:

@@ -48,6 +48,7 @@ def calls(monkeypatch):
     monkeypatch.setattr(seam, "benchmark_round", lambda tool, backend, server, v, tokenizer, bench, prompts, run, r,
                         pace: log.append(("round", v.name, r, pace.per_token_s)) or f"{v.name}-{r}")
     monkeypatch.setattr(seam, "read_acceptance", lambda backend, server, v, settle: counters[v.name].pop(0))
+    monkeypatch.setattr(seam, "record_answers", lambda workload, measured, v, run: None)
     monkeypatch.setattr(seam, "variant_record", lambda v, rounds, acceptance: (v.name, rounds, acceptance))
     monkeypatch.setattr(seam, "bench_job", lambda tool, backend, server, v, tokenizer, bench, prompts, path, r, pace:
                         SimpleNamespace(variant=v.name, round=r))

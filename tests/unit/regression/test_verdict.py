@@ -195,3 +195,26 @@ def test_sweep_cells_and_upgrade_sides_are_left_out_of_the_profiles_history(role
     assert profile_runs(marked) == marked[:4]
     judged = verdicts(profile_runs(marked))["speedup"]
     assert judged.verdict is Verdict.OK and judged.baseline == pytest.approx(1.40)
+
+
+def _with_categories(result, speedups: dict[str, float]):
+    from specops.results.categories import CategoryFigures, WorkloadRecord
+    from specops.results.paired import Speedup
+
+    figures = [CategoryFigures(category=c, prompts=4, weight=0.5, accepted_per_step=2.5,
+                               speedup=Speedup(point=s, low=s * 0.9, high=s * 1.1, prompts=4, rounds=1, resampled="t"))
+               for c, s in speedups.items()]
+    return result.model_copy(update={"workload": WorkloadRecord(label="spec-bench", api="chat", api_note="",
+                                                                categories=figures)})
+
+
+def test_a_drop_in_one_category_while_the_others_hold_is_reported_as_that_category():
+    steady = {"code": 1.8, "chat": 1.1}
+    history = [_with_categories(run(d), steady) for d in range(3)]
+    history += [_with_categories(run(d), {"code": 1.3, "chat": 1.1}) for d in (3, 4)]  # code drops, chat holds
+    judged = verdicts(history)
+    assert judged["speedup[code]"].verdict is Verdict.REGRESSION and judged["speedup[chat]"].verdict is Verdict.OK
+    assert judged["speedup"].verdict is Verdict.OK  # the run's own overall figure did not move here
+    assert [v.metric for v in regressions(evaluate(history, POLICY))] == ["speedup[code]"]
+    assert "speedup[code]" in verdict_table(evaluate(history, POLICY))
+    assert RegressionPolicy(thresholds={"speedup[code]": 0.9}).threshold("speedup[code]") == 0.9
