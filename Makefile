@@ -198,12 +198,14 @@ bench-workloads: install
 bench-intervals: install
 	$(BIN)/python benchmarks/interval_bench.py
 
-## bench-calibrate: the demo profile's base against itself RUNS times (default 20) at the demo size (flow
-## `calibrate`), AIPerf interleaving the two servers' requests: how many 95% intervals contain 1.00x, the
-## false speedups' spread, the half-width (PROFILE=ngram-local for the runtime)
+## bench-calibrate: the demo profile's base against itself RUNS times (default 20), then the profile itself AB_RUNS
+## times back to back (default 10), at the demo size (flow `calibrate`), AIPerf interleaving the two servers'
+## requests: how many A/A intervals contain 1.00x, how many A/B intervals hold the runs' median speedup, the
+## between-run spread against the within-run error (PROFILE=ngram-local for the runtime)
 RUNS ?= 20
+AB_RUNS ?= 10
 bench-calibrate: install
-	$(BIN)/specops calibrate $(PROFILE) --runs $(RUNS)
+	$(BIN)/specops calibrate $(PROFILE) --runs $(RUNS) --ab $(AB_RUNS)
 
 ## bench-tools: AIPerf vs genai-perf on one base server, in turns; each run's tokens/s and the ratio of means
 bench-tools: install

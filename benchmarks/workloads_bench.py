@@ -70,6 +70,8 @@ def plot(results: dict[str, object], path: Path) -> Path:
         ax.errorbar(xs, points, yerr=errors, fmt="o", capsize=4, elinewidth=2, label=method)
         ax.set_xticks(range(len(figures)), [f.category for f in figures], rotation=20)
     ax.axhline(1.0, color="#555555", linestyle="--", linewidth=1, label="base")
+    ax.set_yscale("log")  # a ratio's interval is symmetric on the log scale
+    ax.set_yticks([0.5, 1, 2, 4], ["0.5x", "1x", "2x", "4x"])
     ax.set_ylabel("speedup over vLLM's base (95%)")
     ax.set_title("Spec-Bench categories on vLLM's CPU build (SmolLM2-135M, chat, concurrency 1)", fontsize=10)
     ax.legend(fontsize=8)

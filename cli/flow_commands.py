@@ -61,6 +61,8 @@ def add_parser(sub) -> None:
     calibrate.add_argument("--runs", type=int, default=20, help="A/A runs (default 20: about 19 intervals of "
                            "20 should contain 1.00x)")
     calibrate.add_argument("--run-id", help="name of the calibration's directory under artifacts/calibrate/<profile>/")
+    calibrate.add_argument("--ab", type=int, default=0, help="then run the profile itself AB times back to back (A/B): "
+                           "do its intervals hold the runs' median speedup? (default 0)")
     calibrate.set_defaults(handler=cmd_calibrate)
 
 
@@ -163,10 +165,10 @@ def cmd_upgrade_check(args) -> int:
 def cmd_calibrate(args) -> int:
     from specops.profile.calibration import load_calibration
 
-    load_calibration(args.profile, args.overrides, args.runs)  # fail fast, before Prefect starts
+    load_calibration(args.profile, args.overrides, args.runs, args.ab)  # fail fast, before Prefect starts
     def load():
         from flows.calibrate import calibrate
-        return lambda: calibrate(args.profile, args.runs, args.overrides, args.run_id)
+        return lambda: calibrate(args.profile, args.runs, args.overrides, args.run_id, args.ab)
 
     print("\n" + _flow_command(args, load))
     return 0

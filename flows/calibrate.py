@@ -11,29 +11,34 @@ from prefect import flow, get_run_logger, tags
 from prefect.states import State
 
 from flows.specdec import RunFailed, run_specdec
-from prefect_adapters.parameters import CalibrationRuns, Overrides, ProfileName, RunId
+from prefect_adapters.parameters import ABRuns, CalibrationRuns, Overrides, ProfileName, RunId
 from prefect_adapters.refusal import refused_profiles
 from specops.results.calibration import AA_OVERRIDE, Calibration
 from specops.results.model import RunResult
-from specops.results.role import CALIBRATE, RunRole
+from specops.results.role import CALIBRATE, CALIBRATE_AB, RunRole
 from tasks.calibrate import publish_calibration, validate_calibration
 
 
 @flow(name="calibrate", log_prints=True)
 def calibrate(profile: ProfileName = "ngram-local", runs: CalibrationRuns = 20, overrides: Overrides = (),
-              run_id: RunId = "") -> str | State:
-    """Run the profile's A/A measurement `runs` times and return the calibration table."""
+              run_id: RunId = "", ab_runs: ABRuns = 0) -> str | State:
+    """Run the profile's A/A measurement `runs` times, then (ab_runs) the profile itself back to back, and return
+    the calibration table: whether the intervals hold from run to run, not only within one."""
     overrides = list(overrides or [])
     if (refused := refused_profiles([profile], overrides)) is not None:
         return refused
-    loaded = validate_calibration(profile, overrides, runs)
-    results: list[RunResult] = []
+    loaded = validate_calibration(profile, overrides, runs, ab_runs)
     with tags(CALIBRATE):  # a label for people; the role makes each A/A run publish under calibrate-<profile>-*
-        for i in range(runs):
-            get_run_logger().info("A/A run %d of %d", i + 1, runs)
-            try:
-                results.append(run_specdec(profile, [*overrides, AA_OVERRIDE], role=RunRole(kind=CALIBRATE)))
-            except RunFailed as failed:  # recorded and reported; its line says FAILED
-                get_run_logger().error("%s", failed)
-                results.append(failed.result)
-    return publish_calibration(Calibration(loaded.profile.name, results), run_id)
+        results = [_member(profile, [*overrides, AA_OVERRIDE], CALIBRATE, f"A/A run {i + 1} of {runs}")
+                   for i in range(runs)]
+        ab = [_member(profile, overrides, CALIBRATE_AB, f"A/B run {i + 1} of {ab_runs}") for i in range(ab_runs)]
+    return publish_calibration(Calibration(loaded.profile.name, results, tuple(ab)), run_id)
+
+
+def _member(profile: str, overrides: list[str], kind: str, what: str) -> RunResult:
+    get_run_logger().info("%s", what)
+    try:
+        return run_specdec(profile, overrides, role=RunRole(kind=kind))
+    except RunFailed as failed:  # recorded and reported; its line says FAILED
+        get_run_logger().error("%s", failed)
+        return failed.result

@@ -13,7 +13,7 @@ import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, wait
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import TypeVar
@@ -25,7 +25,7 @@ from specops.bench.sampling import Workload
 from specops.bench.tool import BenchJob, BenchTool
 from specops.host.processes import teardown_quietly
 from specops.pipeline.benchmark import Measured, bench_job, choose_design, variant_record
-from specops.pipeline.check import Pace
+from specops.pipeline.check import Checked, Pace, benchmark_answers, separate_check
 from specops.pipeline.summarize import RunFacts
 from specops.profile.schema import Benchmark, Profile
 from specops.results.model import VariantRecord
@@ -58,6 +58,12 @@ class Served:
                                                profile.comparison.lossless_max_tokens, self.run, workload.chat)
         self.pace = pace if self.pace is None else self.pace + pace
         return outputs
+
+    def checked(self, profile: Profile, workload: Workload, answers: dict[int, str] | None, why: str) -> Checked:
+        """What the lossless check compares of this variant: its benchmark answers to every measured prompt where
+        the tool kept them (`answers`), else a separate check now (its server is up), saying `why`."""
+        found = benchmark_answers(answers, workload, profile.benchmark.output_tokens) if answers is not None else None
+        return found or separate_check(self.check(profile, workload), profile.comparison.lossless_max_tokens, why)
 
 
 # A run ended by SIGTERM (`make down` stopping the worker's flow runs, a cancellation) measures nothing more:
@@ -168,6 +174,7 @@ class GroupMeasure:
     design: Design
     why_not_requests: str | None = None
     rounds: int = 1
+    answers: dict[str, dict[int, str]] = field(default_factory=dict)  # variant -> its first round's answers
 
 
 def measure_group(group: list[Served], tool: BenchTool, tokenizer: Path, bench: Benchmark, workload: Workload,
@@ -204,4 +211,5 @@ def measure_group(group: list[Served], tool: BenchTool, tokenizer: Path, bench: 
         after = read_acceptance(s.backend, s.server, s.variant, settle=True)
         # None: the backend has no counters to read
         records.append(variant_record(s.variant, measured, after.since(earlier) if after is not None else None))
-    return GroupMeasure(records, design, why_not, bench.rounds)
+    return GroupMeasure(records, design, why_not, bench.rounds,
+                        {s.variant.name: m[0].run.answers for s, m in zip(group, rounds) if m and m[0].run.answers})

@@ -25,6 +25,7 @@ from specops.bench.sampling import Workload
 from specops.bench.tool import BenchTool
 from specops.host.slots import run_slots
 from specops.pipeline.backend import backend_for, tool_for
+from specops.pipeline.check import Checked
 from specops.pipeline.summarize import RunFacts
 from specops.profile.loader import LoadedProfile
 from specops.results.model import RunResult, Status, Window
@@ -78,17 +79,22 @@ def final_state(result: RunResult, report: Path) -> RunResult | State:
 
 def serve_and_benchmark(loaded: LoadedProfile, backend: Backend, tool: BenchTool, run: RunDir, facts: RunFacts,
                         variants: list[Variant], repos: dict[str, Path], workload: Workload, tokenizer: Path,
-                        outputs: dict[str, list[str]]) -> None:
-    """Each group of variants served, checked (outputs kept for the lossless comparison), benchmarked
-    and stopped; on any error every server still up is stopped before the error goes on."""
+                        checked: dict[str, Checked]) -> None:
+    """Each group of variants served, benchmarked, checked (the benchmark's own answers where the tool keeps them,
+    else prompts of the check's own, kept for the lossless comparison) and stopped; on any error every server
+    still up is stopped before the error goes on."""
     p = loaded.profile
     # Interleaved: both servers up, rounds alternate A B A B. Otherwise one variant at a time.
     groups = [variants] if p.benchmark.interleave else [[v] for v in variants]
+    compared = p.comparison.baseline and p.comparison.lossless_prompts > 0
     for group in groups:
         with served_together(backend, group, repos, run, facts) as up:
-            for s in up:  # one after the other: a run's status names one step and variant at a time
-                outputs[s.variant.name] = s.check(p, workload)
+            for s in up if compared and not tool.keeps_answers else ():  # before: it paces the benchmark's bound
+                checked[s.variant.name] = s.checked(p, workload, None, f"{tool.name} keeps no answers")
             group_measure = measure_group(up, tool, tokenizer, p.benchmark, workload, run)
+            for s in up if compared and tool.keeps_answers else ():  # one at a time: the status names each
+                checked[s.variant.name] = s.checked(p, workload, group_measure.answers.get(s.variant.name),
+                                                    "the benchmark tool kept no text for some measured prompt")
             facts.variants.extend(group_measure.records)
             facts.design = (group_measure.design, group_measure.why_not_requests if p.benchmark.interleave else
                             "benchmark.interleave is false: one variant's rounds, then the other's")
@@ -101,7 +107,7 @@ def measure(loaded: LoadedProfile, backend: Backend, tool: BenchTool, run: RunDi
     variants = variants_of(p.method, p.comparison.baseline)
     workload = facts.workload = download_workload(p, target, cache_dir, run)
     tokenizer = backend.tokenizer_dir(target)
-    outputs: dict[str, list[str]] = {}
+    checked: dict[str, Checked] = {}
     # Build -> serve -> check -> benchmark -> teardown holds the host's accelerator slots: one benchmark
     # per GPU, and an engine build (trtllm-build runs on the GPU) never beside another run's benchmark.
     with hold_slots(run_slots(p.serving.exclusive, backend.gpus()), f"{p.name} run {run.run_id}", run) as held:
@@ -112,13 +118,13 @@ def measure(loaded: LoadedProfile, backend: Backend, tool: BenchTool, run: RunDi
                                        f"build {v.name}")
                 repos[v.name] = noted_result(render_repository(backend, v, target, draft, cache_dir, engines, run),
                                              facts, f"render {v.name}")
-            serve_and_benchmark(loaded, backend, tool, run, facts, variants, repos, workload, tokenizer, outputs)
+            serve_and_benchmark(loaded, backend, tool, run, facts, variants, repos, workload, tokenizer, checked)
             facts.predicted = predict_acceptance(loaded, backend, run, workload)  # on the cores the servers freed
         finally:
             facts.window = Window(started_at=held.started_at, finished_at=time.time(), slots=held.names,
                                   waited_s=round(held.waited_s, 3))
     if p.comparison.baseline and p.comparison.lossless_prompts:
-        facts.lossless = compare_check_outputs(outputs[BASE], outputs[SPECULATIVE], run)
+        facts.lossless = compare_check_outputs(checked[BASE], checked[SPECULATIVE], run)
 
 
 @flow(name="specdec", on_cancellation=[reap_servers], on_crashed=[reap_servers], log_prints=True)

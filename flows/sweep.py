@@ -40,6 +40,7 @@ from prefect_adapters.slot_limits import Held, hold_slots
 from specops.host import tracking
 from specops.host.slots import run_slots
 from specops.pipeline.backend import backend_for, tool_for
+from specops.pipeline.check import separate_check
 from specops.profile.loader import overridden
 from specops.results.model import RunResult, Window
 from specops.results.role import SWEEP_CELL, RunRole
@@ -120,9 +121,11 @@ def measure_server(sweep: SweepRun, group: ServerGroup, servers: SweepServers) -
         predict_acceptance(sweep.profile(series, group.concurrencies[0]), backend, server_run, sweep.workload)
     cells: dict[int, RunResult] = {}
     with served(backend, variant, repo, server_run, sweep.facts) as up:
-        outputs = up.check(sweep.loaded.profile, sweep.workload)
-        lossless = compare_check_outputs(servers.outputs, outputs, server_run) if p.comparison.lossless_prompts \
-            else None
+        outputs, tokens = up.check(sweep.loaded.profile, sweep.workload), p.comparison.lossless_max_tokens
+        why = "each server of a sweep is checked once, before its cells"
+        lossless = compare_check_outputs(separate_check(servers.outputs, tokens, why),
+                                         separate_check(outputs, tokens, why), server_run) \
+            if p.comparison.lossless_prompts else None
         for c in group.concurrencies:
             cell, cell_run = sweep.profile(series, c), server_run.child(f"c{c}")
             bench = cell.profile.benchmark

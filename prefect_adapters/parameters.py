@@ -98,6 +98,10 @@ ServeSchedule = Annotated[bool, described(
 CalibrationRuns = Annotated[int, described(
     f"How many A/A runs (the base against itself), {MIN_RUNS} to {MAX_RUNS}: about 19 of 20 intervals should "
     "contain 1.00x; 20 give a coverage worth reading.", ge=MIN_RUNS, le=MAX_RUNS)]
+ABRuns = Annotated[int, described(
+    f"How many runs of the profile itself after them (A/B), 0 or 2 to {MAX_RUNS}: about 9 of 10 intervals should "
+    "contain the runs' median speedup; fewer says the speedup moves from run to run more than its interval says.",
+    ge=0, le=MAX_RUNS)]
 
 # One input in the form: the role's JSON (a nested form would ask a person for fields only parent flows set).
 Role = Annotated[RunRole, WithJsonSchema({"type": "object"}), described(

@@ -1,6 +1,8 @@
 """Check that a profile can be calibrated; publish its A/A calibration."""
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 from prefect import get_run_logger
 from prefect.artifacts import create_markdown_artifact
 
@@ -9,15 +11,15 @@ from specops.atomic_file import write_text
 from specops.profile.calibration import load_calibration
 from specops.profile.loader import LoadedProfile
 from specops.report.writer import artifact_key, link_markdown
-from specops.results.calibration import Calibration, format_calibration
-from specops.run.roots import artifacts_root
+from specops.results.calibration import Calibration, format_calibration, host_summary, save_host_calibration
+from specops.run.roots import artifacts_root, cache_root
 from specops.run.rundir import new_run_id, validate_run_id
 
 
 @step
-def validate_calibration(profile: str, overrides: list[str], runs: int) -> LoadedProfile:
+def validate_calibration(profile: str, overrides: list[str], runs: int, ab_runs: int = 0) -> LoadedProfile:
     """The profile as its A/A runs serve it (method none), validated before any of them runs."""
-    return load_calibration(profile, overrides, runs)
+    return load_calibration(profile, overrides, runs, ab_runs)
 
 
 @step
@@ -26,6 +28,11 @@ def publish_calibration(calibration: Calibration, run_id: str | None) -> str:
     out = artifacts_root() / "calibrate" / calibration.profile / validate_run_id(run_id or new_run_id())
     out.mkdir(parents=True)
     text = format_calibration(calibration)
+    if calibration.measured:  # every later run of the profile on this host says so
+        cpu = next(r.host.cpu_model for r in calibration.results)
+        when = datetime.now(UTC).strftime("%Y-%m-%d")
+        save_host_calibration(cache_root(), calibration.profile, host_summary(calibration, when), cpu,
+                              str(out / "calibration.md"))
     write_text(out / "calibration.md", f"# A/A calibration\n\n```\n{text}\n```\n")
     markdown = f"{link_markdown(out, 'calibration directory')}\n\n```\n{text}\n```"
     create_markdown_artifact(key=artifact_key(calibration.profile, "calibration"), markdown=markdown,

@@ -5,7 +5,7 @@ from prefect import get_run_logger
 
 from prefect_adapters.step import step
 from specops.backends.base import Backend, Server
-from specops.pipeline.check import Pace, compare_outputs, greedy_outputs, smoke
+from specops.pipeline.check import Checked, Pace, compare_checked, greedy_outputs, smoke
 from specops.results.model import Lossless
 from specops.run.rundir import RunDir
 from specops.run.variant import Variant
@@ -33,13 +33,13 @@ def generate_check_outputs(backend: Backend, server: Server, variant: Variant, p
 
 
 @step
-def compare_check_outputs(base: list[str], speculative: list[str], run: RunDir) -> Lossless:
-    """Compare base and speculative outputs; a mismatch makes the run INVALID."""
-    result = compare_outputs(base, speculative)
+def compare_check_outputs(base: Checked, speculative: Checked, run: RunDir) -> Lossless:
+    """Compare base and speculative outputs to the same prompts; a mismatch makes the run INVALID."""
+    result = compare_checked(base, speculative)
     run.write_json("check/lossless.json", result.model_dump(mode="json") | {"valid": result.valid})
     log = get_run_logger()
     if result.valid:
-        log.info("lossless check passed on %d prompts", result.compared)
+        log.info("lossless check passed on %d prompts (%s)", result.compared, result.source)
     else:
         log.warning("lossless check FAILED: %s", result.model_dump(mode="json"))
     return result

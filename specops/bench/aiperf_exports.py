@@ -189,6 +189,17 @@ def answer_texts(artifact_dir: Path) -> dict[str, str]:
     return texts
 
 
+def answers_of(records: list[dict[str, Any]], texts: dict[str, str],
+               prompt_of: Callable[[str], int | None]) -> dict[int, str]:
+    """Measured records' answers by their prompt's index (records whose answer has no text are left out)."""
+    out = {}
+    for record in records:
+        index, request_id = prompt_of(record.get("prompt_text") or ""), record["metadata"].get("x_request_id")
+        if index is not None and request_id in texts:
+            out[index] = texts[request_id]
+    return out
+
+
 def _text_of(body: dict[str, Any] | None) -> str | None:
     if body is None:
         return None

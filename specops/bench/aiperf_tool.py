@@ -29,6 +29,7 @@ from specops.bench.aiperf_endpoints import ENDPOINTS, profile_command
 from specops.bench.aiperf_exports import (
     answer_texts,
     answering_models,
+    answers_of,
     parse_metrics,
     profiling_records,
     record_sample,
@@ -94,6 +95,7 @@ class AIPerf(BenchTool):
     apis = tuple(ENDPOINTS)  # preferred first: Triton's own endpoint, then completions (no chat template)
     # Each of them, for variants its interleave_blocker accepts (an OpenAI server needs a shared alias).
     interleaves = frozenset(ENDPOINTS)
+    keeps_answers = True  # the raw export holds every answer's text (answer_texts)
     # AIPerf 0.13.0's records/records_manager.py (RecordsManager._on_credit_phase_start,
     # _on_credit_phase_sending_complete, _on_credit_phase_complete).
     progress_marks = (("Credit phase start: profiling", 0.05), ("requests. Waiting for all to complete", 0.8),
@@ -117,7 +119,8 @@ class AIPerf(BenchTool):
         return job.artifact_dir.parent / f"{job.artifact_dir.name}-input.jsonl"
 
     def command(self, job: BenchJob) -> list[str]:
-        return profile_command(str(executable() or "aiperf"), [job], job.artifact_dir, self.input_file(job))
+        """`raw` exports keep each answer's text (what the lossless check compares), at the cost of disk only."""
+        return profile_command(str(executable() or "aiperf"), [job], job.artifact_dir, self.input_file(job), "raw")
 
     def run(self, job: BenchJob, on_line: Callable[[str], None] | None = None,
             watch: Watch | None = None) -> BenchRun:
@@ -127,10 +130,12 @@ class AIPerf(BenchTool):
             run_logged("aiperf", self.command(job), tool_env(), job.log_path, job.timeout_s, on_line, watch=watch)
             metrics = parse_metrics(job.artifact_dir)
             samples = request_samples(job.artifact_dir, prompt_index(job.prompts), job.round)
+            records = profiling_records(job.artifact_dir)
         if len(samples) != metrics.request_count:
             raise BenchToolError(f"AIPerf exported {len(samples)} measured requests but counted "
                                  f"{metrics.request_count} (artifacts: {job.artifact_dir})")
-        return BenchRun(metrics=metrics, samples=samples)
+        return BenchRun(metrics=metrics, samples=samples,
+                        answers=answers_of(records, answer_texts(job.artifact_dir), prompt_index(job.prompts)))
 
     def interleave_blocker(self, jobs: Sequence[BenchJob]) -> str | None:
         return why_not_interleaved(jobs)
@@ -162,8 +167,7 @@ class AIPerf(BenchTool):
         texts = answer_texts(job.artifact_dir)
         return [BenchRun(metrics=records_metrics(mine),
                          samples=[record_sample(r, prompt_of, load.round, job.artifact_dir) for r in mine],
-                         answers={prompt_of(r.get("prompt_text") or ""): texts[r["metadata"]["x_request_id"]]
-                                  for r in mine if r["metadata"].get("x_request_id") in texts})
+                         answers=answers_of(mine, texts, prompt_of))
                 for mine in credited]
 
     def _preflighted(self) -> None:

@@ -99,6 +99,9 @@ class BenchTool(ABC):
     progress_marks: ClassVar[tuple[tuple[str, float], ...]] = ()
     # The APIs over which it can interleave several servers' requests in one run (InterleavedJob).
     interleaves: ClassVar[frozenset[Api]] = frozenset()
+    # Whether its runs keep the text of every answer (BenchRun.answers): the lossless check then compares the
+    # benchmark's own temperature-0 answers instead of sending prompts of its own
+    keeps_answers: ClassVar[bool] = False
 
     def progress_of(self, line: str) -> float | None:
         """How far a run is, from one line of the tool's output (None: the line does not say)."""

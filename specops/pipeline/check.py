@@ -72,11 +72,43 @@ def cache_primed(workload: Workload, rounds: int, baseline: bool) -> list[str]:
     return out
 
 
+@dataclass(frozen=True)
+class Checked:
+    """A variant's temperature-0 outputs for the lossless comparison, and where they came from."""
+
+    outputs: list[str]
+    prompts: list[int]  # the prompts' places in the list they were taken from, in the order of `outputs`
+    source: str
+
+
+def benchmark_answers(answers: dict[int, str], workload: Workload, output_tokens: int) -> Checked | None:
+    """The benchmark's own answers (temperature 0, every measured prompt) as the lossless check's outputs; None where
+    the tool kept no text for some measured prompt: the run then checks separately."""
+    measured = sorted({(workload.warmup + i) % len(workload.prompts) for i in range(workload.requests)})
+    if not measured or any(i not in answers for i in measured):
+        return None
+    return Checked([answers[i] for i in measured], measured,
+                   f"the benchmark's own answers: {len(measured)} measured prompts x {output_tokens} tokens")
+
+
+def separate_check(outputs: list[str], max_tokens: int, why: str) -> Checked:
+    return Checked(outputs, list(range(len(outputs))), f"a separate check of {len(outputs)} prompts x {max_tokens} "
+                   f"tokens ({why})")
+
+
 def greedy_outputs(backend: Backend, server: Server, variant: Variant, prompts: list[str],
                    max_tokens: int, pace: Pace | None = None, chat: bool = False) -> list[str]:
     """The lossless check's outputs, each request sent as the benchmark sends its own (chat, or raw)."""
     watch = Watchdog(server, f"lossless check of {variant.name}")
     return [watched_generate(backend, server, variant, p, max_tokens, watch, pace, chat) for p in prompts]
+
+
+def compare_checked(base: Checked, speculative: Checked) -> Lossless:
+    """The lossless comparison of two variants' outputs to the same prompts, saying what was compared."""
+    if base.prompts != speculative.prompts:
+        return Lossless(compared=0, mismatches=0, source=f"base: {base.source}; speculative: {speculative.source}",
+                        reasons=["the variants' outputs are not to the same prompts: nothing to compare"])
+    return compare_outputs(base.outputs, speculative.outputs).model_copy(update={"source": base.source})
 
 
 def compare_outputs(base: list[str], speculative: list[str], window: int = 40) -> Lossless:

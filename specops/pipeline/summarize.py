@@ -14,6 +14,7 @@ from specops.bench.tool import BenchTool
 from specops.cost.nvml import host_record
 from specops.pipeline.check import cache_primed
 from specops.profile.loader import LoadedProfile
+from specops.results.calibration import host_calibration
 from specops.results.categories import WorkloadRecord, category_figures, normalized_mix, prompt_mix
 from specops.results.metrics import DrafterCache, Predicted
 from specops.results.model import (
@@ -33,6 +34,7 @@ from specops.results.model import (
 from specops.results.paired import Design, Speedup
 from specops.results.role import RunRole
 from specops.results.speedup import paired_speedup
+from specops.run.roots import cache_root
 from specops.run.rundir import RunDir
 from specops.run.variant import BASE, SPECULATIVE, Variant
 from specops.sources.schemes import ModelArtifact
@@ -154,6 +156,7 @@ def run_result(loaded: LoadedProfile, run: RunDir, backend: Backend, tool: Bench
     verdict, reasons = verdict_of(facts.lossless, failure, error is not None and not isinstance(error, Exception))
     status = status_of(verdict, p.comparison.require_lossless)
     speedup, workload = measured_speedup(facts, p.benchmark.mix)
+    host = host_record()
     return RunResult(
         uid=uuid.uuid4().hex, run_id=run.run_id, run_dir=str(run.path), profile=p.name,
         profile_sha256=loaded.sha256, profile_source=str(loaded.path), overrides=list(loaded.overrides),
@@ -162,13 +165,14 @@ def run_result(loaded: LoadedProfile, run: RunDir, backend: Backend, tool: Bench
         status=status, verdict=verdict, reasons=reasons,
         models=[ModelRecord(role=role, source=a.source, revision=a.revision, sha256=a.sha256, path=str(a.path))
                 for role, a in facts.models.items()],
-        host=host_record(), software=software_record(),
+        host=host, software=software_record(),
         served=ServedRecord(backend=p.backend.kind, servers=dict(facts.servers), **backend.served()),
         benchmark=benchmark_record(loaded, backend, tool, Variant(SPECULATIVE, p.method), facts.design,
                                    facts.workload),
         variants=list(facts.variants), speedup=speedup, lossless=facts.lossless, phases=phases(run, now),
         cached_steps=dict(facts.cached_steps), failure=failure, window=facts.window,
         drafter_cache=drafter_cache(p, facts.workload), predicted=facts.predicted, workload=workload,
+        calibration=host_calibration(cache_root(), p.name, host.cpu_model),
     )
 
 

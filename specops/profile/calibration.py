@@ -6,8 +6,11 @@ from specops.profile.loader import LoadedProfile, load_profile
 from specops.results.calibration import AA_OVERRIDE, MAX_RUNS, MIN_RUNS
 
 
-def load_calibration(profile: str, overrides: list[str], runs: int) -> LoadedProfile:
+def load_calibration(profile: str, overrides: list[str], runs: int, ab_runs: int = 0) -> LoadedProfile:
     """The profile as its A/A runs serve it, validated; ProfileError naming the field otherwise."""
+    if ab_runs == 1 or not 0 <= ab_runs <= MAX_RUNS:
+        raise ProfileError("calibrate", [("ab", f"{ab_runs}: 0, or 2 to {MAX_RUNS} A/B runs (one run's interval has "
+                                                "nothing to hold against)")])
     if runs < MIN_RUNS:
         raise ProfileError("calibrate", [("runs", f"{runs}: a calibration needs {MIN_RUNS} A/A runs or more "
                                                   "(20 give a coverage worth reading)")])

@@ -73,4 +73,6 @@ def draw_category_panel(ax, result: RunResult) -> None:
     if result.speedup is not None:
         ax.axhline(result.speedup.point, color="#4c72b0", linewidth=1, label=f"overall {result.speedup.point:.2f}x")
     ax.set_xticks(xs, [f.category for f in figures], rotation=30, ha="right")
+    ax.set_yscale("log")  # a ratio's interval is symmetric on the log scale
+    ax.yaxis.set_major_formatter(lambda value, _: f"{value:g}x")
     ax.legend(fontsize=7)

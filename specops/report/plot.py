@@ -51,7 +51,7 @@ PANELS = [
 
 
 def _per_prompt_panel(ax, result: RunResult) -> None:
-    """Each prompt's speedup against 1.0 and the pooled headline, or why there is none."""
+    """Each prompt's speedup against 1.0 and the overall headline, or why there is none."""
     spread = result.speedup.per_prompt if result.speedup else None
     ax.set_title("speedup per prompt", fontsize=9)
     ax.tick_params(labelsize=8)
@@ -63,7 +63,7 @@ def _per_prompt_panel(ax, result: RunResult) -> None:
     prompts = sorted(spread.by_prompt)
     ax.bar(prompts, [spread.by_prompt[p] for p in prompts], color="#4c72b0")
     ax.axhline(1.0, color="#555555", linestyle="--", linewidth=1, label="base")
-    ax.axhline(result.speedup.point, color="#c44e52", linewidth=1, label=f"pooled {result.speedup.point:.2f}x")
+    ax.axhline(result.speedup.point, color="#c44e52", linewidth=1, label=f"overall {result.speedup.point:.2f}x")
     ax.set_xlabel("prompt", fontsize=8)
     ax.legend(fontsize=7)
 

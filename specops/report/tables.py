@@ -232,7 +232,9 @@ def notes(result: RunResult) -> list[str]:
 
 def report_markdown(result: RunResult) -> str:
     spread = spread_text(result)
-    parts = [f"# {result.profile} - {result.run_id}", "", headline(result), "", *([spread, ""] if spread else []),
+    calibrated = [f"_{result.calibration}_", ""] if result.calibration else []
+    parts = [f"# {result.profile} - {result.run_id}", "", headline(result), "", *calibrated,
+             *([spread, ""] if spread else []),
              *failure_lines(result), *cache_lines(result),
              *[f"- {r}" for r in result.reasons], ""]
     if result.variants:

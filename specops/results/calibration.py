@@ -16,10 +16,13 @@ the profile's baselines (specops/regression/verdict.py).
 """
 from __future__ import annotations
 
+import json
 import math
 import statistics
 from dataclasses import dataclass
+from pathlib import Path
 
+from specops.atomic_file import write_text
 from specops.results.model import RunResult, Status
 from specops.results.paired import LEVEL, Design, Speedup
 from specops.results.role import CALIBRATE
@@ -51,6 +54,7 @@ def aa_spread(speedups: list[float]) -> float:
 class Calibration:
     profile: str
     results: list[RunResult]  # every A/A run of the calibration, failed ones included
+    ab: tuple[RunResult, ...] = ()  # the real comparison repeated back to back (A/B), failed ones included
 
     @property
     def measured(self) -> list[Speedup]:
@@ -71,6 +75,44 @@ class Calibration:
         """The median interval's half-width, relative: sqrt(high / low) - 1."""
         widths = [math.sqrt(s.high / s.low) - 1 for s in self.measured if s.low and s.high]
         return statistics.median(widths) if widths else None
+
+
+def measured_ab(calibration: Calibration) -> list[Speedup]:
+    return [r.speedup for r in calibration.ab
+            if not r.status.ended_early and r.speedup is not None and r.speedup.low is not None]
+
+
+def ab_lines(calibration: Calibration) -> list[str]:
+    """The A/B repeats against each other: does each run's interval hold the others' typical speedup (their median)?
+    Between-run spread beside within-run: the SD of log speedups over runs, and each run's own standard error
+    (its interval's half-width on the log scale over its t quantile, whose width the runs' prompts set)."""
+    measured = measured_ab(calibration)
+    if len(measured) < 2:
+        return [] if not calibration.ab else [f"A/B: {len(measured)} of {len(calibration.ab)} runs measured an "
+                                              "interval: nothing to hold against each other"]
+    median = statistics.median(s.point for s in measured)
+    holding = sum(s.low <= median <= s.high for s in measured)  # type: ignore[operator]
+    overlaps = sum(a.low <= b.high and b.low <= a.high for i, a in enumerate(measured)  # type: ignore[operator]
+                   for b in measured[i + 1:])
+    pairs = len(measured) * (len(measured) - 1) // 2
+    between = statistics.stdev(math.log(s.point) for s in measured)
+    within = statistics.mean((math.log(s.high) - math.log(s.low)) / 2 / 1.96 for s in measured)  # type: ignore
+    return ["", f"A/B: the profile itself, {len(calibration.ab)} runs back to back:",
+            *[f"  {r.run_id}  {r.speedup.text() if r.speedup else r.status.value.upper()}" for r in calibration.ab],
+            f"{holding} of {len(measured)} intervals contain the runs' median speedup {median:.3f}x; "
+            f"{overlaps} of {pairs} pairs of intervals overlap",
+            f"between runs: SD {between:.3f} of log speedup; within a run: mean standard error {within:.3f} "
+            f"(ratio {between / within:.2f}: above ~1.3 the runs move more than their intervals say)"]
+
+
+def host_summary(calibration: Calibration, when: str) -> str:
+    """What every later run of the profile on this host says of its design's calibration."""
+    aa = f"A/A {calibration.covering}/{len(calibration.measured)} intervals contain 1.00x"
+    ab = measured_ab(calibration)
+    if len(ab) >= 2:
+        median = statistics.median(s.point for s in ab)
+        aa += f", A/B {sum(s.low <= median <= s.high for s in ab)}/{len(ab)} hold the runs' median"  # type: ignore
+    return f"calibrated on this host: {aa}, on {when}"
 
 
 def format_calibration(calibration: Calibration) -> str:
@@ -105,4 +147,27 @@ def format_calibration(calibration: Calibration) -> str:
     rounds = f"{design.rounds} round{'s' * (design.rounds != 1)}"
     pairing = "requests interleaved" if design.design is Design.REQUESTS else "round blocks"
     lines.append(f"design: {design.prompts} prompts x {rounds}, {pairing}; interval over {design.resampled}")
-    return "\n".join(lines)
+    return "\n".join(lines + ab_lines(calibration))
+
+
+def calibration_file(cache_dir: Path, profile: str) -> Path:
+    """Where a host keeps its latest calibration of a profile (the cache is the host's own)."""
+    return Path(cache_dir) / "calibrations" / f"{profile}.json"
+
+
+def save_host_calibration(cache_dir: Path, profile: str, summary: str, cpu_model: str, where: str) -> Path:
+    return write_text(calibration_file(cache_dir, profile), json.dumps(
+        {"summary": summary, "cpu_model": cpu_model, "report": where}, indent=1) + "\n")
+
+
+def host_calibration(cache_dir: Path, profile: str, cpu_model: str) -> str:
+    """This host's latest calibration of the profile in one line, or that there is none (or none for this CPU)."""
+    path = calibration_file(cache_dir, profile)
+    try:
+        kept = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return f"not calibrated here (`specops calibrate {profile}` measures how far its intervals hold)"
+    if kept.get("cpu_model") != cpu_model:
+        return f"not calibrated on this CPU ({cpu_model}; the last calibration ran on {kept.get('cpu_model')})"
+    return f"{kept['summary']} ({kept['report']})"
+

@@ -19,9 +19,11 @@ from specops.results.role import RunRole, legacy_role
 # when old ones no longer load). 2: window, image identity, compute capability; 3: the pairing design
 # (benchmark.design, speedup.design); 4: phases.measured_s (steps that overlapped counted once); 5: role and
 # draft_length; 6: speedup.per_prompt; 7: drafter_cache, status interrupted; 8: predicted; 9: workload (categories,
-# the API, the mix), predicted.by_category. Older records load as they are (design rounds, the role their notes said,
-# no spread, cache, prediction or workload), and an older specops refuses newer records naming both.
+# the API, the mix), predicted.by_category, lossless.source, calibration. Older records load as they are (design
+# rounds, the role their notes said, no spread, cache, prediction or workload), and an older specops refuses newer
+# records naming both.
 SCHEMA_VERSION = 9
+
 
 class Status(StrEnum):
     OK = "ok"
@@ -151,6 +153,7 @@ class Lossless(Record):
     mismatches: int
     first: Divergence | None = None
     reasons: list[str] = []
+    source: str = ""  # what was compared: the benchmark's own answers, or a separate check (why); "": schema < 9
 
     @property
     def valid(self) -> bool:
@@ -216,6 +219,7 @@ class RunResult(Record):
     drafter_cache: DrafterCache | None = None  # None: the method keeps no cross-request cache (or schema < 7)
     predicted: Predicted | None = None  # None: no replay of this method on this backend (or schema < 8)
     workload: WorkloadRecord | None = None  # the prompts and, where they have categories, the answer per category
+    calibration: str | None = None  # this host's latest calibration of the profile's design, or that it has none
 
     @model_validator(mode="before")
     @classmethod

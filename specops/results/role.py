@@ -63,6 +63,7 @@ def _sweep_title(role: RunRole, profile: str, load: str) -> str:
 
 SCHEDULE_SERIES = "schedule"  # the series directory of a sweep's recommended schedule (sweep/grid.py)
 OWN, SWEEP_CELL, COMPARE, CALIBRATE, UPGRADE = "own", "sweep-cell", "compare", "calibrate", "upgrade"
+CALIBRATE_AB = "calibrate-ab"  # a calibration's repeat of the real comparison (A/B), the profile as served
 ROLES: Registry[RoleSpec] = Registry("run role")
 ROLES.register(OWN, RoleSpec(True, lambda role, profile, c: (profile,), lambda role, profile, load: profile))
 # Points of a grid (other draft lengths and loads): <profile>-sweep-<series>-c<C>
@@ -70,6 +71,7 @@ ROLES.register(SWEEP_CELL, RoleSpec(False, lambda role, profile, c: (profile, "s
                                     _sweep_title))
 ROLES.register(COMPARE, _member(COMPARE))
 ROLES.register(CALIBRATE, _member(CALIBRATE))  # A/A: both arms serve the base (the regression noise floor)
+ROLES.register(CALIBRATE_AB, _member(CALIBRATE_AB))
 ROLES.register(UPGRADE, _member(UPGRADE))  # a side on another engine is off_engine
 
 

@@ -193,11 +193,12 @@ def test_samples_saved_before_these_fields_still_load():
 
 
 @pytest.mark.parametrize("api", [Api.OPENAI_COMPLETIONS, Api.OPENAI_CHAT, Api.TRITON_GENERATE])
-def test_the_records_export_suffices_for_every_api(api, tmp_path):
-    # AIPerf puts the per-request counts in profile_export.jsonl; the raw export would only cost disk.
+def test_the_raw_export_keeps_the_answers_for_every_api(api, tmp_path):
+    # AIPerf puts the per-request counts in profile_export.jsonl; the raw export adds each answer's text, which
+    # the lossless check compares (every measured prompt, no requests of its own).
     target = BenchTarget(model="speculative", endpoints={api: "http://127.0.0.1:8061"})
     job = BenchJob(target=target, api=api, tokenizer="/models/tok", prompts=["a"], requests=1, warmup=0,
                    output_tokens=8, concurrency=1, artifact_dir=tmp_path / "aiperf", log_path=tmp_path / "log",
                    timeout_s=60)
     cmd = AIPerf().command(job)
-    assert cmd[cmd.index("--export-level") + 1] == "records"
+    assert cmd[cmd.index("--export-level") + 1] == "raw" and AIPerf.keeps_answers

@@ -46,7 +46,7 @@ def calls(monkeypatch):
     monkeypatch.setattr(seam, "generate_check_outputs", lambda backend, server, v, prompts, max_tokens, run, chat:
                         (log.append(("check", v.name, prompts, chat)) or [f"{v.name} says"], Pace(2.0, 10)))
     monkeypatch.setattr(seam, "benchmark_round", lambda tool, backend, server, v, tokenizer, bench, prompts, run, r,
-                        pace: log.append(("round", v.name, r, pace.per_token_s)) or f"{v.name}-{r}")
+                        pace: log.append(("round", v.name, r, pace.per_token_s)) or Round(f"{v.name}-{r}"))
     monkeypatch.setattr(seam, "read_acceptance", lambda backend, server, v, settle: counters[v.name].pop(0))
     monkeypatch.setattr(seam, "record_answers", lambda workload, measured, v, run: None)
     monkeypatch.setattr(seam, "variant_record", lambda v, rounds, acceptance: (v.name, rounds, acceptance))
@@ -56,8 +56,14 @@ def calls(monkeypatch):
     monkeypatch.setattr(seam, "choose_design", lambda tool, jobs, pairing: design.chosen)
     monkeypatch.setattr(seam, "benchmark_interleaved_round", lambda tool, servers, jobs, run, r, rounds:
                         log.append(("interleaved", [j.variant for j in jobs], r, rounds))
-                        or [f"{j.variant}-{r}" for j in jobs])
+                        or [Round(f"{j.variant}-{r}") for j in jobs])
     return SimpleNamespace(log=log, stop_errors=stop_errors, counters=counters, design=design)
+
+
+class Round(str):
+    """A measured round as the fakes give it: its name, and the answers its tool kept (none)."""
+
+    run = SimpleNamespace(answers={})
 
 
 BACKEND = SimpleNamespace(serving=SimpleNamespace(stop_timeout_s=7.0))
@@ -240,3 +246,22 @@ def test_an_interrupt_while_servers_start_returns_at_once_and_each_is_stopped_wh
         time.sleep(0.05)
     assert sorted(e for e in calls.log if e[0] == "stop") == [("stop", BASE, 7.0), ("stop", SPECULATIVE, 7.0)]
     assert not [e for e in calls.log if e[0] == "smoke"]
+
+
+def test_a_variant_is_checked_by_its_benchmark_answers_and_separately_only_where_they_are_missing(calls):
+    from specops.bench.sampling import Workload
+    from specops.bench.target import RequestKind
+
+    w = Workload(source="s", label="s", prompts=["p0", "p1"], categories=[None, None], warmup=0, requests=2,
+                 check=["c"], conversations=False, request=RequestKind(False, "plain text"))
+    profile = SimpleNamespace(comparison=SimpleNamespace(baseline=True, lossless_max_tokens=8),
+                              benchmark=SimpleNamespace(output_tokens=16))
+    with seam.served(BACKEND, BASE_V, "repo", "run") as up:
+        kept = up.checked(profile, w, {0: "a0", 1: "a1"}, "unused")
+        assert (kept.outputs, kept.source) == (["a0", "a1"], "the benchmark's own answers: 2 measured prompts x 16 "
+                                                             "tokens")
+        assert not [e for e in calls.log if e[0] == "check"]  # no request of the check's own
+        missing = up.checked(profile, w, {0: "a0"}, "the tool kept no text for some measured prompt")
+    assert calls.log[-2][:3] == ("check", BASE, ["c"])  # the separate check, while the server is up
+    assert missing.outputs == ["base says"] and missing.source.endswith("(the tool kept no text for some measured "
+                                                                        "prompt)")

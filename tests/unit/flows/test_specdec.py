@@ -13,20 +13,21 @@ from prefect.logging import disable_run_logger
 import flows.specdec as flow
 from flows.finish import Finished
 from prefect_adapters.slot_limits import Held
-from specops.pipeline.check import compare_outputs
+from specops.pipeline.check import compare_outputs, separate_check
 from specops.pipeline.summarize import RunFacts
 from specops.profile.loader import load_profile
 from specops.results.model import Status
 from specops.run.rundir import RunDir
 from tests.results_factory import run_result
 
+AIPERF = SimpleNamespace(name="aiperf", keeps_answers=True)
 FAKE_BACKEND = SimpleNamespace(gpus=lambda: "none", tokenizer_dir=lambda target: "tokenizer", replays_here=lambda: False)
 
 
 @pytest.fixture
 def steps(monkeypatch, tmp_path) -> SimpleNamespace:
     """measure()'s steps as stand-ins; `said` is what each variant's server answers the check prompts."""
-    log = SimpleNamespace(slots=[], compared=[], said={})
+    log = SimpleNamespace(slots=[], compared=[], said={}, checked=[])
 
     @contextmanager
     def hold_slots(slots, holder, run=None):
@@ -35,11 +36,12 @@ def steps(monkeypatch, tmp_path) -> SimpleNamespace:
 
     @contextmanager
     def served_together(backend, group, repos, run, facts):
-        yield [SimpleNamespace(variant=v, check=lambda p, workload, v=v: log.said[v.name]) for v in group]
+        yield [SimpleNamespace(variant=v, checked=lambda p, workload, answers, why, v=v: log.checked.append(
+            (v.name, answers, why)) or separate_check(log.said[v.name], 8, why)) for v in group]
 
     def compare_check_outputs(base, speculative, run):
-        log.compared.append((base, speculative))
-        return compare_outputs(base, speculative)
+        log.compared.append((base.outputs, speculative.outputs))
+        return compare_outputs(base.outputs, speculative.outputs)
 
     monkeypatch.setattr(flow, "cache_root", lambda: tmp_path / "cache")
     monkeypatch.setattr(flow, "prepare_models", lambda loaded, backend, run, cache, facts: ("target", None))
@@ -48,7 +50,8 @@ def steps(monkeypatch, tmp_path) -> SimpleNamespace:
     monkeypatch.setattr(flow, "build_engine", lambda *args: SimpleNamespace(cached=False))
     monkeypatch.setattr(flow, "render_repository", lambda *args: SimpleNamespace(cached=False))
     monkeypatch.setattr(flow, "served_together", served_together)
-    monkeypatch.setattr(flow, "measure_group", lambda *args: SimpleNamespace(records=[], design="d", why_not_requests=None))
+    monkeypatch.setattr(flow, "measure_group", lambda *args: SimpleNamespace(records=[], design="d", why_not_requests=None,
+                                                                             answers={"base": {0: "kept"}}))
     monkeypatch.setattr(flow, "compare_check_outputs", compare_check_outputs)
     return log
 
@@ -56,15 +59,17 @@ def steps(monkeypatch, tmp_path) -> SimpleNamespace:
 def test_the_lossless_check_compares_the_base_servers_outputs_with_the_speculative_servers(steps, tmp_path):
     steps.said = {"base": ["a", "b", "c", "d"], "speculative": ["a", "B", "c", "d"]}
     facts = RunFacts()
-    flow.measure(load_profile("ngram-local"), FAKE_BACKEND, "tool", RunDir(tmp_path / "run"), facts)
+    flow.measure(load_profile("ngram-local"), FAKE_BACKEND, AIPERF, RunDir(tmp_path / "run"), facts)
     assert steps.compared == [(steps.said["base"], steps.said["speculative"])]
+    # after the benchmark, each variant with the answers its tool kept (none for the speculative one here)
+    assert [(name, answers) for name, answers, _ in steps.checked] == [("speculative", None), ("base", {0: "kept"})]
     assert not facts.lossless.valid and facts.lossless.mismatches == 1 and facts.lossless.first.prompt_index == 1
 
 
 def test_a_cpu_run_measures_holding_its_hosts_lock(steps, tmp_path):
     steps.said = {"base": ["a"], "speculative": ["a"]}
     facts = RunFacts()
-    flow.measure(load_profile("ngram-local"), FAKE_BACKEND, "tool", RunDir(tmp_path / "run"), facts)
+    flow.measure(load_profile("ngram-local"), FAKE_BACKEND, AIPERF, RunDir(tmp_path / "run"), facts)
     (slots,) = steps.slots
     assert slots.locks and all(lock.startswith("cpu:") for lock in slots.locks)
     assert facts.window.slots == slots.locks and facts.lossless.valid

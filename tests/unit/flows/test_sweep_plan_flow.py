@@ -120,7 +120,7 @@ def served(monkeypatch) -> list[tuple]:
     monkeypatch.setattr(flow, "served", serve)
     monkeypatch.setattr(flow, "hold_slots", hold_slots)
     monkeypatch.setattr(flow, "measure_group", measure_group)
-    monkeypatch.setattr(flow, "compare_check_outputs", lambda base, spec, run: calls.append(("compare", base, spec))
+    monkeypatch.setattr(flow, "compare_check_outputs", lambda base, spec, run: calls.append(("compare", base.outputs, spec.outputs))
                         or "lossless")
     monkeypatch.setattr(flow, "summarize_run", lambda cell, run, backend, tool, facts, role: calls.append(
         ("summarize", cell.profile.method.num_speculative_tokens, cell.profile.benchmark.concurrency,

@@ -37,7 +37,7 @@ def test_a_new_role_is_one_registration():
 
 
 def test_an_unknown_role_names_the_known_ones():
-    with pytest.raises(UnknownName, match="unknown run role 'nightly'; allowed: calibrate, compare, own"):
+    with pytest.raises(UnknownName, match="unknown run role 'nightly'; allowed: calibrate, calibrate-ab, compare, own"):
         RunRole(kind="nightly")
 
 
