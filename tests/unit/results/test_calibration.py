@@ -60,3 +60,52 @@ def test_runs_without_an_interval_are_listed_as_such_with_the_reason_not_as_miss
     assert "1.10x faster (no interval: one round block per variant; 4 prompts, round blocks)" in lines[0]
     assert "0.95x, slower (no interval: one round block per variant;" in lines[1]
     assert f"no run measured a speedup with an interval ({why}): no coverage to count" in text
+
+
+def ab(point: float, low: float, high: float, i: int = 0):
+    from specops.results.role import CALIBRATE_AB
+
+    result = run_result(speedup=point, started_at=T0 + 600 * i).model_copy(update={"role": RunRole(kind=CALIBRATE_AB)})
+    return result.model_copy(update={"speedup": result.speedup.model_copy(update={"low": low, "high": high})})
+
+
+def test_ab_repeats_count_the_intervals_that_hold_the_runs_median_and_weigh_between_against_within():
+    from specops.results.calibration import ab_lines, host_summary
+
+    runs = [ab(1.17, 1.05, 1.30), ab(1.51, 1.26, 1.81), ab(1.25, 1.09, 1.42), ab(1.36, 1.09, 1.69)]
+    calibration = Calibration("ngram-vllm-serve-cpu", [aa(1.0), aa(0.98)], tuple(runs))
+    lines = "\n".join(ab_lines(calibration))
+    # median 1.305: the first run's 1.05-1.30 misses it, the others hold it; every pair overlaps (1.26 <= 1.30)
+    assert "3 of 4 intervals contain the runs' median speedup 1.305x; 6 of 6 pairs of intervals overlap" in lines
+    between = float(lines.split("between runs: SD ")[1].split(" ")[0])
+    assert between == pytest.approx(np_std([math.log(r.speedup.point) for r in runs]), abs=1e-3)
+    assert "A/B: the profile itself, 4 runs back to back" in format_calibration(calibration)
+    assert host_summary(calibration, "2026-12-06") == ("calibrated on this host: A/A 2/2 intervals contain 1.00x, A/B "
+                                                       "3/4 hold the runs' median, on 2026-12-06")
+    assert ab_lines(Calibration("p", [aa(1.0)])) == []  # no A/B asked: nothing said
+    apart = "\n".join(ab_lines(Calibration("p", [aa(1.0)], (ab(1.0, 0.9, 1.1), ab(2.0, 1.8, 2.2)))))
+    assert "0 of 2 intervals contain the runs' median speedup 1.500x; 0 of 1 pairs of intervals overlap" in apart
+
+
+def np_std(values: list[float]) -> float:
+    import statistics
+
+    return statistics.stdev(values)
+
+
+def test_every_run_says_its_hosts_latest_calibration_or_that_there_is_none(tmp_path):
+    from specops.results.calibration import host_calibration, save_host_calibration
+
+    assert host_calibration(tmp_path, "ngram-local", "Intel Xeon").startswith("not calibrated here")
+    save_host_calibration(tmp_path, "ngram-local", "calibrated on this host: A/A 19/20 ...", "Intel Xeon", "/a/c.md")
+    assert host_calibration(tmp_path, "ngram-local", "Intel Xeon") == "calibrated on this host: A/A 19/20 ... (/a/c.md)"
+    assert host_calibration(tmp_path, "ngram-local", "AMD EPYC").startswith("not calibrated on this CPU (AMD EPYC")
+    assert host_calibration(tmp_path, "other", "Intel Xeon").startswith("not calibrated here")
+
+
+def test_one_ab_run_is_refused_before_anything_runs():
+    from specops.profile.calibration import load_calibration
+    from specops.profile.errors import ProfileError
+
+    with pytest.raises(ProfileError, match="ab: 1: 0, or 2 to 100 A/B runs"):
+        load_calibration("ngram-local", [], 20, 1)
