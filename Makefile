@@ -180,9 +180,9 @@ bench: install
 bench-engines: install
 	$(BIN)/python benchmarks/engine_bench.py
 
-## bench-pays: the replay's best n-gram and suffix settings (`specops replay`, 16 x 128) served on vLLM's CPU build
-## against its base at concurrency 1 (requests interleaved), 2 and 4 (3 round blocks): predicted beside served
-## tokens per step, each speedup with its 95% interval and lower end
+## bench-pays: the replay's n-gram (K 1, 2, 4 and its best) and suffix (K 8 and its best) settings, 16 x 128, served on
+## vLLM's CPU build against its base at concurrency 1 (requests interleaved) and 2 (3 round blocks), each with the
+## speedup the replay predicted from this host's measured step cost beside the measured one and its 95% interval
 bench-pays: install
 	$(BIN)/python benchmarks/pays_bench.py
 

@@ -1,13 +1,19 @@
-"""Does speculation pay on the real engine? The replay's best n-gram and suffix settings, served on vLLM's CPU build.
+"""Does speculation pay on the real engine, and does the replay say so before serving? The replay's n-gram and suffix
+settings served on vLLM's CPU build, each with its predicted speedup beside the measured one.
 
-    .venv/bin/python benchmarks/pays_bench.py [--concurrency 1,2,4] [--set KEY=VALUE ...]     (make bench-pays)
+    .venv/bin/python benchmarks/pays_bench.py [--concurrency 1,2] [--set KEY=VALUE ...]     (make bench-pays)
 
 For each method (n-gram: ngram-vllm-serve-cpu; suffix decoding, cross-request cache off as the profile's default:
 suffix-vllm-serve-cpu) `specops replay` ranks the settings on the target's greedy outputs (16 prompts x 128 tokens);
-the best one is then served against vLLM's base: at concurrency 1 with requests interleaved by AIPerf (the
-interval is over the prompts), above it in alternating round blocks (3 rounds: the interval is over the rounds).
-One table: the setting, the replay's tokens per drafted step beside the served engine's (vLLM's counters), and the
-speedup with its 95% interval and lower end. Nothing here asserts a target.
+n-gram is then served at K 1, 2, 4 and the best setting's K (its best prompt-lookup lengths), suffix at K 8 and its
+best setting's K, each against vLLM's base: at concurrency 1 with requests interleaved by AIPerf (the interval is
+over the prompts), above it in alternating round blocks (3 rounds: the interval is over the rounds). Before a
+setting is served the replay predicts its speedup from this host's step cost (replay/step_cost.py: what a step
+costs, with and without a draft and per verified token, fitted from the requests of the runs served before it at
+that concurrency); a concurrency with no cost yet is first measured by serving the profile as shipped, whose own
+prediction is not counted. One table: the setting, the predicted speedup with its 95% interval beside the measured
+one, whether the measured interval holds the prediction, and accepted tokens per step predicted and served.
+Nothing here asserts a target.
 """
 from __future__ import annotations
 
@@ -24,31 +30,37 @@ PROFILES = {"ngram": "ngram-vllm-serve-cpu", "suffix": "suffix-vllm-serve-cpu"}
 PAIRED = ["benchmark.tool=aiperf", "benchmark.interleave=true", "benchmark.pairing=requests"]
 # Above it AIPerf cannot alternate single requests: whole rounds alternate, and 3 give an interval over rounds.
 ROUNDS = ["benchmark.tool=aiperf", "benchmark.interleave=true", "benchmark.pairing=rounds", "benchmark.rounds=3"]
+KS = {"ngram": (1, 2, 4), "suffix": (8,)}  # served besides the best setting's own K
 
 
-def best(method: str, extra: list[str]):
-    """The replay's best setting of this method on the profile (suffix: with the cross-request cache off)."""
+def design(c: int) -> list[str]:
+    return [*(PAIRED if c == 1 else ROUNDS), f"benchmark.concurrency={c}"]
+
+
+def settings(method: str, extra: list[str]) -> list:
+    """The replay's best setting of this method on the profile, and the same at the other Ks served."""
     from specops.profile.loader import load_profile
     from specops.replay.grid import ranked
     from specops.replay.run import predict
     from specops.sweep.replayed import replay_family
 
     loaded = load_profile(PROFILES[method], [*SIZE, *extra])
-    return ranked(predict(loaded, replay_family(loaded)))[0]
+    best = ranked(predict(loaded, replay_family(loaded)))[0].setting
+    return [best.model_copy(update={"k": k}) for k in sorted({*KS[method], best.k})]
 
 
-def row(method: str, prediction, concurrency: int, result) -> str:
-    measured = figure(result, "speculative", "acceptance", "mean_accepted_per_step")
-    s = result.speedup
-    interval = s.text() if s else "no speedup: no prompt measured on both variants"
-    low = f"{s.low:.2f}x" if s and s.low is not None else "none (see the interval's note)"
-    return (f"| {prediction.label} | {concurrency} | {shown(prediction.per_drafted_step, '.2f')} | "
-            f"{shown(measured, '.2f')} | {interval} | {low} | {result.verdict.value} |")
+def row(setting, c: int, prediction, result) -> tuple[str, bool | None]:
+    measured, guess = result.speedup, prediction.speedup
+    holds = None if not (measured and guess and measured.has_interval) else measured.low <= guess.point <= measured.high
+    served = figure(result, "speculative", "acceptance", "mean_accepted_per_step")
+    return (f"| {setting.label()} | {c} | {guess.text() if guess else 'none (no step cost measured)'} | "
+            f"{measured.text() if measured else 'none'} | {'-' if holds is None else 'yes' if holds else 'NO'} | "
+            f"{shown(prediction.per_drafted_step, '.2f')} | {shown(served, '.2f')} | {result.verdict.value} |", holds)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--concurrency", default="1,2,4", help="loads to serve each setting at (default 1,2,4)")
+    parser.add_argument("--concurrency", default="1,2", help="loads to serve each setting at (default 1,2)")
     parser.add_argument("--method", choices=[*PROFILES, "all"], default="all")
     parser.add_argument("--set", dest="overrides", action="append", default=[], help="more profile overrides")
     args = parser.parse_args()
@@ -57,22 +69,33 @@ def main() -> None:
 
     prefect_defaults()
     from flows.specdec import run_specdec
+    from specops.profile.loader import load_profile
+    from specops.replay.run import predict, step_cost
 
-    rows = []
-    for method in (PROFILES if args.method == "all" else [args.method]):
-        prediction = best(method, args.overrides)
-        print(f"{method}: the replay's best setting is {prediction.label} ({prediction.tokens_per_step:.2f} tokens "
-              f"per step, {shown(prediction.per_drafted_step, '.2f')} per drafted step)", flush=True)
-        for c in loads:
-            design = PAIRED if c == 1 else ROUNDS
-            result = run_specdec(PROFILES[method], [*SIZE, *args.overrides, *prediction.setting.overrides(),
-                                                    *design, f"benchmark.concurrency={c}"])
-            print(f"  concurrency {c}: {result.verdict.value}, {result.run_dir}", flush=True)
-            rows.append(row(method, prediction, c, result))
-    print("\n| setting | concurrency | replay: tokens / drafted step | served: accepted tokens / step | "
-          "speedup over vLLM's base (95% interval) | lower end | verdict |")
-    print("|---|---|---|---|---|---|---|")
+    methods = list(PROFILES) if args.method == "all" else [args.method]
+    grid = {m: settings(m, args.overrides) for m in methods}
+    rows, held = [], []
+    for c in loads:
+        for method in methods:
+            shipped = [*SIZE, *args.overrides, *design(c)]
+            if step_cost(load_profile(PROFILES[method], shipped)) is None:
+                print(f"concurrency {c}: no step cost yet; serving {PROFILES[method]} as shipped to measure one",
+                      flush=True)
+                run_specdec(PROFILES[method], shipped)
+            for setting in grid[method]:
+                overrides = [*shipped, *setting.overrides()]
+                (prediction,) = predict(load_profile(PROFILES[method], overrides), [setting])
+                result = run_specdec(PROFILES[method], overrides)
+                line, holds = row(setting, c, prediction, result)
+                print(f"  {line}", flush=True)
+                rows.append(line)
+                held.append(holds)
+    print("\n| setting | concurrency | predicted speedup (95%) | measured speedup over vLLM's base (95%) | "
+          "measured interval holds the prediction | accepted/step predicted | served | verdict |")
+    print("|---|---|---|---|---|---|---|---|")
     print("\n".join(rows))
+    judged = [h for h in held if h is not None]
+    print(f"\nthe measured interval holds the prediction for {sum(judged)} of {len(judged)} settings")
 
 
 if __name__ == "__main__":

@@ -31,6 +31,9 @@ def add_parser(sub) -> None:
     sweep.add_argument("--from-replay", type=_positive, metavar="N",
                        help="sweep the N settings `specops replay` ranks best for the profile's method (n-gram, or "
                        "suffix with its cache off) instead of --k/--ngram-*; needs the vLLM venv")
+    sweep.add_argument("--prune", action="store_true", help="with --from-replay: serve only the settings whose "
+                       "predicted speedup interval reaches the best one's (the replay weighs its steps by this host's "
+                       "measured step cost); the sweep says why each other is left out")
     sweep.add_argument("--concurrency", type=_int_list, default=[1, 2, 4], metavar="C,C,...",
                        help="benchmark.concurrency values, default 1,2,4")
     sweep.add_argument("--run-id", help="name of the sweep's run directory (default: timestamp)")
@@ -130,7 +133,8 @@ def cmd_sweep(args) -> int:
     def load():
         from flows.sweep import sweep
         return lambda: sweep(args.profile, grid.draft_lengths, grid.concurrencies, args.overrides, args.run_id,
-                             ngram_min=args.ngram_min, ngram_max=args.ngram_max, from_replay=args.from_replay or 0)
+                             ngram_min=args.ngram_min, ngram_max=args.ngram_max, from_replay=args.from_replay or 0,
+                             prune=args.prune)
 
     outcome = _flow_command(args, load)
     print(f"\n{outcome.table}\n\nsweep: {outcome.run_dir}  (measured now: {', '.join(outcome.measured) or 'none'}; "

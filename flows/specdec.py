@@ -33,7 +33,7 @@ from specops.results.role import RunRole
 from specops.run.roots import cache_root
 from specops.run.rundir import RunDir
 from specops.run.variant import BASE, SPECULATIVE, Variant, variants_of
-from tasks.benchmark import predict_acceptance
+from tasks.benchmark import keep_step_cost, predict_acceptance
 from tasks.check import compare_check_outputs
 from tasks.models import download_workload
 from tasks.profile import check_prerequisites, check_result_storage, create_run_dir
@@ -120,6 +120,7 @@ def measure(loaded: LoadedProfile, backend: Backend, tool: BenchTool, run: RunDi
                                              facts, f"render {v.name}")
             serve_and_benchmark(loaded, backend, tool, run, facts, variants, repos, workload, tokenizer, checked)
             facts.predicted = predict_acceptance(loaded, backend, run, workload)  # on the cores the servers freed
+            keep_step_cost(loaded, backend, facts.variants, run)  # after the prediction, which used the earlier
         finally:
             facts.window = Window(started_at=held.started_at, finished_at=time.time(), slots=held.names,
                                   waited_s=round(held.waited_s, 3))

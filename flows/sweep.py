@@ -31,6 +31,7 @@ from prefect_adapters.parameters import (
     NgramMins,
     Overrides,
     ProfileName,
+    Prune,
     RunId,
     ServeSchedule,
 )
@@ -149,7 +150,7 @@ def measure_server(sweep: SweepRun, group: ServerGroup, servers: SweepServers) -
 def sweep(profile: ProfileName = "ngram-local", draft_lengths: DraftLengths = (1, 2, 4),
           concurrencies: Concurrencies = (1, 2, 4), overrides: Overrides = (), run_id: RunId = "",
           serve_schedule: ServeSchedule = True, ngram_min: NgramMins = (), ngram_max: NgramMaxes = (),
-          from_replay: FromReplay = 0) -> SweepOutcome | State:
+          from_replay: FromReplay = 0, prune: Prune = False) -> SweepOutcome | State:
     """Measure the profile at every draft length (x n-gram lengths, or the replay's best settings) x concurrency
     (cells measured before come from the cache), then serve the recommended per-load schedule where the backend
     takes one (serve_schedule: false skips that)."""
@@ -160,7 +161,7 @@ def sweep(profile: ProfileName = "ngram-local", draft_lengths: DraftLengths = (1
         return refused
     loaded = validate_sweep(profile, overrides, grid)
     if from_replay:  # the replay's best settings are the series instead
-        grid = replay_series(loaded, from_replay, grid)
+        grid = replay_series(loaded, from_replay, grid, prune)
         loaded = validate_sweep(profile, overrides, grid)
     run = create_run_dir(loaded, run_id)
     state = SweepRun(loaded, tuple(overrides), backend_for(loaded.profile), tool_for(loaded.profile), run,

@@ -91,6 +91,10 @@ FromReplay = Annotated[int, described(
     "`specops replay` ranks best for the profile's method (n-gram or suffix, suffix with its cache off), best "
     "first; needs the vLLM venv.", ge=0, le=MAX_REPLAYED)]
 
+Prune = Annotated[bool, described(
+    "With from_replay: serve only the settings whose predicted speedup interval reaches the best one's (the replay "
+    "weighs its steps by this host's measured step cost); the sweep says why each other is left out.")]
+
 ServeSchedule = Annotated[bool, described(
     "Serve the recommended per-load draft-length schedule and measure it at every concurrency, where the "
     "backend's pinned version takes one; false skips that step.")]

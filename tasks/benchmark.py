@@ -20,9 +20,10 @@ from specops.pipeline.benchmark import Measured, bench_job, interleaved_job, mea
 from specops.pipeline.check import Pace
 from specops.profile.loader import LoadedProfile
 from specops.profile.schema import Benchmark
-from specops.replay.run import ReplayError, predicted_for_run
+from specops.replay.run import ReplayError, predicted_for_run, record_step_cost
 from specops.replay.traffic import traffic_lines
-from specops.results.metrics import Predicted
+from specops.results.model import VariantRecord
+from specops.results.predicted import Predicted
 from specops.run.progress import Progress, within
 from specops.run.rundir import RunDir
 from specops.run.variant import Variant
@@ -108,6 +109,22 @@ def record_answers(workload: Workload, measured: list[Measured], variant: Varian
 def read_acceptance(backend: Backend, server: Server, variant: Variant, settle: bool = False) -> Acceptance | None:
     """Read the cumulative speculation counters from the backend's own source."""
     return backend.acceptance(server, variant, settle)
+
+
+@step(timed="predict", label="speculative")
+def keep_step_cost(loaded: LoadedProfile, backend: Backend, variants: list[VariantRecord], run: RunDir) -> None:
+    """The run's requests into this host's step-cost store (replay.step_cost), which later replays and runs predict
+    their speedups with; only where the backend runs the replay's drafters here."""
+    by_name = {v.name: v for v in variants}
+    spec, base = by_name.get("speculative"), by_name.get("base")
+    if not backend.replays_here() or spec is None or base is None:
+        return
+    try:
+        added = record_step_cost(loaded, spec.samples, base.samples, str(run.path))
+    except (OSError, ValueError) as exc:  # a reading for later runs, never a step this run needs
+        get_run_logger().warning("step cost not kept: %s", exc)
+        return
+    get_run_logger().info("step cost: %d requests kept for later predictions", added)
 
 
 @step(timed="predict", label="speculative")

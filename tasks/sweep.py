@@ -38,12 +38,15 @@ def validate_sweep(profile: str, overrides: list[str], grid: SweepGrid) -> Loade
 
 
 @step
-def replay_series(loaded: LoadedProfile, n: int, grid: SweepGrid) -> SweepGrid:
-    """The grid with the N settings `specops replay` ranks best as its series (in the vLLM venv), best first."""
+def replay_series(loaded: LoadedProfile, n: int, grid: SweepGrid, prune: bool = False) -> SweepGrid:
+    """The grid with the N settings `specops replay` ranks best as its series (in the vLLM venv), best first; with
+    `prune`, only those whose predicted interval reaches the best's (each left out logged with why)."""
     from specops.replay.run import predict
 
     check_replayable(loaded)
-    settings = replayed_settings(loaded, n, lambda p, s: predict(p, s, get_run_logger().info))
+    settings, left_out = replayed_settings(loaded, n, lambda p, s: predict(p, s, get_run_logger().info), prune)
+    for why in left_out:
+        get_run_logger().info("not served: %s", why)
     get_run_logger().info("replay's %d best: %s", n, ", ".join(s.model_dump_json() for s in settings))
     return SweepGrid(draft_lengths=[], concurrencies=grid.concurrencies, settings=settings)
 

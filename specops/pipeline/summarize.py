@@ -16,7 +16,7 @@ from specops.pipeline.check import cache_primed
 from specops.profile.loader import LoadedProfile
 from specops.results.calibration import host_calibration
 from specops.results.categories import WorkloadRecord, category_figures, normalized_mix, prompt_mix
-from specops.results.metrics import DrafterCache, Predicted
+from specops.results.metrics import DrafterCache
 from specops.results.model import (
     BenchmarkRecord,
     Failure,
@@ -32,6 +32,7 @@ from specops.results.model import (
     Window,
 )
 from specops.results.paired import Design, Speedup
+from specops.results.predicted import Predicted
 from specops.results.role import RunRole
 from specops.results.speedup import paired_speedup
 from specops.run.roots import cache_root

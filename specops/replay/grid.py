@@ -13,14 +13,16 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from specops.results.figures import shown
+from specops.results.figures import interval_text, shown
 from specops.results.history import text_table
+from specops.results.paired import Speedup
 
 SUFFIX_CACHED = 10000  # vLLM's suffix_decoding_max_cached_requests default: the cross-request cache on
 NOTE = ("tokens/step counts what one target forward emits (accepted drafts + its own token), steps without a draft "
-        "included; it is not yet a speedup: what verifying each extra drafted token costs is not modelled. "
-        "vLLM's counters (accepted/step in a run's report) divide by steps that carried a draft only: "
-        "the 'per drafted step' column.")
+        "included. The predicted speedup weighs each prompt's steps by the step cost this host's served runs "
+        "measured (a step with a draft costs more, and more with each token it verifies; replay.step_cost), its "
+        "interval over the prompts; '-' where none was measured. vLLM's counters (accepted/step in a run's "
+        "report) divide by steps that carried a draft only: the 'per drafted step' column.")
 
 
 class NgramSetting(BaseModel):
@@ -88,6 +90,11 @@ class Prediction(BaseModel):
     prompt_tokens_per_step: list[float]  # one per prompt, in the prompts' order
     steps: int
     by_category: dict[str, float | None] = {}  # per drafted step over each category's prompts
+    prompt_counts: list[dict[str, int]] = []  # each prompt's replay (steps, drafted steps, drafted, accepted, ...)
+    # With a measured step cost (replay.step_cost): the speedup it predicts, with its interval over the prompts,
+    # overall and per category; None: no cost measured for this engine, target and host
+    speedup: Speedup | None = None
+    category_speedups: dict[str, Speedup] = {}
 
     @classmethod
     def of(cls, setting: Setting, counts: list[dict], categories: list[str | None] | None = None) -> Prediction:
@@ -98,6 +105,7 @@ class Prediction(BaseModel):
                    per_drafted_step=_per_drafted_step(total),
                    acceptance_rate=_ratio(total["accepted"], total["drafted"]),
                    prompt_tokens_per_step=[_ratio(c["emitted"], c["steps"]) or 0.0 for c in counts],
+                   prompt_counts=counts,
                    by_category={name: _per_drafted_step(_totals([c for c, k in zip(counts, categories or [])
                                                                   if k == name])) for name in named})
 
@@ -116,9 +124,24 @@ def _ratio(a: float, b: float) -> float | None:
 
 
 def ranked(predictions: list[Prediction]) -> list[Prediction]:
-    """Best first; of settings that predict the same, the one drafting fewer tokens per step first (it costs less
-    to verify)."""
-    return sorted(predictions, key=lambda p: (-round(p.tokens_per_step, 6), p.setting.k))
+    """Best first: by predicted speedup where a step cost was measured (a setting that verifies far more than it
+    keeps ranks below one that keeps more of what it verifies), else by tokens per step; of settings that predict
+    the same, the one drafting fewer tokens per step first (it costs less to verify)."""
+    return sorted(predictions, key=lambda p: (-round(p.speedup.point if p.speedup else 0.0, 6),
+                                              -round(p.tokens_per_step, 6), p.setting.k))
+
+
+def pruned(predictions: list[Prediction]) -> tuple[list[Prediction], list[str]]:
+    """The settings whose predicted interval reaches the best one's, and why each other is left out (its interval
+    lies wholly below the best's); without predicted speedups, all of them."""
+    order = ranked(predictions)
+    best = order[0].speedup if order else None
+    if best is None or best.low is None:
+        return order, []
+    kept = [p for p in order if p.speedup is None or p.speedup.high is None or p.speedup.high >= best.low]
+    why = [f"{p.label}: predicted {p.speedup.text()}, below the best's lower end {best.low:.2f}x"
+           for p in order if p not in kept]
+    return kept, why
 
 
 def category_table(predictions: list[Prediction], top: int | None, marked: Setting | None = None) -> str:
@@ -140,10 +163,12 @@ def ranking_table(predictions: list[Prediction], top: int | None, marked: Settin
     shown_ones = order[:top] + [p for p in order[top or len(order):] if p.setting == marked]
     rows = []
     for p in shown_ones:
-        spread = p.prompt_tokens_per_step
-        rows.append([p.label + (" (profile)" if p.setting == marked else ""), f"{p.tokens_per_step:.2f}",
+        spread, s = p.prompt_tokens_per_step, p.speedup
+        rows.append([p.label + (" (profile)" if p.setting == marked else ""),
+                     interval_text(s.point, s.low, s.high) if s else "-", f"{p.tokens_per_step:.2f}",
                      shown(p.per_drafted_step, ".2f"), shown(p.acceptance_rate, ".0%"),
                      f"{min(spread):.2f} / {statistics.median(spread):.2f} / {max(spread):.2f}"])
-    headers = ["setting", "tokens/step", "per drafted step", "acceptance", "per prompt min / median / max"]
+    headers = ["setting", "predicted speedup (95%)", "tokens/step", "per drafted step", "acceptance",
+               "per prompt min / median / max"]
     return text_table(headers, rows) + "\n\n" + textwrap.fill(NOTE, 116)
 

@@ -7,18 +7,22 @@ import json
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Callable
 from pathlib import Path
 
 from specops.atomic_file import write_text
 from specops.backends.vllm import cpu as vllm_cpu
 from specops.bench.sampling import Workload, WorkloadError
+from specops.cost.nvml import host_record
 from specops.pipeline.benchmark import workload_for
 from specops.profile.errors import ProfileError
 from specops.profile.loader import LoadedProfile
 from specops.replay.grid import NgramSetting, Prediction, Setting, SuffixSetting
+from specops.replay.step_cost import CostStore, StepCost, cost_key, observations, predicted_speedup
 from specops.replay.traffic import read_traffic, worker_requests
-from specops.results.metrics import Predicted
+from specops.results.metrics import RequestSample
+from specops.results.predicted import Predicted
 from specops.run.roots import cache_root
 from specops.sources.schemes import fetch
 
@@ -126,13 +130,49 @@ def predict(loaded: LoadedProfile, settings: list[Setting], say: Say = print, wo
 
 def simulate(loaded: LoadedProfile, sequences: list[dict], settings: list[Setting], length: int | None,
              categories: list[str | None], say: Say) -> list[Prediction]:
-    """The settings replayed over the sequences (each request `length` tokens; None: its whole output)."""
+    """The settings replayed over the sequences (each request `length` tokens; None: its whole output), with the
+    speedup each predicts where this host measured the engine's step cost (replay.step_cost)."""
     say(f"replay: simulating {len(settings)} settings over {len(sequences)} prompts ...")
     max_len = engine_args(loaded).get("max_model_len", DEFAULT_MAX_MODEL_LEN)
     request = {"mode": "simulate", "sequences": sequences, "max_model_len": max_len, "length": length,
                "settings": [s.model_dump() for s in settings]}
     results = run_worker(request, say)["results"]
-    return [Prediction.of(setting, counts, categories) for setting, counts in zip(settings, results)]
+    cost = step_cost(loaded)
+    say(f"replay: {cost.describe()}" if cost else f"replay: {NO_COST}")
+    return [with_speedup(Prediction.of(setting, counts, categories), cost, categories)
+            for setting, counts in zip(settings, results)]
+
+
+NO_COST = ("no step cost measured for this engine, target and host yet (a served run of the profile at this "
+           "concurrency measures one): no predicted speedup, ranked by tokens per step")
+
+
+def cost_key_of(loaded: LoadedProfile) -> dict[str, str]:
+    target = fetch(loaded.profile.target.source, cache_root(), log=lambda m: None)
+    return cost_key(f"vLLM {vllm_cpu.version()}", target.sha256, str(engine_args(loaded).get("dtype", "auto")),
+                    host_record().cpu_model, loaded.profile.benchmark.concurrency)
+
+
+def step_cost(loaded: LoadedProfile) -> StepCost | None:
+    """This host's measured step cost for the profile's engine, target, dtype and concurrency (None: none yet)."""
+    return CostStore(cache_root()).cost(cost_key_of(loaded))
+
+
+def with_speedup(p: Prediction, cost: StepCost | None, categories: list[str | None]) -> Prediction:
+    if cost is None:
+        return p
+    by = {name: predicted_speedup(cost, p.prompt_counts, [i for i, c in enumerate(categories) if c == name])
+          for name in p.by_category}
+    return p.model_copy(update={"speedup": predicted_speedup(cost, p.prompt_counts),
+                                "category_speedups": {c: s for c, s in by.items() if s is not None}})
+
+
+def record_step_cost(loaded: LoadedProfile, spec: list[RequestSample], base: list[RequestSample], run: str) -> int:
+    """A served run's requests into the host's step-cost store (after its own prediction, which used the ones
+    before); how many it added."""
+    found = observations(spec, base, run)
+    CostStore(cache_root()).add(cost_key_of(loaded), found, time.time())
+    return len(found)
 
 
 def predict_traffic(loaded: LoadedProfile, log: Path, settings: list[Setting], say: Say = print) -> list[Prediction]:
@@ -159,4 +199,11 @@ def predicted_for_run(loaded: LoadedProfile, workload: Workload | None = None, s
     source = (f"specops replay: {PROPOSER[setting.method]} (vLLM {vllm_cpu.version()}) over the target's greedy "
               f"outputs, {len(p.prompt_tokens_per_step)} prompts x {b.output_tokens} tokens, each request alone{warm}")
     return Predicted(setting=p.label, accepted_per_step=p.per_drafted_step, tokens_per_step=p.tokens_per_step,
-                     source=source, by_category={c: v for c, v in p.by_category.items() if v is not None})
+                     source=source, by_category={c: v for c, v in p.by_category.items() if v is not None},
+                     speedup=p.speedup, category_speedups=p.category_speedups,
+                     cost=step_cost_text(loaded))
+
+
+def step_cost_text(loaded: LoadedProfile) -> str:
+    cost = step_cost(loaded)
+    return cost.describe() if cost else NO_COST

@@ -45,6 +45,9 @@ def variant_row(result: RunResult, v: VariantRecord) -> dict:
             "accepted_per_position": " ".join(f"{r:.3f}" for r in live.position_rates or []) if live else None,
             "predicted_accepted_per_step": result.predicted.accepted_per_step
             if result.predicted and v.name == "speculative" else None}
+    guess = result.predicted.speedup if result.predicted and v.name == "speculative" else None
+    row |= {"predicted_speedup": guess and guess.point, "predicted_speedup_low": guess and guess.low,
+            "predicted_speedup_high": guess and guess.high}
     row |= {"cpu_s_per_1k_tokens": v.cost and v.cost.cpu_s_per_1k_tokens,
             "gpu_j_per_1k_tokens": v.cost and v.cost.gpu_j_per_1k_tokens}
     s = result.speedup
@@ -192,8 +195,15 @@ def prediction_lines(result: RunResult) -> list[str]:
     both = measured is not None and p.accepted_per_step is not None
     gap = f" (measured - predicted {measured - p.accepted_per_step:+.2f})" if both else ""
     predicted = "no step drafted" if p.accepted_per_step is None else f"{p.accepted_per_step:.2f}"
-    return [f"Accepted/step predicted {predicted}, measured {said}{gap}: {p.setting}, by {p.source} "
-            f"(tokens/step with undrafted steps {p.tokens_per_step:.2f})."]
+    lines = [f"Accepted/step predicted {predicted}, measured {said}{gap}: {p.setting}, by {p.source} "
+             f"(tokens/step with undrafted steps {p.tokens_per_step:.2f})."]
+    if p.speedup is not None:
+        s = result.speedup
+        lines.append(f"Speedup predicted {p.speedup.text()}, measured "
+                     f"{s.text() if s else 'none'}: the replay's steps weighed by the step cost {p.cost}.")
+    elif p.cost:
+        lines.append(f"Speedup not predicted: {p.cost}.")
+    return lines
 
 
 def design_text(b: BenchmarkRecord) -> str:

@@ -118,17 +118,6 @@ class DrafterCache(Record):
     primed: list[str] = []  # why the cache held the measured prompts' outputs before they were measured; []: never
 
 
-class Predicted(Record):
-    """`specops replay`'s figures for the run's own setting (the engine's proposer over the target's greedy outputs
-    on the benchmark's prompts), beside what the served engine counted: they agree up to batching effects."""
-
-    setting: str  # the setting's label, e.g. "ngram min 4 max 4 K 4"
-    accepted_per_step: float | None  # 1 + accepted / steps with a draft (the engine counter's definition); None: none
-    tokens_per_step: float  # what one target forward emits, steps without a draft included
-    source: str  # the proposer, the engine version and what was replayed
-    by_category: dict[str, float] = {}  # accepted_per_step over each category's prompts (schema >= 9)
-
-
 class Window(Record):
     """From the first engine build to the last server stop: what the run held the accelerator slots for."""
 

@@ -11,8 +11,9 @@ from pydantic import Field, model_validator
 
 from specops.acceptance.model import Acceptance, analytical_bound
 from specops.results.categories import WorkloadRecord
-from specops.results.metrics import BenchMetrics, DrafterCache, Predicted, Record, RequestSample, Window
+from specops.results.metrics import BenchMetrics, DrafterCache, Record, RequestSample, Window
 from specops.results.paired import Design, Speedup
+from specops.results.predicted import Predicted
 from specops.results.role import RunRole, legacy_role
 
 # Of the RunResult JSON; bump with every change of its fields (and a migration of stored records

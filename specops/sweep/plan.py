@@ -11,9 +11,9 @@ from specops.bench.sampling import Workload
 from specops.bench.tool import BenchTool
 from specops.pipeline.summarize import RunFacts
 from specops.profile.loader import LoadedProfile, overridden
-from specops.results.metrics import Predicted
 from specops.results.model import Lossless, VariantRecord, Window
 from specops.results.paired import Design
+from specops.results.predicted import Predicted
 from specops.run.rundir import RunDir
 from specops.sources.schemes import ModelArtifact
 from specops.sweep.cells import CellStore

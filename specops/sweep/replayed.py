@@ -8,7 +8,7 @@ from specops.backends.base import PrerequisiteError
 from specops.backends.vllm import cpu as vllm_cpu
 from specops.profile.errors import ProfileError
 from specops.profile.loader import LoadedProfile
-from specops.replay.grid import GRIDS, Prediction, Setting, ranked
+from specops.replay.grid import GRIDS, Prediction, Setting, pruned, ranked
 from specops.sweep.grid import K_KEY, MAX_REPLAYED, SweepSetting
 
 Predict = Callable[[LoadedProfile, list[Setting]], list[Prediction]]
@@ -43,7 +43,12 @@ def as_series(prediction: Prediction) -> SweepSetting:
     return SweepSetting(k=prediction.setting.k, overrides=knobs)
 
 
-def replayed_settings(loaded: LoadedProfile, n: int, predict: Predict) -> list[SweepSetting]:
-    """The N best settings by `predict` (specops.replay.run.predict: the vLLM venv's proposers), in rank order."""
+def replayed_settings(loaded: LoadedProfile, n: int, predict: Predict,
+                      prune: bool = False) -> tuple[list[SweepSetting], list[str]]:
+    """The N best settings by `predict` (specops.replay.run.predict: the vLLM venv's proposers), in rank order (by
+    predicted speedup where a step cost was measured); with `prune`, of them only those whose predicted interval
+    reaches the best one's, and why each other is left out."""
     check_count(n)
-    return [as_series(p) for p in ranked(predict(loaded, replay_family(loaded)))[:n]]
+    best = ranked(predict(loaded, replay_family(loaded)))[:n]
+    kept, why = pruned(best) if prune else (best, [])
+    return [as_series(p) for p in kept], why

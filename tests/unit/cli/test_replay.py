@@ -32,7 +32,7 @@ def test_the_ranking_puts_the_best_first_marks_the_profiles_setting_and_writes_e
     assert main(["replay", "ngram-vllm-serve-cpu", "--grid", "ngram", "--top", "3", "--json", str(out_file)]) == 0
     table = capsys.readouterr().out.split("-\n", 1)[1]
     assert table.splitlines()[0].startswith("ngram min 1 max 1 K 4")
-    assert "ngram min 2 max 3 K 4 (profile)" in table and "not yet a speedup" in table
+    assert "ngram min 2 max 3 K 4 (profile)" in table and "predicted speedup weighs" in table
     written = json.loads(out_file.read_text())
     assert len(written) == len(replayed[0]) and all(p["setting"]["method"] == "ngram" for p in written)
     assert [p["label"] for p in written if p["profile"]] == ["ngram min 2 max 3 K 4"]

@@ -13,7 +13,7 @@ from specops.profile.errors import ProfileError
 def args(**given) -> SimpleNamespace:
     return SimpleNamespace(**({"profile": "ngram-vllm-serve-cpu", "overrides": [], "k": None, "concurrency": [1, 2],
                                "ngram_min": [], "ngram_max": [], "from_replay": None, "max_cells": 64,
-                               "run_id": None} | given))
+                               "run_id": None, "prune": False} | given))
 
 
 def test_ngram_flags_cross_the_draft_lengths_dropping_min_above_max():
@@ -47,4 +47,4 @@ def test_from_replay_hands_the_count_to_the_flow_after_checking_the_venv(monkeyp
     monkeypatch.setattr(flows.sweep, "sweep", lambda *a, **kw: (a, kw))
     positional, keywords = calls[1]()()  # what the flow is called with
     assert positional[0] == "ngram-vllm-serve-cpu" and keywords == {"ngram_min": [], "ngram_max": [],
-                                                                    "from_replay": 3}
+                                                                    "from_replay": 3, "prune": False}

@@ -37,7 +37,7 @@ def test_the_table_shows_each_prompts_spread_marks_the_profiles_setting_and_says
     looping = Prediction.of(mine, [counts(10, 10, 5, 5, 0), counts(4, 20, 4, 16, 16), counts(8, 12, 4, 4, 4)])
     text = ranking_table([looping], top=None, marked=mine)
     assert "1.00 / 1.50 / 5.00" in text
-    assert "ngram min 2 max 3 K 4 (profile)" in text and "not yet a speedup" in text
+    assert "ngram min 2 max 3 K 4 (profile)" in text and "predicted speedup weighs" in text
     assert ranking_table([looping], top=None).count("(profile)") == 0
 
 

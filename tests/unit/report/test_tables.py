@@ -54,7 +54,7 @@ def test_without_a_pairing_of_several_prompts_the_report_says_why_there_is_no_sp
 
 def test_the_replays_prediction_is_shown_beside_the_engines_count_with_the_gap_signed_measured_minus_predicted():
     from specops.report.tables import comparison_frame
-    from specops.results.metrics import Predicted
+    from specops.results.predicted import Predicted
 
     result = run_result()  # the engine counted 1000 accepted over 400 drafted steps: 3.50 per step
     assert "predicted" not in report_markdown(result)

@@ -14,9 +14,10 @@ from specops.profile.loader import load_profile
 from specops.report.tables import comparison_frame, report_markdown
 from specops.report.writer import summary, write_report
 from specops.results.categories import normalized_mix
-from specops.results.metrics import Predicted, RequestSample
+from specops.results.metrics import RequestSample
 from specops.results.model import VariantRecord
 from specops.results.paired import Design
+from specops.results.predicted import Predicted
 from specops.run.rundir import RunDir
 
 # Eight prompts, round robin over two categories: "code" pays 2x on every prompt, "chat" 1.00-1.04x

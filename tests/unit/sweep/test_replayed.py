@@ -29,7 +29,7 @@ def test_the_top_n_ngram_settings_in_rank_order_become_the_series():
     # Best where min is 1 and max is 5, then by K (a larger K predicts more); ties: the smaller K first.
     predict, seen = stand_in_predict(lambda s: 1 + (s.min == 1) + (s.max == 5) + min(s.k, 4) / 10)
     loaded = load_profile("ngram-vllm-serve-cpu")
-    got = replayed_settings(loaded, 3, predict)
+    got, left_out = replayed_settings(loaded, 3, predict)
     assert all(s.method == "ngram" for s in seen) and len(seen) > 3  # the profile's own family, whole
     assert [(s.k, s.overrides) for s in got] == [
         (k, ("method.prompt_lookup_min=1", "method.prompt_lookup_max=5")) for k in (4, 5, 6)]
@@ -40,7 +40,7 @@ def test_the_top_n_ngram_settings_in_rank_order_become_the_series():
 
 def test_suffix_takes_only_cache_off_settings():
     predict, seen = stand_in_predict(lambda s: 2.0 + s.cached + s.depth / 100)
-    got = replayed_settings(load_profile("suffix-vllm-serve-cpu"), 2, predict)
+    got, _ = replayed_settings(load_profile("suffix-vllm-serve-cpu"), 2, predict)
     assert seen and all(s.cached == 0 for s in seen)
     assert all("method.max_cached_requests=0" in s.overrides for s in got)
     assert got[0].overrides[0] == "method.max_tree_depth=64"

@@ -1,0 +1,99 @@
+"""The step cost (specops/replay/step_cost.py) and the speedup a replay predicts with it: the three costs recovered
+from requests a known cost produced, a setting that keeps more of what it verifies ranked above one that accepts
+more per step but verifies far more, an interval that widens with the prompts' spread, and a host with no measured
+cost saying so in one line while tokens per step still print."""
+from __future__ import annotations
+
+import random
+import re
+
+import pytest
+
+from specops.replay.grid import NgramSetting, Prediction, pruned, ranked, ranking_table
+from specops.replay.step_cost import CostStore, StepCost, cost_key, fit, observations, predicted_speedup
+from specops.results.metrics import RequestSample
+
+KEY = cost_key("vLLM 0.32.0", "f" * 64, "float32", "Intel Xeon", 1)
+TRUE = {"fixed": 0.050, "draft": 0.030, "token": 0.004}  # a step: 50 ms, +30 ms with a draft, +4 ms a token
+
+
+def cost(**update) -> StepCost:
+    return StepCost(key=KEY, fixed_s=TRUE["fixed"], draft_s=TRUE["draft"], per_token_s=TRUE["token"], prefill_s=0.1,
+                    requests=32, runs=2, measured_at=0.0, residual=0.0).model_copy(update=update)
+
+
+def served(rng: random.Random, k: int, accept: float, tokens: int = 64) -> tuple[RequestSample, RequestSample]:
+    """A speculative request (drafts of k, a share `accept` of them kept) and its base twin, timed by TRUE."""
+    done = steps = drafted_steps = drafted = accepted = 0
+    while done < tokens - 1:
+        kept = sum(rng.random() < accept for _ in range(k))
+        steps, drafted_steps, drafted, accepted = steps + 1, drafted_steps + 1, drafted + k, accepted + kept
+        done += kept + 1
+    spec_s = steps * (TRUE["fixed"] + TRUE["token"]) + drafted_steps * TRUE["draft"] + drafted * TRUE["token"]
+    spec = RequestSample(prompt=0, round=0, latency_s=0.1 + spec_s, ttft_s=0.1, output_tokens=done + 1,
+                         spec_steps=drafted_steps, accepted_tokens=accepted, draft_tokens=drafted)
+    base_s = (tokens - 1) * (TRUE["fixed"] + TRUE["token"])
+    return spec, RequestSample(prompt=0, round=0, latency_s=0.1 + base_s, ttft_s=0.1, output_tokens=tokens)
+
+
+def test_the_three_costs_are_recovered_from_served_requests_of_two_draft_lengths():
+    rng = random.Random(1)
+    found = []
+    for k, accept in ((2, 0.6), (8, 0.4)):
+        pairs = [served(rng, k, accept) for _ in range(12)]
+        found += observations([s for s, _ in pairs], [b for _, b in pairs], f"run-k{k}")
+    got = fit(found, KEY, 0.0)
+    assert got.fixed_s == pytest.approx(TRUE["fixed"], abs=2e-3) and got.draft_s == pytest.approx(TRUE["draft"],
+                                                                                                   abs=2e-3)
+    assert got.per_token_s == pytest.approx(TRUE["token"], abs=5e-4) and got.residual < 0.01 and got.runs == 2
+    assert "ms with a draft" in got.describe() and "24 requests" not in got.describe()
+    assert fit(found[:3], KEY, 0.0) is None  # too few speculative requests to tell a draft's cost
+
+
+def counts(steps: int, drafted_steps: int, drafted: int, accepted: int, emitted: int = 63) -> dict:
+    return {"steps": steps, "emitted": emitted, "drafted_steps": drafted_steps, "drafted": drafted, "accepted": accepted}
+
+
+def test_a_setting_that_verifies_far_more_than_it_keeps_ranks_below_one_that_keeps_what_it_verifies():
+    thrifty = Prediction.of(NgramSetting(min=1, max=3, k=2), [counts(30, 30, 60, 33)] * 4)  # 2.1 tokens a step
+    greedy = Prediction.of(NgramSetting(min=1, max=3, k=64), [counts(25, 25, 1600, 38)] * 4)  # 2.5, 64 verified
+    assert greedy.tokens_per_step > thrifty.tokens_per_step and ranked([thrifty, greedy])[0] is greedy  # no cost
+    c = cost()
+    priced = [p.model_copy(update={"speedup": predicted_speedup(c, p.prompt_counts)}) for p in (thrifty, greedy)]
+    assert ranked(priced)[0].setting.k == 2
+    assert priced[0].speedup.point > 1.0 > priced[1].speedup.point
+    kept, why = pruned(priced)
+    assert [p.setting.k for p in kept] == [2] and "below the best's lower end" in why[0]
+
+
+def test_the_interval_widens_with_the_prompts_spread():
+    c = cost()
+    steady = predicted_speedup(c, [counts(30, 30, 60, 33)] * 6)
+    spread = predicted_speedup(c, [counts(s, s, 2 * s, 63 - s) for s in (20, 45, 25, 50, 22, 40)])
+    assert steady.low == pytest.approx(steady.high)  # identical prompts: no spread to weigh
+    assert spread.high / spread.low > 1.2 and spread.low < spread.point < spread.high
+
+
+def test_with_no_measured_cost_the_replay_says_so_in_one_line_and_still_ranks_by_tokens_per_step(tmp_path,
+                                                                                                 monkeypatch):
+    from specops.profile.loader import load_profile
+    from specops.replay import run
+
+    monkeypatch.setattr(run, "cache_root", lambda: tmp_path)
+    monkeypatch.setattr(run, "cost_key_of", lambda loaded: KEY)
+    monkeypatch.setattr(run, "run_worker", lambda request, say: {"results": [[counts(30, 30, 120, 33)]]})
+    said: list[str] = []
+    (p,) = run.simulate(load_profile("ngram-vllm-serve-cpu"), [{}], [NgramSetting(min=1, max=3, k=4)], 64, [None],
+                        said.append)
+    assert said[-1] == f"replay: {run.NO_COST}" and p.speedup is None
+    table = ranking_table([p], None)
+    assert re.search(r"K 4 +- +2\.10 ", table)  # no predicted speedup; tokens per step all the same
+    store = CostStore(tmp_path)
+    rng = random.Random(2)
+    pairs = [served(rng, 4, 0.5) for _ in range(8)]
+    store.add(KEY, observations([s for s, _ in pairs], [b for _, b in pairs], "run"), 10.0)
+    assert store.cost(KEY).requests == 16 and store.cost(cost_key("vLLM 0.32.0", "f" * 64, "float32", "AMD", 1)) \
+        is None  # another CPU's cost is not this host's
+    (priced,) = run.simulate(load_profile("ngram-vllm-serve-cpu"), [{}], [NgramSetting(min=1, max=3, k=4)], 64,
+                             [None], said.append)
+    assert said[-1].startswith("replay: step = ") and priced.speedup is not None
