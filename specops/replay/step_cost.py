@@ -6,11 +6,13 @@ CPU a forward over several tokens is a matrix product where one token is a vecto
 with the tokens. A served request's decode time (its latency less its time to first token) is the sum of its steps,
 so each request of a run at concurrency 1 is one equation in the three unknowns: its steps S (output tokens - 1 -
 accepted drafts), its drafted steps D (vLLM's per-request num_spec_steps; 0 for the base) and the tokens it verified
-N (S + the drafts it was given). The store keeps each request's (S, D, N, decode time, prefill time) per engine,
-target, dtype, CPU model and concurrency, from every served run on the host, and fits the three by non-negative
-least squares; a run's own prediction uses what was measured before it. The replay gives a setting's S, D and N per
-prompt (its greedy steps), so each prompt's time on both arms follows, and their ratio with its interval over the
-prompts (results.speedup) is the predicted speedup.
+N (S + the drafts it was given). Times are kept in units of the same run's base step (its base requests' decode
+time per step): a host's speed moves from run to run (2x between days here), and a speedup needs only what a step
+costs relative to the base's, which a run measures on both arms in the same minutes. The store keeps each request's
+(S, D, N, decode time, prefill time) per engine, target, dtype, CPU model and concurrency, from every served run on
+the host, and fits the three by non-negative least squares; a run's own prediction uses what was measured before
+it. The replay gives a setting's S, D and N per prompt (its greedy steps), so each prompt's time on both arms
+follows, and their ratio with its interval over the prompts (results.speedup) is the predicted speedup.
 """
 from __future__ import annotations
 
@@ -34,12 +36,14 @@ class Observation(Record):
     steps: int
     drafted_steps: int
     verified: int
-    decode_s: float
-    prefill_s: float
+    decode: float  # decode time, in base steps of its run
+    prefill: float  # time to first token, in base steps of its run
     run: str  # the run directory it came from
 
 
 class StepCost(Record):
+    """In base steps: a base step (fixed + one verified token) is 1 by construction of the units."""
+
     key: dict[str, str]
     fixed_s: float
     draft_s: float
@@ -52,8 +56,8 @@ class StepCost(Record):
 
     def describe(self) -> str:
         when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(self.measured_at))
-        return (f"step = {self.fixed_s * 1000:.1f} ms + {self.draft_s * 1000:.1f} ms with a draft + "
-                f"{self.per_token_s * 1000:.2f} ms per verified token ({self.key['engine']}, {self.key['cpu']}, "
+        return (f"a step with a draft = {1 + self.draft_s:.2f} base steps + {self.per_token_s:.3f} per drafted token "
+                f"verified ({self.key['engine']}, {self.key['cpu']}, "
                 f"concurrency {self.key['concurrency']}; {self.requests} requests of {self.runs} runs, last {when}, "
                 f"fit within {self.residual:.0%})")
 
@@ -63,15 +67,20 @@ def cost_key(engine: str, target_sha256: str, dtype: str, cpu: str, concurrency:
 
 
 def observations(spec: list[RequestSample], base: list[RequestSample], run: str) -> list[Observation]:
-    """Each request's equation, where it carries what the fit needs (its time to first token, and for the
-    speculative arm the engine's per-request counts)."""
+    """Each request's equation in units of the run's base step, where it carries what the fit needs (its time to
+    first token, and for the speculative arm the engine's per-request counts); none without a base to measure the
+    unit by."""
+    timed = [s for s in base if s.ttft_s is not None and s.output_tokens > 1]
+    if not timed:
+        return []
+    unit = sum(s.latency_s - s.ttft_s for s in timed) / sum(s.output_tokens - 1 for s in timed)
     out = []
-    for s in [*(s for s in spec if s.spec_steps is not None), *base]:
+    for s in [*(s for s in spec if s.spec_steps is not None), *timed]:
         if s.ttft_s is None or s.output_tokens < 2:
             continue
         steps = s.output_tokens - 1 - (s.accepted_tokens or 0)
         out.append(Observation(steps=steps, drafted_steps=s.spec_steps or 0, verified=steps + (s.draft_tokens or 0),
-                               decode_s=s.latency_s - s.ttft_s, prefill_s=s.ttft_s, run=run))
+                               decode=(s.latency_s - s.ttft_s) / unit, prefill=s.ttft_s / unit, run=run))
     return out
 
 
@@ -83,12 +92,12 @@ def fit(found: list[Observation], key: dict[str, str], measured_at: float) -> St
         return None
     a = np.array([[o.steps, o.drafted_steps, o.verified - o.steps] for o in found], dtype=float)
     # columns: every step (fixed + its own token), steps with a draft, drafted tokens verified
-    y = np.array([o.decode_s for o in found])
+    y = np.array([o.decode for o in found])
     (per_step, draft, per_token), _ = nnls(a, y)
     rms = float(np.sqrt(np.mean(((a @ [per_step, draft, per_token]) - y) ** 2)) / np.mean(y))
     # per_step holds fixed + one verified token; split it by the drafted tokens' rate
     return StepCost(key=key, fixed_s=float(per_step - per_token), draft_s=float(draft), per_token_s=float(per_token),
-                    prefill_s=float(np.mean([o.prefill_s for o in found])), requests=len(found),
+                    prefill_s=float(np.mean([o.prefill for o in found])), requests=len(found),
                     runs=len({o.run for o in found}), measured_at=measured_at, residual=rms)
 
 

@@ -15,11 +15,13 @@ from specops.results.metrics import RequestSample
 
 KEY = cost_key("vLLM 0.32.0", "f" * 64, "float32", "Intel Xeon", 1)
 TRUE = {"fixed": 0.050, "draft": 0.030, "token": 0.004}  # a step: 50 ms, +30 ms with a draft, +4 ms a token
+UNIT = TRUE["fixed"] + TRUE["token"]  # a base step: what the fitted costs are in units of
 
 
 def cost(**update) -> StepCost:
-    return StepCost(key=KEY, fixed_s=TRUE["fixed"], draft_s=TRUE["draft"], per_token_s=TRUE["token"], prefill_s=0.1,
-                    requests=32, runs=2, measured_at=0.0, residual=0.0).model_copy(update=update)
+    return StepCost(key=KEY, fixed_s=TRUE["fixed"] / UNIT, draft_s=TRUE["draft"] / UNIT,
+                    per_token_s=TRUE["token"] / UNIT, prefill_s=2.0, requests=32, runs=2, measured_at=0.0,
+                    residual=0.0).model_copy(update=update)
 
 
 def served(rng: random.Random, k: int, accept: float, tokens: int = 64) -> tuple[RequestSample, RequestSample]:
@@ -38,15 +40,20 @@ def served(rng: random.Random, k: int, accept: float, tokens: int = 64) -> tuple
 
 def test_the_three_costs_are_recovered_from_served_requests_of_two_draft_lengths():
     rng = random.Random(1)
-    found = []
+    found, slow = [], []
     for k, accept in ((2, 0.6), (8, 0.4)):
         pairs = [served(rng, k, accept) for _ in range(12)]
         found += observations([s for s, _ in pairs], [b for _, b in pairs], f"run-k{k}")
+        # the same requests on a host twice as slow: the same costs in its own base steps
+        twice = [[r.model_copy(update={"latency_s": 2 * r.latency_s, "ttft_s": 2 * r.ttft_s}) for r in pair]
+                 for pair in pairs]
+        slow += observations([s for s, _ in twice], [b for _, b in twice], f"slow-k{k}")
     got = fit(found, KEY, 0.0)
-    assert got.fixed_s == pytest.approx(TRUE["fixed"], abs=2e-3) and got.draft_s == pytest.approx(TRUE["draft"],
-                                                                                                   abs=2e-3)
-    assert got.per_token_s == pytest.approx(TRUE["token"], abs=5e-4) and got.residual < 0.01 and got.runs == 2
-    assert "ms with a draft" in got.describe() and "24 requests" not in got.describe()
+    assert got.fixed_s == pytest.approx(TRUE["fixed"] / UNIT, abs=0.03)
+    assert got.draft_s == pytest.approx(TRUE["draft"] / UNIT, abs=0.03)
+    assert got.per_token_s == pytest.approx(TRUE["token"] / UNIT, abs=0.01) and got.residual < 0.01 and got.runs == 2
+    assert "a step with a draft = 1.56 base steps + 0.074 per drafted token" in got.describe()
+    assert fit(found[:24] + slow[24:], KEY, 0.0).draft_s == pytest.approx(got.draft_s, abs=0.01)
     assert fit(found[:3], KEY, 0.0) is None  # too few speculative requests to tell a draft's cost
 
 
@@ -96,4 +103,4 @@ def test_with_no_measured_cost_the_replay_says_so_in_one_line_and_still_ranks_by
         is None  # another CPU's cost is not this host's
     (priced,) = run.simulate(load_profile("ngram-vllm-serve-cpu"), [{}], [NgramSetting(min=1, max=3, k=4)], 64,
                              [None], said.append)
-    assert said[-1].startswith("replay: step = ") and priced.speedup is not None
+    assert said[-1].startswith("replay: a step with a draft = ") and priced.speedup is not None
