@@ -43,6 +43,7 @@ from specops.host.slots import run_slots
 from specops.pipeline.backend import backend_for, tool_for
 from specops.pipeline.check import separate_check
 from specops.profile.loader import overridden
+from specops.replay.run import priced_at
 from specops.results.model import RunResult, Window
 from specops.results.role import SWEEP_CELL, RunRole
 from specops.run.roots import cache_root
@@ -138,7 +139,7 @@ def measure_server(sweep: SweepRun, group: ServerGroup, servers: SweepServers) -
                             waited_s=round(held.waited_s, 3))
             role = RunRole(kind=SWEEP_CELL, of=str(sweep.run.path), series=series.name)
             facts = sweep.cell_facts(measured.records, lossless, window, (measured.design, measured.why_not_requests),
-                                     predicted)
+                                     priced_at(predicted, cell))
             measured_cell = summarize_run(cell, cell_run, sweep.backend, sweep.tool, facts, role=role)
             cells[c] = result = finish(measured_cell, cell_run).result  # FAILED at report if that failed
             set_final_status(cell_run, result)

@@ -201,7 +201,17 @@ def predicted_for_run(loaded: LoadedProfile, workload: Workload | None = None, s
     return Predicted(setting=p.label, accepted_per_step=p.per_drafted_step, tokens_per_step=p.tokens_per_step,
                      source=source, by_category={c: v for c, v in p.by_category.items() if v is not None},
                      speedup=p.speedup, category_speedups=p.category_speedups,
-                     cost=step_cost_text(loaded))
+                     cost=step_cost_text(loaded), prompt_counts=p.prompt_counts)
+
+
+def priced_at(predicted: Predicted | None, loaded: LoadedProfile) -> Predicted | None:
+    """The prediction at the load `loaded` runs at: the same replay weighed by that concurrency's step cost (a
+    sweep's cells: one replay per setting, a price per concurrency measured on this host)."""
+    if predicted is None or not predicted.prompt_counts:
+        return predicted
+    cost = step_cost(loaded)
+    return predicted.model_copy(update={"speedup": predicted_speedup(cost, predicted.prompt_counts) if cost else None,
+                                        "category_speedups": {}, "cost": cost.describe() if cost else NO_COST})
 
 
 def step_cost_text(loaded: LoadedProfile) -> str:

@@ -19,3 +19,5 @@ class Predicted(Record):
     speedup: Speedup | None = None
     category_speedups: dict[str, Speedup] = {}
     cost: str | None = None
+    # each prompt's replay (steps, drafted steps, drafted): what prices the setting at another load's step cost
+    prompt_counts: list[dict[str, int]] = []

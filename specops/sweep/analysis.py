@@ -31,6 +31,8 @@ class Cell(BaseModel):
     status: str
     # Each category's speedup (point, low, high) where the cell's prompts have categories
     categories: dict[str, tuple[float, float | None, float | None]] = {}
+    # The speedup the replay predicted for the cell (point, low, high) at its load's step cost; None: no cost
+    predicted: tuple[float, float | None, float | None] | None = None
 
     @classmethod
     def from_result(cls, k: int, c: int, result: RunResult, setting: tuple[str, ...] = ()) -> Cell:
@@ -45,6 +47,7 @@ class Cell(BaseModel):
             run_uid=result.uid, status=result.status.value,
             categories={f.category: (f.speedup.point, f.speedup.low, f.speedup.high)
                         for f in (result.workload.categories if result.workload else []) if f.speedup},
+            predicted=(g.point, g.low, g.high) if (g := result.predicted and result.predicted.speedup) else None,
         )
 
     @property

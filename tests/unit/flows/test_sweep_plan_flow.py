@@ -131,6 +131,8 @@ def served(monkeypatch) -> list[tuple]:
     monkeypatch.setattr(flow, "keep_cell", lambda store, key, result: calls.append(("keep", key, result.uid)))
     monkeypatch.setattr(flow, "predict_acceptance", lambda loaded, backend, run, workload: calls.append(
         ("predict", loaded.profile.method.num_speculative_tokens)) or f"replay of K={calls[-1][1]}")
+    # each cell's price of its series' one replay: at the cell's own concurrency
+    monkeypatch.setattr(flow, "priced_at", lambda predicted, cell: (predicted, cell.profile.benchmark.concurrency))
     return calls
 
 
@@ -158,7 +160,7 @@ def test_the_base_starts_once_and_each_cell_is_measured_beside_it_with_its_own_p
     assert facts.lossless == "lossless" and facts.window.slots == ["gpu:0"]
     # the replay's figures once per draft length, before its server takes the cores, in each of its cells
     assert [call for call in served if call[0] == "predict"] == [("predict", 3), ("predict", 4)]
-    assert facts.predicted == summaries[0][4].predicted == "replay of K=3"
+    assert (facts.predicted, summaries[0][4].predicted) == (("replay of K=3", 2), ("replay of K=3", 1))
     assert role.series == "k3" and role.of == str(sweep.run.path)
     assert ("keep", sweep.key(Series(3), 2), "c2") in served and [r.uid for r in results.values()] == ["c1", "c2"]
 

@@ -104,3 +104,26 @@ def test_with_no_measured_cost_the_replay_says_so_in_one_line_and_still_ranks_by
     (priced,) = run.simulate(load_profile("ngram-vllm-serve-cpu"), [{}], [NgramSetting(min=1, max=3, k=4)], 64,
                              [None], said.append)
     assert said[-1].startswith("replay: a step with a draft = ") and priced.speedup is not None
+
+
+def test_a_sweep_cell_is_priced_at_its_own_loads_step_cost(tmp_path, monkeypatch):
+    from specops.profile.loader import load_profile
+    from specops.replay import run
+    from specops.results.predicted import Predicted
+
+    monkeypatch.setattr(run, "cache_root", lambda: tmp_path)
+    key_at = {c: cost_key("vLLM 0.32.0", "f" * 64, "float32", "Intel Xeon", c) for c in (1, 2)}
+    monkeypatch.setattr(run, "cost_key_of", lambda loaded: key_at[loaded.profile.benchmark.concurrency])
+    rng = random.Random(3)
+    for c, k in ((1, 2), (1, 8), (2, 2), (2, 8)):
+        pairs = [served(rng, k, 0.5) for _ in range(8)]
+        spec = [s.model_copy(update={"latency_s": s.latency_s * (1.5 if c == 2 else 1.0)}) for s, _ in pairs]
+        CostStore(tmp_path).add(key_at[c], observations(spec, [b for _, b in pairs], f"c{c}-k{k}"), 1.0)
+    one = Predicted(setting="s", accepted_per_step=2.0, tokens_per_step=1.9, source="t",
+                    prompt_counts=[counts(30, 30, 120, 33)] * 4)
+    at = {c: run.priced_at(one, load_profile("ngram-vllm-serve-cpu", [f"benchmark.concurrency={c}"])) for c in (1, 2)}
+    assert at[1].speedup.point > at[2].speedup.point  # drafting costs more where the step costs more
+    assert "concurrency 2" in at[2].cost
+    monkeypatch.setattr(run, "cost_key_of", lambda loaded: cost_key("other", "0" * 64, "bf16", "none", 4))
+    bare = run.priced_at(one, load_profile("ngram-vllm-serve-cpu"))
+    assert bare.speedup is None and bare.cost == run.NO_COST
