@@ -28,7 +28,9 @@ from specops.run.progress import Progress, within
 from specops.run.rundir import RunDir
 from specops.run.variant import Variant
 
-# One progress artifact per variant and flow run, carried across its rounds (each round is a task run).
+# One progress artifact per variant and flow run, carried across its rounds (each round is a task run), dropped
+# after its last round: a flow that runs others in its own process (calibrate, compare) would otherwise keep one per
+# run for as long as it lives.
 _PROGRESS: dict[tuple[str, str], ProgressArtifact] = {}
 
 
@@ -45,6 +47,7 @@ def benchmark_round(tool: BenchTool, backend: Backend, server: Server, variant: 
     share, on_line = _round_progress(tool, variant.name, round_, bench.rounds, tool.name)
     measured = measure_round(tool, job, server, backend.gpus(), on_line=on_line)
     share(1.0, f"round {round_ + 1}/{bench.rounds} done")
+    _round_done(variant.name, round_, bench.rounds)
     m, cost = measured.run.metrics, measured.cost
     log.info("%s round %d: %.2f output tokens/s, %s CPU s per 1k tokens", variant.name, round_ + 1,
              m.output_token_throughput_tok_s, f"{cost.cpu_s_per_1k_tokens:.1f}" if cost.cpu_s_per_1k_tokens else "no")
@@ -66,6 +69,7 @@ def benchmark_interleaved_round(tool: BenchTool, servers: list[Server], jobs: li
     share, on_line = _round_progress(tool, bar, round_, rounds, f"{tool.name}, interleaved")
     measured = measure_interleaved(tool, job, servers, on_line=on_line)
     share(1.0, f"round {round_ + 1}/{rounds} done")
+    _round_done(bar, round_, rounds)
     for j, m in zip(jobs, measured):
         log.info("%s round %d: %.2f output tokens/s over its own requests", j.target.model, round_ + 1,
                  m.run.metrics.output_token_throughput_tok_s)
@@ -84,6 +88,11 @@ def _round_progress(tool: BenchTool, bar: str, round_: int, rounds: int,
             share(fraction, note)
 
     return share, on_line
+
+
+def _round_done(bar: str, round_: int, rounds: int) -> None:
+    if round_ + 1 == rounds:
+        _PROGRESS.pop((str(flow_run.id), bar), None)
 
 
 def _variant_progress(name: str) -> ProgressArtifact:

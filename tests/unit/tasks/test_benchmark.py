@@ -29,3 +29,22 @@ def test_a_replay_that_fails_costs_only_the_prediction(monkeypatch, tmp_path):
         got = bench.predict_acceptance.fn(load_profile("ngram-vllm-serve-cpu"), SimpleNamespace(replays_here=lambda: True), run,
                                           None)
     assert got is None and run.progress.failed_at is None  # the run goes on: nothing failed
+
+
+def test_a_progress_bar_is_dropped_after_its_last_round(monkeypatch):
+    """A flow running others in its own process (calibrate's 30 runs) keeps no bar of a finished benchmark."""
+    made = []
+
+    class Bar:
+        def __init__(self, description):
+            made.append(description)
+            self.report = lambda fraction, note="": None
+
+    monkeypatch.setattr(bench, "ProgressArtifact", Bar)
+    tool = SimpleNamespace(progress_of=lambda line: None)
+    for round_ in range(3):
+        share, _ = bench._round_progress(tool, "speculative", round_, 3, "aiperf")
+        share(1.0, "done")
+        assert len(bench._PROGRESS) == 1
+        bench._round_done("speculative", round_, 3)
+    assert bench._PROGRESS == {} and made == ["benchmark of speculative"]  # one bar for the three rounds
