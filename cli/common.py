@@ -1,5 +1,5 @@
-"""What several subcommands share: the exit codes, the profile arguments, argument types, Prefect's settings, and
-the console of `specops run`: Prefect's log lines without their tracebacks.
+"""What several subcommands share: the exit codes (one table, with what each means), the profile arguments,
+argument types, Prefect's settings, and the console of `specops run`: Prefect's log lines without their tracebacks.
 
 Prefect logs a failed task and then its failed flow with exc_info, so one error prints as two stacked tracebacks
 above the one-line message `specops run` ends with. Only the console handlers are changed, and only in how they
@@ -13,7 +13,31 @@ import copy
 import logging
 import os
 
-EXIT_PROFILE, EXIT_FAILED, EXIT_INVALID, EXIT_PREREQUISITES, EXIT_INTERRUPTED = 2, 1, 3, 4, 130
+# Every exit status a command ends with, and what it means: the one table the commands return from (by name, below)
+# and the docs' reference prints.
+EXIT_CODES: dict[str, tuple[int, str]] = {
+    "ok": (0, "done; for `specops run`, a valid run (the speculative outputs match the base's) or one with nothing "
+              "to check against (`comparison.baseline: false`)"),
+    "failed": (1, "a step failed (one line names the step and the error; the Prefect UI and `--debug` keep the "
+                  "traceback), an error nobody foresaw, or a disk that filled (the file that did not fit named)"),
+    "bad input": (2, "what was typed or given is wrong, found before anything starts: the profile file, an include, "
+                     "a duplicate key, a field's type or range, the prompts file, `--run-id`, a local target without "
+                     "`config.json` or a tokenizer, a run id `compare` cannot find, profiles `compare-profiles` "
+                     "cannot put side by side, a `--k` / `--concurrency` / `-n` that is not a positive whole number, "
+                     "a sweep of more than `--max-cells` cells, a traffic log that cannot be read, a usage error"),
+    "invalid": (3, "INVALID: the speculative outputs differ from the base's (the lossless check failed)"),
+    "prerequisites": (4, "this machine lacks what the run needs: the backend's or the benchmark tool's "
+                         "prerequisites, a writable `SPECOPS_ARTIFACTS` / `SPECOPS_CACHE` with `SPECOPS_MIN_FREE_MB` "
+                         "free, a writable `SPECOPS_LOCK_DIR`, an environment variable that parses, a results "
+                         "database that takes a row, a `PREFECT_API_URL` that answers (or a private Prefect server "
+                         "that starts), the hub for an `hf://` model not yet cached"),
+    "interrupted": (130, "interrupted (Ctrl-C, SIGTERM); the servers were stopped"),
+    # 128 + SIGPIPE, as `git log | head` ends
+    "pipe closed": (141, "the reader of the output stopped early (`specops plan X | head`); nothing failed"),
+}
+EXIT_PROFILE, EXIT_FAILED, EXIT_INVALID = EXIT_CODES["bad input"][0], EXIT_CODES["failed"][0], EXIT_CODES["invalid"][0]
+EXIT_PREREQUISITES, EXIT_INTERRUPTED = EXIT_CODES["prerequisites"][0], EXIT_CODES["interrupted"][0]
+EXIT_PIPE_CLOSED = EXIT_CODES["pipe closed"][0]
 
 
 def profile_args(p: argparse.ArgumentParser) -> None:

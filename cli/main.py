@@ -8,11 +8,10 @@ import sys
 import traceback
 
 from cli import alert, deployments, flow_commands, history, host, replay, run
-from cli.common import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_PREREQUISITES, EXIT_PROFILE
+from cli.common import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_PIPE_CLOSED, EXIT_PREREQUISITES, EXIT_PROFILE
 from specops.backends.base import PrerequisiteError
 from specops.profile.errors import ProfileError
 
-EXIT_PIPE_CLOSED = 141  # 128 + SIGPIPE, as `git log | head` ends: the reader stopped, nothing failed
 # Each module registers its subcommands with their handlers; in this order `specops --help` lists them.
 COMMANDS = (run, history, flow_commands, deployments, host, alert, replay)
 
