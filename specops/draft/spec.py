@@ -47,7 +47,7 @@ class DataSpec(_Section):
     humaneval_holdout: Count = Field(
         64, ge=0, le=164, description="the first N HumanEval problems are never trained on: the "
         "benchmark and the lossless check draw their prompts from them")
-    seed: Count = 0
+    seed: Count = Field(0, description="seed of the prompts' sampling (the stdlib prompts drawn)")
 
     @field_validator("prompts")
     @classmethod
@@ -89,7 +89,7 @@ class TrainSpec(_Section):
     mode: str | None = Field(
         None, description="eagle3 | eagle | medusa | distill (a draft model derived from the "
         "target); defaults to the one the method serves")
-    data: DataSpec = DataSpec()
+    data: DataSpec = Field(DataSpec(), description="the training data: what is synthesized, and how")
     options: dict[str, Any] = Field(
         default_factory=dict,
         description="ModelOpt config fields of the mode (e.g. eagle_ttt_steps, medusa_num_layers)")
@@ -103,13 +103,13 @@ class TrainSpec(_Section):
     loss_vocab_size: Count | None = Field(
         8192, ge=256, description="medusa, distill: the loss covers the N most frequent tokens "
         "of the data (the output layer keeps the target's full vocabulary); None: all tokens")
-    epochs: Real = Field(2.0, gt=0, le=100)
+    epochs: Real = Field(2.0, gt=0, le=100, description="passes over the data")
     max_steps: Count | None = Field(None, ge=1, description="stop after this many optimizer steps")
-    batch_size: Count = Field(4, ge=1, le=512)
+    batch_size: Count = Field(4, ge=1, le=512, description="sequences per optimizer step")
     seq_len: Count = Field(256, ge=16, le=32768, description="training sequences are cut to this length")
-    lr: Real = Field(1e-3, gt=0, le=1)
+    lr: Real = Field(1e-3, gt=0, le=1, description="learning rate")
     threads: Count = Field(2, ge=1, le=256, description="torch threads while training")
-    seed: Count = 0
+    seed: Count = Field(0, description="seed of the shuffling and initialization")
     gpu: GpuTraining | None = Field(
         None, description="train in ModelOpt's example container on GPUs (bf16, torch.compile, data parallel) "
         "instead of in-process on the CPU")

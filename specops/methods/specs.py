@@ -101,7 +101,7 @@ class DraftTargetMethod(MethodConfig):
     kind: Literal["draft-target"] = "draft-target"
     needs_draft: ClassVar[bool] = True
     summary: ClassVar[str] = "a small draft model proposes, the target verifies"
-    num_speculative_tokens: Count = Field(5, ge=1, le=64)
+    num_speculative_tokens: Count = Field(5, ge=1, le=64, description="draft tokens proposed per step")
 
 
 class EagleMethod(MethodConfig):
@@ -110,7 +110,7 @@ class EagleMethod(MethodConfig):
     kind: Literal["eagle"] = "eagle"
     needs_draft: ClassVar[bool] = True
     summary: ClassVar[str] = "EAGLE draft head on the target's features"
-    num_speculative_tokens: Count = Field(5, ge=1, le=64)
+    num_speculative_tokens: Count = Field(5, ge=1, le=64, description="draft tokens proposed per step")
 
 
 class Eagle3Method(MethodConfig):
@@ -119,7 +119,7 @@ class Eagle3Method(MethodConfig):
     kind: Literal["eagle3"] = "eagle3"
     needs_draft: ClassVar[bool] = True
     summary: ClassVar[str] = "EAGLE-3 draft head on multi-layer features"
-    num_speculative_tokens: Count = Field(5, ge=1, le=64)
+    num_speculative_tokens: Count = Field(5, ge=1, le=64, description="draft tokens proposed per step")
 
 
 class MedusaMethod(MethodConfig):
@@ -129,7 +129,8 @@ class MedusaMethod(MethodConfig):
     needs_draft: ClassVar[bool] = True
     summary: ClassVar[str] = "Medusa heads, one per future position"
     num_speculative_tokens: Count = Field(4, ge=1, le=64, description="number of Medusa heads used")
-    medusa_choices: list[list[Count]] | None = None
+    medusa_choices: list[list[Count]] | None = Field(None, description="the Medusa tree: each path a list of head "
+                                                     "choices (TensorRT-LLM engines only); none: one chain")
 
 
 ALL_METHODS: tuple[type[MethodConfig], ...] = (

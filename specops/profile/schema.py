@@ -82,9 +82,10 @@ class Benchmark(Section):
     prompt_offset: Count = Field(0, ge=0, description="skip this many prompts of the source")
     num_requests: Count = Field(8, ge=1, le=100_000, description="measured requests per variant (with "
                                 "per_category: per_category x categories, whatever is set here)")
-    warmup_requests: Count = Field(1, ge=0, le=1000)
+    warmup_requests: Count = Field(1, ge=0, le=1000, description="requests sent before the measured ones, not "
+                                   "measured")
     output_tokens: Count = Field(64, ge=1, le=32_768, description="fixed output length (ignore_eos)")
-    concurrency: Count = Field(1, ge=1, le=1024)
+    concurrency: Count = Field(1, ge=1, le=1024, description="requests in flight at once")
     timeout_s: Seconds | None = Field(None, gt=0, description="bound on one benchmark tool run; default: derived "
                                       "from the work asked for (requests x tokens x the server's measured pace)")
     tool: str = Field(DEFAULT_TOOL, description=f"the load generator: {', '.join(BENCH_TOOLS.names())}")
@@ -142,20 +143,21 @@ class Benchmark(Section):
 class Comparison(Section):
     baseline: bool = Field(True, description="also serve and benchmark the base model (speculation off)")
     lossless_prompts: Count = Field(4, ge=0, le=10_000, description="prompts compared at temperature 0")
-    lossless_max_tokens: Count = Field(48, ge=1, le=32_768)
+    lossless_max_tokens: Count = Field(48, ge=1, le=32_768, description="tokens generated per prompt of the "
+                                       "lossless check")
     require_lossless: bool = Field(True, description="a mismatch marks the run INVALID")
 
 
 class Profile(Section):
     name: str = Field(pattern=r"^[a-z0-9][a-z0-9-]*$", description="<method>-<backend>; the deployment name")
-    description: str = ""
-    method: MethodSection  # type: ignore[valid-type]
-    backend: BackendSection  # type: ignore[valid-type]
-    target: ModelSource
-    draft: DraftSection | None = None
-    serving: Serving = Serving()
-    benchmark: Benchmark = Benchmark()
-    comparison: Comparison = Comparison()
+    description: str = Field("", description="one line: what is measured (lists, deployments, the UI)")
+    method: MethodSection = Field(description="the speculative method and its settings, by `kind`")  # type: ignore[valid-type]
+    backend: BackendSection = Field(description="the serving backend and its options, by `kind`")  # type: ignore[valid-type]
+    target: ModelSource = Field(description="the model being sped up")
+    draft: DraftSection | None = Field(None, description="where the draft comes from (methods that need one)")
+    serving: Serving = Field(Serving(), description="how servers are run")
+    benchmark: Benchmark = Field(Benchmark(), description="what is sent, how much, and how the variants take turns")
+    comparison: Comparison = Field(Comparison(), description="the base variant and the lossless check")
 
     @model_validator(mode="after")
     def _compatible(self) -> Profile:

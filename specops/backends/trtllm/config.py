@@ -27,8 +27,8 @@ class TrtllmBackendConfig(LlmApiBackendConfig):
     # compatibility matrix) and was the latest container when the Triton tutorial was written.
     image: str = Field("nvcr.io/nvidia/tritonserver:26.04-trtllm-python-py3",
                        description="Triton container with TensorRT-LLM (tutorial: >= 25.01)")
-    tensor_parallel_size: Count = Field(1, ge=1, le=64)
-    pipeline_parallel_size: Count = Field(1, ge=1, le=64)
+    tensor_parallel_size: Count = Field(1, ge=1, le=64, description="the LLM API's tensor_parallel_size")
+    pipeline_parallel_size: Count = Field(1, ge=1, le=64, description="the LLM API's pipeline_parallel_size")
     llm_args: dict[str, Any] = Field(default_factory=dict, description="more LLM API args for model.yaml, verbatim")
     max_batch_size: Count = Field(0, ge=0, description="triton_config.max_batch_size (0: the template's value)")
     decoupled: bool = Field(False, description="triton_config.decoupled; True lets genai-perf stream (TTFT/ITL)")

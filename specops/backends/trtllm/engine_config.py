@@ -31,21 +31,27 @@ class _Section(BaseModel):
 class Mount(_Section):
     """Where the container sees engines and the repository (host paths come from the run)."""
 
-    engines: str = "/engines"  # converted checkpoints and engines (cached build output)
-    repository: str = "/opt/tritonserver/inflight_batcher_llm"  # the tutorial's MODEL_FOLDER
+    engines: str = Field("/engines", description="converted checkpoints and engines (the cached build output)")
+    repository: str = Field("/opt/tritonserver/inflight_batcher_llm", description="the model repository (the "
+                            "tutorial's MODEL_FOLDER)")
 
 
 class TritonParams(_Section):
     """Values of the fill_template parameter sets (tutorial names in comments)."""
 
-    decoupled_mode: bool = False  # DECOUPLED_MODE=false
-    instance_count: Count = Field(1, ge=1, le=64)  # INSTANCE_COUNT (pre/post/bls)
-    max_queue_delay_microseconds: Count = Field(10000, ge=0)  # MAX_QUEUE_DELAY_MS=10000, passed as is
-    triton_backend: Literal["tensorrtllm", "python"] = "tensorrtllm"  # TRITON_BACKEND
-    batching_strategy: Literal["inflight_fused_batching", "V1"] = "inflight_fused_batching"
-    logits_datatype: Literal["TYPE_FP32", "TYPE_FP16", "TYPE_BF16"] = "TYPE_FP32"  # LOGITS_DATATYPE
-    encoder_input_features_data_type: str = "TYPE_FP16"
-    kv_cache_free_gpu_mem_fraction: Real | None = Field(None, gt=0, le=1)
+    decoupled_mode: bool = Field(False, description="stream responses (DECOUPLED_MODE)")
+    instance_count: Count = Field(1, ge=1, le=64, description="instances of preprocessing, postprocessing and BLS "
+                                  "(INSTANCE_COUNT)")
+    max_queue_delay_microseconds: Count = Field(10000, ge=0, description="the batcher's queue delay (the tutorial's "
+                                                "MAX_QUEUE_DELAY_MS=10000, passed as is)")
+    triton_backend: Literal["tensorrtllm", "python"] = Field("tensorrtllm", description="TRITON_BACKEND of the "
+                                                             "tensorrt_llm model")
+    batching_strategy: Literal["inflight_fused_batching", "V1"] = Field("inflight_fused_batching",
+                                                                        description="the engine's batching")
+    logits_datatype: Literal["TYPE_FP32", "TYPE_FP16", "TYPE_BF16"] = Field("TYPE_FP32", description="LOGITS_DATATYPE")
+    encoder_input_features_data_type: str = Field("TYPE_FP16", description="ENCODER_INPUT_FEATURES_DATA_TYPE")
+    kv_cache_free_gpu_mem_fraction: Real | None = Field(None, gt=0, le=1, description="share of free GPU memory for "
+                                                        "the KV cache; unset: the template's")
     extra: dict[str, dict[str, str]] = Field(default_factory=dict,
                                              description="more keys per model, e.g. "
                                                          "{tensorrt_llm: {max_beam_width: '1'}}")
@@ -62,12 +68,12 @@ class TrtllmEngineBackendConfig(ContainerBackendConfig):
     image: str = Field("nvcr.io/nvidia/tritonserver:25.01-trtllm-python-py3",
                        description="a -trtllm-python-py3 Triton image (the tutorial asks for >= 25.01)")
     app_dir: str = Field("/app", description="where the image keeps examples/, tools/, scripts/, all_models/")
-    dtype: Literal["float16", "bfloat16", "float32"] = "float16"
+    dtype: Literal["float16", "bfloat16", "float32"] = Field("float16", description="convert_checkpoint --dtype")
     tp_size: Count = Field(1, ge=1, le=64, description="tensor parallel size (convert --tp_size, launch --world_size)")
     max_batch_size: Count = Field(4, ge=1, le=4096,
                                   description="trtllm-build --max_batch_size and triton_max_batch_size")
-    max_input_len: Count | None = Field(None, ge=1)
-    max_seq_len: Count | None = Field(None, ge=1)
+    max_input_len: Count | None = Field(None, ge=1, description="trtllm-build --max_input_len (unset: its default)")
+    max_seq_len: Count | None = Field(None, ge=1, description="trtllm-build --max_seq_len (unset: its default)")
     max_draft_len: Count | None = Field(
         None, ge=1, le=1024,
         description="EAGLE: convert --max_draft_len (draft tree size; unset: convert_checkpoint's default, 63); "
@@ -84,8 +90,8 @@ class TrtllmEngineBackendConfig(ContainerBackendConfig):
     base_build_flags: dict[str, str] = Field(default_factory=dict, description="trtllm-build flags of the base engine")
     draft_build_flags: dict[str, str] = Field(default_factory=dict,
                                               description="trtllm-build flags of the draft engine")
-    triton: TritonParams = TritonParams()
-    mounts: Mount = Mount()
+    triton: TritonParams = Field(TritonParams(), description="the model repository's fill_template values")
+    mounts: Mount = Field(Mount(), description="where the container sees engines and the repository")
     build_timeout_s: Seconds = Field(7200, gt=0, description="bound on convert + trtllm-build in the container")
 
     @field_validator("build_flags", "base_build_flags", "draft_build_flags")

