@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import argparse
 
+import provenance
+
 # The same speculation on both engines: without prompt_lookup_min, vLLM would match from prompt_lookup_max tokens
 # only (vllm/config/speculative.py SpeculativeConfig.__post_init__, n-gram branch), the runtime from 2.
 SETTINGS = ["method.num_speculative_tokens=4", "method.prompt_lookup_min=2", "method.prompt_lookup_max=3"]
@@ -48,6 +50,7 @@ def rows(label: str, result) -> list[str]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--set", dest="overrides", action="append", default=None)
+    provenance.add_argument(parser)
     args = parser.parse_args()
     from cli.common import prefect_defaults
 
@@ -62,17 +65,21 @@ def main() -> None:
         results[profile] = result
     cpus = sorted({r.host.cpu_model for r in results.values()})
     runtime, vllm = results["ngram-local"], results["ngram-vllm-serve-cpu"]
-    print(f"\nhost CPU: {', '.join(cpus)} ({runtime.host.cores} cores); n-gram {', '.join(SETTINGS)}; "
-          f"{runtime.speedup.prompts} prompts x {runtime.benchmark.output_tokens} tokens, concurrency 1\n")
-    print("| engine | variant | tok/s | CPU-s / 1k tokens | accepted tokens / step | speedup over its base |")
-    print("|---|---|---|---|---|---|")
+    lines = [f"host CPU: {', '.join(cpus)} ({runtime.host.cores} cores); n-gram {', '.join(SETTINGS)}; "
+             f"{runtime.speedup.prompts} prompts x {runtime.benchmark.output_tokens} tokens, concurrency 1", "",
+             "| engine | variant | tok/s | CPU-s / 1k tokens | accepted tokens / step | speedup over its base |",
+             "|---|---|---|---|---|---|"]
     for profile, result in results.items():
-        print("\n".join(rows(ENGINES[profile][0], result)))
+        lines += rows(ENGINES[profile][0], result)
+    lines.append("")
     for name in ("base", "speculative"):
         ratio = paired_speedup(vllm.variant(name).samples, runtime.variant(name).samples)
-        print(f"vLLM / runtime, {name}: {ratio.point:.2f}x, paired by prompt (no interval: one run per engine, and "
-              "requests cannot interleave across their APIs, Triton's generate and OpenAI completions)"
-              if ratio else f"vLLM / runtime, {name}: no paired prompts")
+        lines.append(f"vLLM / runtime, {name}: {ratio.point:.2f}x, paired by prompt (no interval: one run per engine, "
+                     "and requests cannot interleave across their APIs, Triton's generate and OpenAI completions)"
+                     if ratio else f"vLLM / runtime, {name}: no paired prompts")
+    print("\n" + "\n".join(lines))
+    provenance.record("engine_bench", "The embedded runtime vs vLLM's CPU build, same n-gram settings", lines,
+                      args.figures)
 
 
 if __name__ == "__main__":

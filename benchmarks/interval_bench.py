@@ -16,6 +16,8 @@ import argparse
 import json
 import time
 
+import provenance
+
 SIZE = ["benchmark.num_requests=16", "benchmark.output_tokens=128", "benchmark.interleave=true"]
 DESIGNS = {
     "requests": [*SIZE, "benchmark.tool=aiperf", "benchmark.pairing=requests", "benchmark.rounds=1"],
@@ -33,6 +35,7 @@ def main() -> None:
     parser.add_argument("--profile", default="ngram-local")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--designs", nargs="+", default=list(DESIGNS), choices=list(DESIGNS))
+    provenance.add_argument(parser)
     args = parser.parse_args()
     from cli.common import prefect_defaults
 
@@ -76,6 +79,7 @@ def main() -> None:
     (out / "table.md").write_text(table + "\n")
     (out / "results.json").write_text(json.dumps(rows, indent=2))
     print("\n" + table + f"\n\n(written to {out})")
+    provenance.record("interval_bench", f"{args.profile} {args.repeats}x per design", table.splitlines(), args.figures)
 
 
 if __name__ == "__main__":

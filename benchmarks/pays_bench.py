@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import argparse
 
+import provenance
+
 from specops.results.figures import figure, shown
 
 # No warm-up: the lossless check has warmed both servers, and vLLM would count a warm-up request's drafts beside the
@@ -63,6 +65,7 @@ def main() -> None:
     parser.add_argument("--concurrency", default="1,2", help="loads to serve each setting at (default 1,2)")
     parser.add_argument("--method", choices=[*PROFILES, "all"], default="all")
     parser.add_argument("--set", dest="overrides", action="append", default=[], help="more profile overrides")
+    provenance.add_argument(parser)
     args = parser.parse_args()
     loads = [int(c) for c in args.concurrency.split(",")]
     from cli.common import prefect_defaults
@@ -90,12 +93,12 @@ def main() -> None:
                 print(f"  {line}", flush=True)
                 rows.append(line)
                 held.append(holds)
-    print("\n| setting | concurrency | predicted speedup (95%) | measured speedup over vLLM's base (95%) | "
-          "measured interval holds the prediction | accepted/step predicted | served | verdict |")
-    print("|---|---|---|---|---|---|---|---|")
-    print("\n".join(rows))
     judged = [h for h in held if h is not None]
-    print(f"\nthe measured interval holds the prediction for {sum(judged)} of {len(judged)} settings")
+    lines = ["| setting | concurrency | predicted speedup (95%) | measured speedup over vLLM's base (95%) | measured "
+             "interval holds the prediction | accepted/step predicted | served | verdict |", "|---" * 8 + "|", *rows,
+             "", f"the measured interval holds the prediction for {sum(judged)} of {len(judged)} settings"]
+    print("\n" + "\n".join(lines))
+    provenance.record("pays_bench", "Predicted vs served speedup of n-gram and suffix on vLLM", lines, args.figures)
 
 
 if __name__ == "__main__":

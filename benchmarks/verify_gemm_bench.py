@@ -13,6 +13,7 @@ import argparse
 import statistics
 import time
 
+import provenance
 import torch
 import torch.nn.functional as F
 
@@ -25,6 +26,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reps", type=int, default=7)
     parser.add_argument("--max-rows", type=int, default=12)
+    provenance.add_argument(parser)
     args = parser.parse_args()
     torch.set_num_threads(1)
     from transformers import AutoModelForCausalLM
@@ -38,10 +40,13 @@ def main() -> None:
     weights = [m.weight for m in stock.modules() if isinstance(m, torch.nn.Linear)]
     gemm = _interleaved({"F.linear": F.linear, "verify_linear": verify_linear},
                         lambda fn, m: _all_linears(fn, weights, m), rows, args.reps)
-    _table(f"{len(weights)} weight matrices ({sum(w.numel() for w in weights) / 1e6:.0f}M params)", gemm, rows)
-
+    lines = _table(f"{len(weights)} weight matrices ({sum(w.numel() for w in weights) / 1e6:.0f}M params)", gemm,
+                   rows)
     forward = _interleaved({"stock": stock, "routed": routed}, _forward_step(stock.config), rows, args.reps)
-    _table("one KV-cached forward after 200 tokens", forward, rows)
+    lines += _table("one KV-cached forward after 200 tokens", forward, rows)
+    print("\n".join(lines))
+    provenance.record("verify_gemm_bench", "A verification step's cost by rows verified: F.linear vs verify_linear "
+                      "(one torch thread, SmolLM2-135M)", lines, args.figures)
 
 
 def _all_linears(fn, weights, m: int):
@@ -84,11 +89,12 @@ def _interleaved(variants: dict, run, rows, reps: int) -> dict[str, dict[int, fl
     return {name: {m: statistics.median(s) for m, s in per.items()} for name, per in samples.items()}
 
 
-def _table(title: str, medians: dict[str, dict[int, float]], rows) -> None:
-    print(f"\n{title}, ms (median):")
-    print(f"{'rows':<14}" + "".join(f"{m:>6}" for m in rows))
-    for name, per in medians.items():
-        print(f"{name:<14}" + "".join(f"{per[m] * 1e3:6.0f}" for m in rows))
+def _table(title: str, medians: dict[str, dict[int, float]], rows) -> list[str]:
+    """A Markdown table of the medians in ms: one row per variant, one column per number of rows verified."""
+    lines = ["", f"{title}, ms (median):", "", "| rows | " + " | ".join(map(str, rows)) + " |",
+             "|---|" + "---|" * len(rows)]
+    return lines + [f"| {name} | " + " | ".join(f"{per[m] * 1e3:.0f}" for m in rows) + " |"
+                    for name, per in medians.items()]
 
 
 if __name__ == "__main__":

@@ -18,6 +18,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+import provenance
+
 from specops.results.figures import interval_text, shown
 
 REFERENCE = Path(__file__).resolve().parents[2] / "shared" / "reference" / "spec_bench" / "question.jsonl"
@@ -85,6 +87,7 @@ def main() -> None:
     parser.add_argument("--method", choices=[*PROFILES, "all"], default="all")
     parser.add_argument("--set", dest="overrides", action="append", default=[], help="more profile overrides")
     parser.add_argument("--out", type=Path, default=Path("artifacts/bench-workloads"))
+    provenance.add_argument(parser)
     args = parser.parse_args()
     overrides = [*sized(args.categories.split(","), args.per_category), *args.overrides]
     from cli.common import prefect_defaults
@@ -102,6 +105,9 @@ def main() -> None:
     (args.out / "workloads.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
     print(f"plot: {plot(results, args.out / 'workloads.png')}; table: {args.out / 'workloads.md'}")
+    provenance.record("workloads_bench", "Speedup per Spec-Bench category, the replay's best n-gram and suffix "
+                      "settings on vLLM's CPU build", [line.replace("### ", "**", 1) + "**" if line.startswith("### ")
+                                                       else line for line in lines], args.figures)
 
 
 if __name__ == "__main__":
