@@ -82,7 +82,7 @@ up: export SPECOPS_DEPLOY_REPOSITORY = $(or $(DEPLOY_REPOSITORY),$(CURDIR))
 # `up` starts its worker right after deploying: its pool goes unnamed in the deploy output's no-worker line
 up: DEPLOY_WORKER_FOLLOWS = --worker-follows $(POOL)
 
-.PHONY: debian-packages test-debian-packages install install-test demo demo-runtime demo-vllm bench-engines bench-pays bench-workloads test test-fast bench bench-intervals bench-calibrate bench-tools bench-drafts bench-sweep bench-compare up down deploy schema clean
+.PHONY: debian-packages test-debian-packages install install-test demo demo-runtime demo-vllm bench-engines bench-pays bench-workloads test test-fast bench bench-intervals bench-calibrate bench-tools bench-drafts bench-sweep bench-compare up down deploy schema docs clean
 
 # Debian packages, the venv and AIPerf's venv need nothing of each other: `make install` fetches them
 # side by side (-j3 below).
@@ -170,7 +170,18 @@ test:
 	@$(MAKE) --no-print-directory install-test
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports --no-logo
+	$(docs_build)
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder --durations=40
+
+## docs: the docs site into site/ (mkdocs, Material theme, from the test extras), built --strict: a broken link, a
+## missing page or a figure without its data fails it. The reference pages are built from the code each time
+## (tools/docs/hooks.py)
+define docs_build
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
+endef
+docs: $(VENV)/.installed-test
+	$(docs_build)
+	@echo "docs: $(CURDIR)/site/index.html (.venv/bin/mkdocs serve serves them while you edit)"
 
 test-fast: install-test
 	$(BIN)/python -m pytest -m "not integration and not slow"

@@ -13,7 +13,6 @@ from cli.main import main
 from specops.settings import Settings, env_name, secret, settings, table
 
 ROOT = Path(__file__).resolve().parents[2]
-README = ROOT / "README.md"
 FIELDS = list(Settings.model_fields)
 SECRETS = [name for name, f in Settings.model_fields.items() if SecretStr in (f.annotation, *get_args(f.annotation))]
 
@@ -106,8 +105,10 @@ def test_every_field_is_described():
     assert all(field.description for field in Settings.model_fields.values())
 
 
-def test_readme_table_is_the_one_the_model_renders():
-    assert "\n".join(table()) in README.read_text()
+def test_the_docs_reference_prints_the_table_the_model_renders():
+    from tools.docs.reference import environment
+
+    assert "\n".join(table()) in environment(ROOT)
 
 
 def test_specops_settings_prints_the_table(capsys):
