@@ -118,7 +118,7 @@ def secret(value: SecretStr | None) -> str | None:
 
 
 def table() -> list[str]:
-    """The variables as a Markdown table (README's, and `specops settings`)."""
+    """The variables as a Markdown table (the docs' environment reference, and `specops settings`)."""
     rows = ["| Variable | Default | Meaning |", "|---|---|---|"]
     for name, field in Settings.model_fields.items():
         default = UNSET if field.default is None else f"`{field.default}`"

@@ -41,7 +41,7 @@ def blocks_hint(pool: str) -> str:
         return "Its runs need no block."
     return (f"Its runs need the Secret block {HF_TOKEN_BLOCK} (the Hugging Face token; without it a run crashes "
             "at submission: \"Block not found: 'hf-token' of type 'secret'\"), saved once on this server: "
-            "README, \"GPU worker on another host\".")
+            "docs/how-to/gpu-worker.md.")
 
 
 def pool_description(pool: str) -> str:

@@ -21,7 +21,7 @@ FRAMEWORK_NAMES = {"vllm": "vLLM", "tensorrt-llm": "TensorRT-LLM"}
 
 
 def gpu_profile_table() -> list[str]:
-    """Markdown rows: each GPU profile's image and the versions inside it (the README shows this table)."""
+    """Markdown rows: each GPU profile's image and the versions inside it (the docs' reference shows it)."""
     lines = ["| profile | backend | image | Triton | framework in the image |", "|---|---|---|---|---|"]
     for name in list_profile_names():
         backend = load_profile(name).profile.backend

@@ -1,6 +1,6 @@
 """Reading a stored RunResult whatever specops wrote it: the schema-version policy, in code.
 
-The policy (README, "Results database"):
+The policy (docs/operations/results-database.md):
 
 - `SCHEMA_VERSION` (results/model.py) goes up with every change of the RunResult's fields.
 - A record of this version or an older one loads as it is: fields added since have defaults.

@@ -14,7 +14,7 @@ working tree, the alert block saved by `specops alert setup` pointing at a webho
 
 The server marks runs Late 2 s after their start time here (PREFECT_SERVER_SERVICES_LATE_RUNS_AFTER_SECONDS,
 default 15, on a 1 s loop, default 5) and the worker polls every 2 s (PREFECT_WORKER_QUERY_SECONDS, default 10):
-with Prefect's defaults the same chain takes up to 15 + 5 + 10 = 30 s more than measured here (README)."""
+with Prefect's defaults the same chain takes up to 15 + 5 + 10 = 30 s more than measured here (docs/operations/alerts.md)."""
 from __future__ import annotations
 
 import json
