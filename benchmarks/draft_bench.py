@@ -17,6 +17,8 @@ import json
 import time
 from pathlib import Path
 
+import provenance
+
 PROFILES = ["ngram-local", "eagle3-local", "eagle-local", "medusa-local", "draft-target-local"]
 DEFAULTS = ["benchmark.num_requests=8", "benchmark.output_tokens=96"]
 
@@ -105,6 +107,7 @@ def main() -> None:
     parser.add_argument("--profiles", nargs="+", default=PROFILES)
     parser.add_argument("--set", dest="overrides", action="append", default=None)
     parser.add_argument("--no-hf", action="store_true", help="skip the HF transformers comparison")
+    provenance.add_argument(parser)
     args = parser.parse_args()
     from cli.common import prefect_defaults
     from specops.run.roots import artifacts_root
@@ -119,6 +122,8 @@ def main() -> None:
     (out / "table.md").write_text(table + "\n")
     (out / "results.json").write_text(json.dumps({"rows": rows, "hf": hf, "overrides": overrides}, indent=2))
     print("\n" + table + f"\n\n(written to {out})")
+    provenance.record("draft_bench", "Every method on the embedded target vs base, its bound, and vs HF speculation",
+                      table.splitlines(), args.figures)
 
 
 if __name__ == "__main__":
