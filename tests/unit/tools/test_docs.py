@@ -60,13 +60,15 @@ def test_the_reference_holds_every_field_subcommand_setting_and_exit_code(site):
     from cli.common import EXIT_CODES
     from cli.main import _parser
     from specops.profile.catalog import gpu_profile_table
-    from specops.profile.schema import Benchmark, Profile
+    from specops.profile.schema import Profile
     from specops.settings import Settings, env_name
 
     fields = text(site, "reference/profile.md")
-    for name, field in [*Profile.model_fields.items(), *Benchmark.model_fields.items()]:
-        about = " ".join((field.description or "").split()).replace("`", "")
-        assert name in fields and about in fields, name
+    schema = Profile.model_json_schema()
+    for model in [schema, *schema["$defs"].values()]:  # every section, every backend's and method's
+        for name, prop in model["properties"].items():
+            about = " ".join(prop.get("description", "").split()).replace("`", "")
+            assert name in fields and about in fields, f"{model['title']}.{name}"
     commands = text(site, "reference/cli.md")
     sub = next(a for a in _parser([])._actions if hasattr(a, "choices") and isinstance(a.choices, dict))
     for name, parser in sub.choices.items():
