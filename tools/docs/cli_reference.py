@@ -25,7 +25,9 @@ def _flag(action: argparse.Action) -> str:
 
 
 def _default(action: argparse.Action) -> str:
-    if action.default in (None, argparse.SUPPRESS, [], False) or not action.option_strings:
+    if not action.option_strings:  # a positional: argparse calls one of nargs '*' required, though none may be given
+        return "optional" if action.nargs in ("?", "*") else "required"
+    if action.default in (None, argparse.SUPPRESS, [], False):
         return "required" if action.required else "-"
     value = ",".join(map(str, action.default)) if isinstance(action.default, list) else action.default
     return f"`{value}`"
