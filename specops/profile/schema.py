@@ -142,8 +142,10 @@ class Benchmark(Section):
 
 class Comparison(Section):
     baseline: bool = Field(True, description="also serve and benchmark the base model (speculation off)")
-    lossless_prompts: Count = Field(4, ge=0, le=10_000, description="prompts compared at temperature 0")
-    lossless_max_tokens: Count = Field(48, ge=1, le=32_768, description="tokens generated per prompt of the "
+    lossless_prompts: Count = Field(4, ge=0, le=10_000, description="prompts of a separate lossless check, run where "
+                                    "the benchmark tool kept no answer to some measured prompt (genai-perf keeps "
+                                    "none); 0: no lossless check at all")
+    lossless_max_tokens: Count = Field(48, ge=1, le=32_768, description="tokens generated per prompt of a separate "
                                        "lossless check")
     require_lossless: bool = Field(True, description="a mismatch marks the run INVALID")
 
