@@ -10,31 +10,35 @@ from specops.sweep.schedule import Recommendation, flow
 
 
 def _cell_text(cell: Cell | None) -> str:
+    """Its speedup with the interval, its acceptance length and its own base's tokens/s (each cell measures the
+    base beside it, in its own minutes: a shared host's speed moves between them)."""
     if cell is None:
         return "not measured"
     speedup = interval_text(cell.speedup, cell.speedup_low, cell.speedup_high)
+    base = f" base {shown(cell.base_tok_s, '.2f')}"
     if cell.status != "ok":
-        return f"{cell.status.upper()} {speedup}"
-    return f"{speedup} al {shown(cell.mean_acceptance_length)}"
+        return f"{cell.status.upper()} {speedup}{base}"
+    return f"{speedup} al {shown(cell.mean_acceptance_length)}{base}"
 
 
 def format_sweep(cells: list[Cell], crossovers: dict[str, Crossover], choices: dict[int, Choice],
                  recommendation: Recommendation, schedule: list[Cell] | None = None) -> str:
-    """The series (K, or setting) x concurrency table (speedup with its interval, `al` = mean acceptance length;
-    the served schedule as its last row), the crossover per series, the one chosen per concurrency with why, and
-    the recommendation."""
+    """The series (K, or setting) x concurrency table (speedup with its interval, `al` = mean acceptance length,
+    `base` = the tokens/s of the base measured beside that cell; the served schedule as its last row), the crossover
+    per series, the one chosen per concurrency with why, and the recommendation: every one of them by the
+    intervals."""
     ks = list(dict.fromkeys([*by_series(cells), *crossovers]))
     cs = sorted({c.concurrency for c in cells} | set(choices))
     at = {(c.label, c.concurrency): c for c in cells}
-    base = {c.concurrency: c.base_tok_s for c in cells if c.base_tok_s is not None}
     header = ["K \\ concurrency", *map(str, cs)]
     rows = [[k, *(_cell_text(at.get((k, c))) for c in cs)] for k in ks]
     if schedule:
         served = {c.concurrency: c for c in schedule}
         rows.append(["schedule", *(_cell_text(served.get(c)) for c in cs)])
-    rows.append(["base tok/s", *(shown(base.get(c), ".1f") for c in cs)])
-    lines = [f"Speedup over the base ({LEVEL:.0%} interval), al = mean acceptance length", text_table(header, rows), ""]
-    lines.append("Crossover (concurrency where speculation stops paying, log2-interpolated):")
+    lines = [f"Speedup over the base ({LEVEL:.0%} interval), al = mean acceptance length, base = the base's tok/s "
+             "measured beside that cell", text_table(header, rows), ""]
+    lines.append("Crossover (concurrency where speculation stops paying, log2-interpolated between the last "
+                 "concurrency whose interval lies above 1.00x and the next, whose interval lies below):")
     for k in ks:
         cross = crossovers.get(k)
         note = f"  [{cross.note}]" if cross is not None and cross.note else ""
@@ -42,20 +46,24 @@ def format_sweep(cells: list[Cell], crossovers: dict[str, Crossover], choices: d
     what = ("Setting", "settings'") if any(c.setting for c in cells) else ("K", "Ks'")
     lines += ["", f"{what[0]} per concurrency (named only where its 95% interval is apart from the base's 1.00x and "
               f"the other {what[1]}):"]
-    lines += [f"  concurrency {c}: " + (_choice_text(choices[c]) if c in choices else "not measured") for c in cs]
+    lines += [f"  concurrency {c}: " + (choice_text(choices[c]) if c in choices else "not measured") for c in cs]
     lines += ["", *format_recommendation(recommendation)]
     return "\n".join(lines) + "\n"
 
 
-def _choice_text(choice: Choice) -> str:
-    named = setting_label(choice.k, choice.setting) if choice.k is not None else "base (do not speculate)"
-    return f"{named}: {choice.why}"
+def choice_text(choice: Choice) -> str:
+    """One concurrency's line of the table: what it names and why."""
+    if choice.k is not None:
+        return f"{setting_label(choice.k, choice.setting)}: {choice.why}"
+    return f"{'undecided' if choice.undecided else 'base (do not speculate)'}: {choice.why}"
 
 
 def format_recommendation(r: Recommendation) -> list[str]:
     lines = [f"Recommendation for {r.profile} ({r.backend}{', ' + r.framework if r.framework else ''}):"]
-    lines += [f"  concurrency {c}: --set {' --set '.join(o)}" for c, o in sorted(r.profile_overrides.items())]
-    lines += [f"  concurrency {c}: base (speculation off)" for c in r.base]
+    per_load = {c: f"--set {' --set '.join(o)}" for c, o in r.profile_overrides.items()}
+    per_load |= {c: "base (speculation off)" for c in r.base}
+    per_load |= {c: f"undecided, {why}" for c, why in r.undecided.items()}
+    lines += [f"  concurrency {c}: {text}" for c, text in sorted(per_load.items())]
     if r.backend_keys is not None:
         lines.append(f"  {r.backend} schedule: {flow(r.backend_keys)}")
         lines.append(f"    source: {r.backend_source}")
