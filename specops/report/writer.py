@@ -8,6 +8,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from specops.atomic_file import replacing, write_text
+from specops.report.costs import queued_s
 from specops.report.plot import write_plot
 from specops.report.tables import comparison_frame, report_markdown
 from specops.results.durable import MANIFEST, save_result
@@ -115,6 +116,7 @@ def summary(result: RunResult) -> str:
     """One line for a terminal or a log."""
     speedup = result.speedup.text() if result.speedup else "n/a"
     where = f" at {result.failure.step}" if result.failure else ""
+    queued = queued_s(result)
     return (f"{result.verdict.value}{where}; speedup vs base {speedup}; flow wall {result.phases.wall_s:.1f}s; "
             f"orchestration overhead {result.overhead_s:.1f}s"
-            + (f"; queued {result.waited_s:.1f}s for its slots" if result.waited_s >= 1 else ""))
+            + (f"; queued {queued:.1f}s for its slots" if queued >= 1 else ""))
