@@ -1,5 +1,5 @@
-"""A run's verdicts as a table: plain text for logs and the terminal, Markdown for the Prefect UI, whose code blocks
-cut a wide table at the page's edge (the note column went first) where a Markdown table wraps its cells."""
+"""A run's verdicts as a table: plain text for logs and the terminal, Markdown for the Prefect UI, which cut the
+plain table's code block at the page's edge (the note column went first)."""
 from __future__ import annotations
 
 from specops.regression.verdict import MetricVerdict
@@ -24,9 +24,13 @@ def verdict_table(verdicts: list[MetricVerdict]) -> str:
 
 
 def verdict_markdown(verdicts: list[MetricVerdict]) -> str:
-    """The same as a Markdown table (cells escaped: a `|` in a note would split its row)."""
+    """The same for the Prefect UI: a Markdown table of the figures (the profile is the artifact's heading), each
+    verdict's note in a list under it. The UI neither wraps a table's cells nor a code block's lines: a note (host
+    drift, a deterministic metric's rule) in a column ran past the page's edge, where a list item wraps."""
     if not verdicts:
         return "no verdicts (no runs)"
-    lines = ["| " + " | ".join(HEADERS) + " |", "|" + "---|" * len(HEADERS)]
-    lines += ["| " + " | ".join(cell.replace("|", "\\|") or " " for cell in row) + " |" for row in _rows(verdicts)]
-    return "\n".join(lines)
+    headers, rows = HEADERS[1:-1], [row[1:-1] for row in _rows(verdicts)]
+    lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
+    lines += ["| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |" for row in rows]
+    notes = [f"- **{v.metric}** ({v.verdict.value}): {v.why}" for v in verdicts if v.why]
+    return "\n".join(lines + (["", "Notes:", "", *notes] if notes else []))

@@ -1,4 +1,5 @@
-"""Plain-text tables of a sweep (K x concurrency) and of a comparison (several profiles, one target)."""
+"""Tables of a sweep (K x concurrency: plain text, and Markdown for the UI) and of a comparison (several profiles,
+one target)."""
 from __future__ import annotations
 
 from specops.results.figures import MISSING, figure, interval_text, shown
@@ -21,34 +22,76 @@ def _cell_text(cell: Cell | None) -> str:
     return f"{speedup} al {shown(cell.mean_acceptance_length)}{base}"
 
 
-def format_sweep(cells: list[Cell], crossovers: dict[str, Crossover], choices: dict[int, Choice],
-                 recommendation: Recommendation, schedule: list[Cell] | None = None) -> str:
-    """The series (K, or setting) x concurrency table (speedup with its interval, `al` = mean acceptance length,
-    `base` = the tokens/s of the base measured beside that cell; the served schedule as its last row), the crossover
-    per series, the one chosen per concurrency with why, and the recommendation: every one of them by the
-    intervals."""
+def _grid(cells: list[Cell], crossovers: dict[str, Crossover], choices: dict[int, Choice],
+          schedule: list[Cell] | None) -> tuple[list[str], list[int], list[tuple[str, dict[int, Cell]]]]:
+    """The series labels, the concurrencies, and the rows (label, concurrency -> cell): one per series, the served
+    schedule last."""
     ks = list(dict.fromkeys([*by_series(cells), *crossovers]))
     cs = sorted({c.concurrency for c in cells} | set(choices))
-    at = {(c.label, c.concurrency): c for c in cells}
-    header = ["K \\ concurrency", *map(str, cs)]
-    rows = [[k, *(_cell_text(at.get((k, c))) for c in cs)] for k in ks]
+    rows = [(k, {c.concurrency: c for c in cells if c.label == k}) for k in ks]
     if schedule:
-        served = {c.concurrency: c for c in schedule}
-        rows.append(["schedule", *(_cell_text(served.get(c)) for c in cs)])
-    lines = [f"Speedup over the base ({LEVEL:.0%} interval), al = mean acceptance length, base = the base's tok/s "
-             "measured beside that cell", text_table(header, rows), ""]
-    lines.append("Crossover (concurrency where speculation stops paying, log2-interpolated between the last "
-                 "concurrency whose interval lies above 1.00x and the next, whose interval lies below):")
+        rows.append(("schedule", {c.concurrency: c for c in schedule}))
+    return ks, cs, rows
+
+
+def _sections(cells: list[Cell], ks: list[str], cs: list[int], crossovers: dict[str, Crossover],
+              choices: dict[int, Choice], recommendation: Recommendation) -> list[tuple[str, list[str]]]:
+    """What the grid says, as (title, lines; a line's leading spaces nest it): the crossover per series, the one
+    chosen per concurrency with why, and the recommendation, every one of them by the intervals."""
+    crossing = []
     for k in ks:
         cross = crossovers.get(k)
         note = f"  [{cross.note}]" if cross is not None and cross.note else ""
-        lines.append(f"  {k}: {cross.text() if cross else 'no data'}{note}")
+        crossing.append(f"{k}: {cross.text() if cross else 'no data'}{note}")
     what = ("Setting", "settings'") if any(c.setting for c in cells) else ("K", "Ks'")
-    lines += ["", f"{what[0]} per concurrency (named only where its 95% interval is apart from the base's 1.00x and "
-              f"the other {what[1]}):"]
-    lines += [f"  concurrency {c}: " + (choice_text(choices[c]) if c in choices else "not measured") for c in cs]
-    lines += ["", *format_recommendation(recommendation)]
+    recommended = format_recommendation(recommendation)
+    return [("Crossover (concurrency where speculation stops paying, log2-interpolated between the last concurrency "
+             "whose interval lies above 1.00x and the next, whose interval lies below):", crossing),
+            (f"{what[0]} per concurrency (named only where its 95% interval is apart from the base's 1.00x and the "
+             f"other {what[1]}):",
+             [f"concurrency {c}: " + (choice_text(choices[c]) if c in choices else "not measured") for c in cs]),
+            (recommended[0], [line.removeprefix("  ") for line in recommended[1:]])]
+
+
+def format_sweep(cells: list[Cell], crossovers: dict[str, Crossover], choices: dict[int, Choice],
+                 recommendation: Recommendation, schedule: list[Cell] | None = None) -> str:
+    """The series (K, or setting) x concurrency table (speedup with its interval, `al` = mean acceptance length,
+    `base` = the tokens/s of the base measured beside that cell; the served schedule as its last row), then what it
+    says (_sections)."""
+    ks, cs, rows = _grid(cells, crossovers, choices, schedule)
+    table = text_table(["K \\ concurrency", *map(str, cs)],
+                       [[k, *(_cell_text(at.get(c)) for c in cs)] for k, at in rows])
+    lines = [f"Speedup over the base ({LEVEL:.0%} interval), al = mean acceptance length, base = the base's tok/s "
+             "measured beside that cell", table]
+    for title, items in _sections(cells, ks, cs, crossovers, choices, recommendation):
+        lines += ["", title, *(f"  {item}" for item in items)]
     return "\n".join(lines) + "\n"
+
+
+def sweep_markdown(cells: list[Cell], crossovers: dict[str, Crossover], choices: dict[int, Choice],
+                   recommendation: Recommendation, schedule: list[Cell] | None = None) -> str:
+    """The same for the Prefect UI, which neither wraps a code block's lines nor a table's cells (a long line ran
+    past the page's edge, "would tell" and all): the grid as two narrow Markdown tables, what it says as lists."""
+    ks, cs, rows = _grid(cells, crossovers, choices, schedule)
+
+    def table(title: str, text) -> list[str]:
+        head = ["K \\ concurrency", *map(str, cs)]
+        return [f"**{title}**", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head),
+                *("| " + " | ".join([k, *(text(at.get(c)) for c in cs)]) + " |" for k, at in rows), ""]
+
+    def speedup(cell: Cell | None) -> str:
+        return _cell_text(cell) if cell is None else (
+            ("" if cell.status == "ok" else f"{cell.status.upper()} ")
+            + interval_text(cell.speedup, cell.speedup_low, cell.speedup_high))
+
+    lines = [*table(f"Speedup over the base ({LEVEL:.0%} interval)", speedup),
+             *table("Mean acceptance length (al) and the base's tok/s measured beside each cell",
+                    lambda cell: "-" if cell is None else
+                    f"al {shown(cell.mean_acceptance_length)}, base {shown(cell.base_tok_s, '.2f')}")]
+    for title, items in _sections(cells, ks, cs, crossovers, choices, recommendation):
+        lines += [f"**{title}**", ""]
+        lines += [f"{' ' * (len(item) - len(item.lstrip()))}- {item.lstrip()}" for item in items] + [""]
+    return "\n".join(lines)
 
 
 def choice_text(choice: Choice) -> str:

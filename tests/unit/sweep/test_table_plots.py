@@ -6,7 +6,7 @@ from specops.report.plot import write_compare_plot, write_sweep_plots
 from specops.results.model import Status
 from specops.sweep.analysis import Cell, best_k, choose_k, crossover
 from specops.sweep.schedule import recommend
-from specops.sweep.table import format_compare, format_sweep
+from specops.sweep.table import format_compare, format_sweep, sweep_markdown
 from tests.results_factory import run_result
 
 PNG = b"\x89PNG\r\n\x1a\n"
@@ -60,6 +60,18 @@ def test_a_sweep_that_cannot_tell_says_so_everywhere_and_how_many_prompts_would(
     assert "concurrency 1: undecided, cannot tell K=1 1.08x (0.98-1.19) from the base (1.00x); about 8 prompts " \
            "would tell at this spread (--set benchmark.num_requests=8)" in text, text
     assert "base 6.92" in text and "base 5.68" in text  # each cell's own base
+
+
+def test_the_uis_markdown_says_what_the_text_says_in_lines_that_wrap():
+    choices = choose_k(CELLS)
+    undecided = {c: ch.why for c, ch in choices.items() if ch.undecided}
+    r = recommend(load_profile("ngram-local"), best_k(CELLS), {c: ch.why for c, ch in choices.items()}, None, undecided)
+    text, markdown = format_sweep(CELLS, crossover(CELLS), choices, r), sweep_markdown(CELLS, crossover(CELLS), choices, r)
+    assert "```" not in markdown  # the UI cuts a code block's lines at the page's edge
+    assert "| K=1 | 1.21x (1.14-1.27) | 1.05x (0.98-1.11) | 0.93x (0.86-0.99) |" in markdown
+    assert "| K=2 | al 2.00, base 17.00 | al 2.00, base 18.00 | al 2.00, base 20.00 |" in markdown
+    said = [line.strip() for line in text.splitlines()[4:] if line.startswith("  ")]  # every line under a heading
+    assert said and all(f"- {line}" in markdown for line in said)
 
 
 def test_a_cell_not_measured_says_so():
