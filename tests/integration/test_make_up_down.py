@@ -206,6 +206,7 @@ def check_sweep_says_one_thing(page: str) -> None:
     crossing = re.search(r"^\s*K=1: (.*)$", page, re.M)[1]
     named = re.search(r"^\s*concurrency 1: (.*)$", page, re.M)[1]  # the K per concurrency's line comes first
     assert re.search(r"al \d+\.\d\d, base \d+\.\d\d", page), page
+    print(f"the sweep at concurrency 1: {named}")
     if named.startswith("undecided"):
         assert "pays" not in page and crossing.startswith("cannot tell"), page
         assert re.search(r"(about|more than) \d+ prompts would", named), named
