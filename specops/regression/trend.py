@@ -132,23 +132,25 @@ def _drawn(history: list[RunResult]) -> list[RunResult]:
 
 def _add_html_row(fig: go.Figure, row: int, points: list[Point], invalid: list[tuple[RunResult, float]],
                   first: bool) -> None:
-    for index, (key, group) in enumerate(_groups(points).items()):
+    groups = _groups(points)
+    for index, (key, group) in enumerate(groups.items()):
         color = COLORS[index % len(COLORS)]
         legend, seen = dict(legendgroup=key, showlegend=first), set()
+        which = f" ({key})" if len(groups) > 1 else ""  # one baseline key: the title's, a long one squeezed the plot
         for segment in _segments(group):
             xs, label = [_when(p.run) for p in segment], _band_label(segment[0])
             fig.add_trace(go.Scatter(
                 x=xs + xs[::-1], y=[p.band[1] for p in segment] + [p.band[0] for p in segment][::-1],
                 fill="toself", fillcolor=BAND_COLORS[label], opacity=0.25, line=dict(width=0), hoverinfo="skip",
-                name=f"{label} ({key})", legendgroup=key, showlegend=first and label not in seen), row=row, col=1)
+                name=f"{label}{which}", legendgroup=key, showlegend=first and label not in seen), row=row, col=1)
             seen.add(label)
         fig.add_trace(go.Scatter(
             x=[_when(p.run) for p in group], y=[p.baseline for p in group], mode="lines",
-            line=dict(color=color, dash="dash"), name=f"baseline ({key})", hoverinfo="skip", **legend),
+            line=dict(color=color, dash="dash"), name=f"baseline{which}", hoverinfo="skip", **legend),
             row=row, col=1)
         fig.add_trace(go.Scatter(
             x=[_when(p.run) for p in group], y=[p.value for p in group], mode="markers+lines",
-            line=dict(color=color, width=1), name=f"runs ({key}), coloured by verdict",
+            line=dict(color=color, width=1), name=f"runs{which}, coloured by verdict",
             marker=dict(color=[VERDICT_COLORS[v] for v in point_verdicts(group)], size=7),
             hovertext=[_hover(p) for p in group], hoverinfo="text", **legend), row=row, col=1)
     for label, color, symbol, pick in (("violates", VIOLATING, "x", lambda p: p.violates),
