@@ -7,6 +7,10 @@ from specops.results.model import RunResult
 from specops.results.phases import QUEUE_STEP
 
 OVERHEAD = "orchestration overhead"
+# The order a run takes its steps in: how the parts are listed whatever order a stored record's keys came back in
+# (manifest.json sorts them); a step not named here follows them, in its record's order.
+STEP_ORDER = ("preflight", "download", "draft", "build", "render", QUEUE_STEP, "serve", "check", "benchmark",
+              "predict", "report")
 
 
 def wall_parts(result: RunResult) -> list[tuple[str, float]] | None:
@@ -16,17 +20,31 @@ def wall_parts(result: RunResult) -> list[tuple[str, float]] | None:
     if parts is None:
         return None
     slots = ", ".join(result.window.slots) if result.window and result.window.slots else ""
+    ordered = sorted(parts.items(), key=lambda item: STEP_ORDER.index(item[0]) if item[0] in STEP_ORDER
+                     else len(STEP_ORDER))
     return [((f"queued for {slots}" if slots else "queued") if name == QUEUE_STEP else name, seconds)
-            for name, seconds in parts.items()]
+            for name, seconds in ordered]
+
+
+def _shown(wall_s: float, parts: list[tuple[str, float]]) -> tuple[list[tuple[str, float]], float]:
+    """The parts as printed (to 0.1 s; those that round to 0.0 s left out) and the overhead they leave of the wall
+    as printed, never below zero: the printed figures add up."""
+    shown = [(label, round(seconds, 1)) for label, seconds in parts if round(seconds, 1) > 0]
+    return shown, max(0.0, round(round(wall_s, 1) - sum(seconds for _, seconds in shown), 1))
 
 
 def adding_up(wall_s: float, parts: list[tuple[str, float]], overhead_note: str = "") -> str:
     """`405.2s = serve 170.1s + ... + orchestration overhead 5.0s`: the figures as printed add up to the wall as
-    printed (the overhead is what the printed parts leave; parts that round to 0.0s are left out)."""
-    shown = [(label, round(seconds, 1)) for label, seconds in parts if round(seconds, 1) > 0]
-    rest = max(0.0, round(round(wall_s, 1) - sum(seconds for _, seconds in shown), 1))
+    printed."""
+    shown, rest = _shown(wall_s, parts)
     terms = [f"{label} {seconds:.1f}s" for label, seconds in shown] + [f"{OVERHEAD} {rest:.1f}s{overhead_note}"]
     return f"{wall_s:.1f}s = {' + '.join(terms)}"
+
+
+def overhead_shown(result: RunResult) -> float:
+    """The flow's orchestration overhead as its report's line prints it (the summary line says the same)."""
+    parts = wall_parts(result)
+    return result.overhead_s if parts is None else _shown(result.phases.wall_s, parts)[1]
 
 
 def queued_s(result: RunResult) -> float:

@@ -8,7 +8,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from specops.atomic_file import replacing, write_text
-from specops.report.costs import queued_s
+from specops.report.costs import overhead_shown, queued_s
 from specops.report.plot import write_plot
 from specops.report.tables import comparison_frame, report_markdown
 from specops.results.durable import MANIFEST, save_result
@@ -118,5 +118,5 @@ def summary(result: RunResult) -> str:
     where = f" at {result.failure.step}" if result.failure else ""
     queued = queued_s(result)
     return (f"{result.verdict.value}{where}; speedup vs base {speedup}; flow wall {result.phases.wall_s:.1f}s; "
-            f"orchestration overhead {result.overhead_s:.1f}s"
+            f"orchestration overhead {overhead_shown(result):.1f}s"
             + (f"; queued {queued:.1f}s for its slots" if queued >= 1 else ""))

@@ -78,3 +78,18 @@ def test_the_cli_line_adds_up_over_the_commands_own_wall(tmp_path, monkeypatch):
     assert sum(terms.values()) == pytest.approx(wall, abs=0.05)  # exactly, as printed
     assert terms["orchestration overhead"] == pytest.approx(415.3 - 396.6, abs=0.1)
     assert line.endswith("(Prefect's API start, validation, the report, and between the steps)")
+
+
+def test_a_stored_record_lists_its_parts_in_the_order_of_the_run_and_the_summary_says_the_reports_overhead(
+        tmp_path, monkeypatch):
+    from specops.results.model import RunResult
+
+    result = measured_run(tmp_path, monkeypatch, {**ISSUE_RUN, "render": [(2.0, 2.04)], "build": [(1.96, 2.0)]},
+                          405.2, None)
+    stored = RunResult.model_validate_json(result.model_dump_json())  # manifest.json sorts its keys
+    stored = stored.model_copy(update={"phases": stored.phases.model_copy(
+        update={"parts_s": dict(sorted(stored.phases.parts_s.items()))})})
+    line = next(n for n in notes(stored) if n.startswith("flow wall"))
+    assert [label for label in terms_of(line)[1]][:4] == ["preflight", "download", "queued", "serve"]
+    overhead = terms_of(line)[1]["orchestration overhead"]
+    assert f"orchestration overhead {overhead:.1f}s" in summary(stored)  # not the exact one the report rounds away
