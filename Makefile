@@ -81,6 +81,9 @@ deploy: export SPECOPS_DEPLOY_REPOSITORY = $(DEPLOY_REPOSITORY)
 up: export SPECOPS_DEPLOY_REPOSITORY = $(or $(DEPLOY_REPOSITORY),$(CURDIR))
 # `up` starts its worker right after deploying: its pool goes unnamed in the deploy output's no-worker line
 up: DEPLOY_WORKER_FOLLOWS = --worker-follows $(POOL)
+# the server the printed run commands name (a shell outside make reads another Prefect profile; `deploy` leaves
+# them to the caller's, which its deployments went to)
+up: DEPLOY_API_URL = --api-url http://$(PREFECT_API_HOST):$(PREFECT_PORT)/api
 
 .PHONY: debian-packages test-debian-packages install install-test demo demo-runtime demo-vllm bench-engines bench-pays bench-workloads test test-fast bench bench-intervals bench-calibrate bench-tools bench-drafts bench-sweep bench-compare up down deploy schema docs clean
 
@@ -268,7 +271,7 @@ define deploy_recipe
 	  else echo "alerts: ALERT_URL unset, the alert block is left as it is (\`specops alert test\` tries it)"; fi
 	@# tools/deploy_output.py: Prefect's output whole in deploy.log; here one line per flow and the pools with no worker
 	@set -o pipefail; PATH=$(BIN):$$PATH $(BIN)/prefect --no-prompt deploy --all 2>&1 \
-	  | $(BIN)/python tools/deploy_output.py $(DEPLOY_WORKER_FOLLOWS) --log $(PREFECT_HOME)/deploy.log \
+	  | $(BIN)/python tools/deploy_output.py $(DEPLOY_WORKER_FOLLOWS) $(DEPLOY_API_URL) --log $(PREFECT_HOME)/deploy.log \
 	  || { echo "prefect deploy failed; $(PREFECT_HOME)/deploy.log ends with:"; tail -20 $(PREFECT_HOME)/deploy.log; exit 1; }
 	@# Prefect stores one form per flow: each deployment's narrowed to its pool's profiles (prefect_adapters/forms.py)
 	@$(BIN)/specops deployments --narrow-forms

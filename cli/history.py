@@ -52,8 +52,9 @@ def _trends(runs) -> str:
     """Each profile's trend report written; where, and its newest run's verdicts (default policy)."""
     from specops.regression.policy import RegressionPolicy
     from specops.regression.runs import profile_runs
+    from specops.regression.table import verdict_table
     from specops.regression.trend import trend_dir, write_trend
-    from specops.regression.verdict import evaluate, verdict_table
+    from specops.regression.verdict import evaluate
     from specops.results.history import cpu_warning, with_warning
 
     policy, out = RegressionPolicy(), []

@@ -49,6 +49,7 @@ def cmd_run(args) -> int:
     api = start_prefect_api()  # before the flow's imports, which its own then overlap
     from flows.specdec import RunFailed, run_specdec
     from prefect_adapters.refusal import handed_over
+    from specops.report.costs import command_text
     from specops.report.writer import summary
     from specops.results.durable import is_unrecorded
 
@@ -67,16 +68,12 @@ def cmd_run(args) -> int:
         print(f"specops: {err}", file=sys.stderr)
         return EXIT_PREREQUISITES
     total = time.monotonic() - start
-    measured = result.phases.measured  # overlapping steps (servers starting side by side) counted once
-    queued = result.waited_s  # for the slots, behind other runs: not orchestration
     print(f"\nreport: {Path(result.run_dir) / 'report.md'}\n{summary(result)}")
     if is_unrecorded(result.uid):
         print(f"specops: warning: the results database did not take this run's result; it is kept in "
               f"{Path(result.run_dir) / 'manifest.json'}: `specops results import {result.run_dir}` records it, "
               "or the next run does", file=sys.stderr)
-    print(f"orchestration overhead: {total - measured - queued:.1f}s of specops run's {total:.1f}s "
-          f"(Prefect start-up, validation, download, render, report; serve+check+benchmark took {measured:.1f}s"
-          + (f"; waited {queued:.1f}s for {', '.join(result.window.slots)})" if queued >= 1 else ")"))
+    print(command_text("specops run", total, result))  # its parts, the queue and the overhead add up to it
     return EXIT_INVALID if result.status.value == "invalid" else 0
 
 

@@ -175,7 +175,8 @@ def sweep(profile: ProfileName = "ngram-local", draft_lengths: DraftLengths = (1
             choices = choose_k(cells)
             recommendation = recommend(loaded, {c: choice.k for c, choice in choices.items()},
                                        {c: choice.why for c, choice in choices.items()},
-                                       {c: choice.setting for c, choice in choices.items()})
+                                       {c: choice.setting for c, choice in choices.items()},
+                                       {c: choice.why for c, choice in choices.items() if choice.undecided})
             schedule = state.schedule(recommendation.schedule_overrides, cs[0]) if serve_schedule else None
             schedule_cells, state = measure_series(state, [schedule], cs, servers) if schedule else ([], state)
         outcome = sweep_outcome(state, grid, cells, choices, recommendation, schedule_cells)

@@ -12,8 +12,9 @@ from prefect_adapters.step import step
 from specops.regression.policy import RegressionPolicy
 from specops.regression.runs import profile_runs
 from specops.regression.suite import EVENT, resource_id
+from specops.regression.table import verdict_markdown, verdict_table
 from specops.regression.trend import trend_dir, write_trend
-from specops.regression.verdict import HISTORY_LIMIT, MetricVerdict, evaluate, verdict_table
+from specops.regression.verdict import HISTORY_LIMIT, MetricVerdict, evaluate
 from specops.report.writer import artifact_key, link_markdown, public_url
 from specops.results.compat import ReadNotes
 from specops.results.model import RunResult
@@ -54,7 +55,9 @@ def announce_regression(verdict: MetricVerdict) -> None:
 
 # What the plot draws (specops/regression/trend.py png_figure), said under it: the UI shows no alt text.
 TREND_CAPTION = ("Each metric's runs over time in their verdict's colour, the baseline dashed, and the band a new run "
-                 "must stay inside, labelled by what set it (noise, A/A-widened, counting band, host drift).")
+                 "must stay inside, labelled by what set it (noise, A/A-widened, counting band, host drift); where "
+                 "every baseline run measured the same value, the threshold, dotted. Only runs of the newest run's "
+                 "hardware and benchmark shape are drawn.")
 
 
 @step
@@ -66,7 +69,7 @@ def publish_trend(profile: str, history: list[RunResult], policy: RegressionPoli
                           link_markdown(png, f"{profile} trend", image=True), "",
                           TREND_CAPTION, "",
                           link_markdown(html, "interactive trend (trend.html)"), "",
-                          f"```\n{verdict_table(verdicts)}\n```"])
+                          verdict_markdown(verdicts)])
     create_markdown_artifact(key=artifact_key(profile, "verdicts"), markdown=markdown,
                              description=f"{profile}: each metric of the newest run against its baseline")
     create_link_artifact(key=artifact_key(profile, "trend"), link=public_url(html),

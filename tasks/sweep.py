@@ -18,6 +18,7 @@ from specops.sweep.cells import CellStore
 from specops.sweep.grid import SweepGrid, validate_grid
 from specops.sweep.outcome import SweepOutcome
 from specops.sweep.replayed import check_replayable, replayed_settings
+from specops.sweep.table import sweep_markdown
 
 
 @step
@@ -74,7 +75,8 @@ def publish_sweep(outcome: SweepOutcome, run: RunDir) -> list[Path]:
     markdown = "\n".join([f"# Sweep of {outcome.profile} - {run.run_id}", "",
                           *[link_markdown(p, p.stem, image=True) + "\n" for p in plots],
                           link_markdown(run.path, "sweep directory (every cell's report under it)"), "",
-                          f"```\n{outcome.table}\n```"])
+                          sweep_markdown(outcome.cells, outcome.crossovers, outcome.choices, outcome.recommendation,
+                                         outcome.schedule_cells)])
     create_markdown_artifact(key=artifact_key(outcome.profile, "sweep"), markdown=markdown,
                              description=f"{outcome.profile}: draft length x concurrency ({run.path})")
     create_link_artifact(key=artifact_key(outcome.profile, "sweep-dir"), link=public_url(run.path),

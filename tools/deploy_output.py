@@ -8,12 +8,15 @@ one line at the end naming the pools that had no worker, less those given as --w
 `make up` starts a worker on next).
 
 With --log FILE the output goes to FILE whole, and only a summary to stdout: one line per flow family (its
-deployments, their pools from --config, the pools with no worker), the no-worker line, and where the log is.
+deployments, their pools from --config, the pools with no worker), the no-worker line, where the log is, and what
+--config schedules when (e.g. regression/nightly: the CPU pool's profiles at 02:00 UTC) with one command that
+starts such a run now, as printed (--api-url: the server's, which that command then names: `make up`'s is not the
+Prefect profile of a shell outside make).
 Prefect prints a boxed blurb per deployment (1017 lines for 56 in `make up`, issue 39), which buried the four
 lines a user needs; errors ("Error: ..." lines) still reach stdout.
 
     prefect --no-prompt deploy --all 2>&1 | python3 tools/deploy_output.py [--worker-follows POOL]
-        [--log FILE --config prefect.yaml]
+        [--log FILE --config prefect.yaml [--api-url URL]]
 """
 from __future__ import annotations
 
@@ -65,13 +68,45 @@ def created(lines: Iterable[str]) -> Iterator[tuple[str, str]]:
             panel.append(text.strip("│ "))
 
 
-def pools_by_deployment(config: Path) -> dict[tuple[str, str], str]:
-    """(entrypoint function, deployment name) -> work pool, from prefect.yaml."""
+def _deployments(config: Path) -> list[dict]:
     import yaml  # noqa: PLC0415 - Prefect's dependency, in the venv that runs this filter
 
-    entries = yaml.safe_load(config.read_text()).get("deployments") or []
+    return yaml.safe_load(config.read_text()).get("deployments") or []
+
+
+def pools_by_deployment(config: Path) -> dict[tuple[str, str], str]:
+    """(entrypoint function, deployment name) -> work pool, from prefect.yaml."""
     return {(e["entrypoint"].rpartition(":")[2], e["name"]): (e.get("work_pool") or {}).get("name", "?")
-            for e in entries}
+            for e in _deployments(config)}
+
+
+def when(cron: str, timezone: str) -> str:
+    """A cron schedule as people say it where it is a daily time (`daily at 02:00 UTC`), else the cron itself."""
+    fields = cron.split()
+    if len(fields) == 5 and fields[0].isdigit() and fields[1].isdigit() and fields[2:] == ["*", "*", "*"]:
+        return f"daily at {int(fields[1]):02d}:{int(fields[0]):02d} {timezone}"
+    return f"on cron '{cron}' ({timezone})"
+
+
+def scheduled(config: Path, deployed: list[tuple[str, str]], api_url: str | None) -> list[str]:
+    """Two lines per active schedule of a deployment in prefect.yaml that was deployed: what runs when and where,
+    and the one command that starts such a run now (this venv's prefect, and the server's API where given), to
+    paste as printed."""
+    prefect = Path(sys.executable).parent / "prefect"
+    lines = []
+    for e in _deployments(config):
+        flow = e["entrypoint"].rpartition(":")[2].replace("_", "-")
+        if (flow, e["name"]) not in deployed:
+            continue
+        name = f"{flow}/{e['name']}"
+        suite = (e.get("parameters") or {}).get("suite")
+        what = f"{len(suite)} profiles, each once and judged against its history" if suite else "its parameters"
+        for schedule in (s for s in e.get("schedules") or [] if s.get("active", True) and s.get("cron")):
+            lines.append(f"scheduled: {name} {when(schedule['cron'], schedule.get('timezone') or 'UTC')} on "
+                         f"{(e.get('work_pool') or {}).get('name', '?')}: {what}")
+            lines.append(f"  start one now: {f'PREFECT_API_URL={api_url} ' if api_url else ''}{prefect} deployment "
+                         f"run {name}")
+    return lines
 
 
 def families(deployed: list[tuple[str, str]], pools: dict[tuple[str, str], str], idle: list[str]) -> list[str]:
@@ -89,8 +124,8 @@ def families(deployed: list[tuple[str, str]], pools: dict[tuple[str, str], str],
     return lines
 
 
-def quiet(lines: Iterable[str], log: Path, config: Path, follows: list[str]) -> None:
-    """Every line to `log`; errors, one line per flow family and the no-worker line to stdout."""
+def quiet(lines: Iterable[str], log: Path, config: Path, follows: list[str], api_url: str | None = None) -> None:
+    """Every line to `log`; errors, one line per flow family, the no-worker line and the schedules to stdout."""
     kept: list[str] = []
     with log.open("w") as out:
         for line in lines:
@@ -105,6 +140,8 @@ def quiet(lines: Iterable[str], log: Path, config: Path, follows: list[str]) -> 
     print("\n".join(families(deployed, pools_by_deployment(config), idle)))
     if note := summary(pools, follows):
         print(note)
+    if lines := scheduled(config, deployed, api_url):
+        print("\n".join(lines))
 
 
 def main(argv: list[str]) -> int:
@@ -113,9 +150,10 @@ def main(argv: list[str]) -> int:
                         help="a pool whose worker is started right after: not named at the end")
     parser.add_argument("--log", type=Path, help="write the whole output here; print only a summary")
     parser.add_argument("--config", type=Path, default=Path("prefect.yaml"), help="the deployments' pools (with --log)")
+    parser.add_argument("--api-url", help="the Prefect API the printed run command names (with --log)")
     args = parser.parse_args(argv)
     if args.log:
-        quiet(sys.stdin, args.log, args.config, args.worker_follows)
+        quiet(sys.stdin, args.log, args.config, args.worker_follows, args.api_url)
         return 0
     pools: list[str] = []
     for line in without_worker_hints(sys.stdin, pools):

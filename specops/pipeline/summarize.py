@@ -105,10 +105,14 @@ def benchmark_record(loaded: LoadedProfile, backend: Backend, tool: BenchTool, v
 
 
 def phases(run: RunDir, now: float) -> Phases:
+    """Where the run's wall went up to `now` (epoch seconds): each step summed per variant, and each step's share
+    of the wall with every moment counted once, so that the parts and the orchestration overhead add up to it."""
     detail = {p: dict(v) for p, v in run.progress.phases.items()}
-    return Phases(wall_s=now - run.progress.started_at,
-                  phase_s={p: sum(detail.get(p, {}).values()) for p in MEASURED_PHASES}, detail=detail,
-                  measured_s=run.progress.busy_s(MEASURED_PHASES))
+    wall = now - run.progress.started_at
+    parts = run.progress.shares_s(until=run.progress.started_mono + wall)
+    return Phases(wall_s=wall, phase_s={p: sum(detail.get(p, {}).values()) for p in MEASURED_PHASES},
+                  detail=detail, measured_s=run.progress.busy_s(MEASURED_PHASES),
+                  parts_s={p: round(s, 3) for p, s in parts.items()})
 
 
 def failure_of(run: RunDir, error: BaseException) -> Failure:

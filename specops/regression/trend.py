@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import html
 import math
+import textwrap
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -19,8 +20,18 @@ from specops.atomic_file import replacing
 from specops.regression.metrics import metric, metric_values, order_key
 from specops.regression.policy import RegressionPolicy
 from specops.regression.runs import baseline_key, chronological, lossless_failed
-from specops.regression.verdict import AA_BAND, COUNT_BAND, NOISE_BAND, Point, Verdict, point_verdicts, series
+from specops.regression.verdict import (
+    AA_BAND,
+    COUNT_BAND,
+    EXACT_BAND,
+    NOISE_BAND,
+    Point,
+    Verdict,
+    point_verdicts,
+    series,
+)
 from specops.report.plot import plt, save_figure
+from specops.results.calibration import is_calibration
 from specops.results.model import RunResult
 from specops.run.roots import artifacts_root
 
@@ -31,7 +42,11 @@ VIOLATING, IMPROVED, INVALID = "#d62728", "#2ca02c", "#000000"
 VERDICT_COLORS = {Verdict.REGRESSION: VIOLATING, Verdict.SUSPICIOUS: "#ff7f0e", Verdict.IMPROVED: IMPROVED,
                   Verdict.OK: "#1f77b4", Verdict.INSUFFICIENT: "#9e9e9e", Verdict.HOST_DRIFT: "#9467bd"}
 HOST_DRIFT_BAND = "host-drift band (base arm moved: not judged)"
-BAND_COLORS = {NOISE_BAND: "#7f7f7f", AA_BAND: "#17becf", COUNT_BAND: "#bcbd22", HOST_DRIFT_BAND: "#9467bd"}
+BAND_COLORS = {NOISE_BAND: "#7f7f7f", AA_BAND: "#17becf", COUNT_BAND: "#bcbd22", HOST_DRIFT_BAND: "#9467bd",
+               EXACT_BAND: "#7f7f7f"}
+# Where the band has no width, the line a run must stay on the right side of: the baseline x the threshold.
+EXACT_LIMIT = "threshold (baseline runs identical: no noise band)"
+LEGEND_COLUMNS, LEGEND_WRAP = 3, 48  # at most; fewer columns where the labels would not fit the figure's width
 
 
 def trend_dir(profile: str) -> Path:
@@ -97,31 +112,45 @@ def _checked(history: list[RunResult]) -> str:
     return profiles[0]
 
 
-def _title(profile: str, history: list[RunResult], policy: RegressionPolicy) -> str:
-    return (f"{profile}: {len(history)} runs; baseline = median of the last {policy.baseline_runs} ok runs "
+def _title(profile: str, drawn: list[RunResult], left_out: int, policy: RegressionPolicy) -> str:
+    other = (f" ({left_out} run{'s' * (left_out != 1)} of other hardware or benchmark shapes not drawn: each is "
+             "judged against its own)") if left_out else ""
+    key = f"; {baseline_key(drawn[-1])}" if drawn else ""
+    return (f"{profile}: {len(drawn)} runs{key}{other}; baseline = median of the last {policy.baseline_runs} ok runs "
             f"(>= {policy.min_baseline_runs}) within {policy.window_days:g} days, "
             f"band +-{policy.noise_mads:g} x 1.4826 x MAD on the log scale")
 
 
+def _drawn(history: list[RunResult]) -> list[RunResult]:
+    """The runs that share the newest run's baseline key (its hardware and benchmark shape): the runs its verdicts
+    are judged against. A run of another shape (4 x 32 beside 8 x 48) has a baseline of its own, and drawn in the
+    same panels it only stretched their axes."""
+    newest = [r for r in chronological(history) if not is_calibration(r)] or chronological(history)
+    key = baseline_key(newest[-1])
+    return [r for r in history if baseline_key(r) == key]
+
+
 def _add_html_row(fig: go.Figure, row: int, points: list[Point], invalid: list[tuple[RunResult, float]],
                   first: bool) -> None:
-    for index, (key, group) in enumerate(_groups(points).items()):
+    groups = _groups(points)
+    for index, (key, group) in enumerate(groups.items()):
         color = COLORS[index % len(COLORS)]
         legend, seen = dict(legendgroup=key, showlegend=first), set()
+        which = f" ({key})" if len(groups) > 1 else ""  # one baseline key: the title's, a long one squeezed the plot
         for segment in _segments(group):
             xs, label = [_when(p.run) for p in segment], _band_label(segment[0])
             fig.add_trace(go.Scatter(
                 x=xs + xs[::-1], y=[p.band[1] for p in segment] + [p.band[0] for p in segment][::-1],
                 fill="toself", fillcolor=BAND_COLORS[label], opacity=0.25, line=dict(width=0), hoverinfo="skip",
-                name=f"{label} ({key})", legendgroup=key, showlegend=first and label not in seen), row=row, col=1)
+                name=f"{label}{which}", legendgroup=key, showlegend=first and label not in seen), row=row, col=1)
             seen.add(label)
         fig.add_trace(go.Scatter(
             x=[_when(p.run) for p in group], y=[p.baseline for p in group], mode="lines",
-            line=dict(color=color, dash="dash"), name=f"baseline ({key})", hoverinfo="skip", **legend),
+            line=dict(color=color, dash="dash"), name=f"baseline{which}", hoverinfo="skip", **legend),
             row=row, col=1)
         fig.add_trace(go.Scatter(
             x=[_when(p.run) for p in group], y=[p.value for p in group], mode="markers+lines",
-            line=dict(color=color, width=1), name=f"runs ({key}), coloured by verdict",
+            line=dict(color=color, width=1), name=f"runs{which}, coloured by verdict",
             marker=dict(color=[VERDICT_COLORS[v] for v in point_verdicts(group)], size=7),
             hovertext=[_hover(p) for p in group], hoverinfo="text", **legend), row=row, col=1)
     for label, color, symbol, pick in (("violates", VIOLATING, "x", lambda p: p.violates),
@@ -142,8 +171,8 @@ def _add_html_row(fig: go.Figure, row: int, points: list[Point], invalid: list[t
 
 def trend_figure(history: list[RunResult], policy: RegressionPolicy) -> go.Figure:
     """The interactive figure: one row per metric, one trace group per baseline key."""
-    profile, metrics, invalid = _prepared(history, policy)
-    title = dict(text=html.escape(_title(profile, history, policy)), font=dict(size=13))
+    title, metrics, invalid = _prepared(history, policy)
+    title = dict(text=html.escape(title), font=dict(size=13))
     names = list(metrics)
     if not names:  # only failed runs: the page says so instead of failing
         fig = go.Figure()
@@ -159,7 +188,7 @@ def trend_figure(history: list[RunResult], policy: RegressionPolicy) -> go.Figur
     return fig
 
 
-def _png_row(ax, name: str, points: list[Point], invalid: list[tuple[RunResult, float]]) -> None:
+def _png_row(ax, name: str, points: list[Point], invalid: list[tuple[RunResult, float]], threshold: float) -> None:
     groups = _groups(points)
     for index, (key, group) in enumerate(groups.items()):
         color, xs = COLORS[index % len(COLORS)], [_when(p.run) for p in group]
@@ -170,7 +199,10 @@ def _png_row(ax, name: str, points: list[Point], invalid: list[tuple[RunResult, 
         for segment in _segments(group):
             at, kind = [_when(p.run) for p in segment], _band_label(segment[0])
             lows, highs = [p.band[0] for p in segment], [p.band[1] for p in segment]
-            if len(segment) > 1:
+            if kind == EXACT_BAND:  # nothing to fill: the threshold decides, so it is drawn
+                ax.plot(at, [p.baseline * threshold for p in segment], ":", color=BAND_COLORS[kind], linewidth=1.4,
+                        marker="_" if len(segment) == 1 else None, label=EXACT_LIMIT)
+            elif len(segment) > 1:
                 ax.fill_between(at, lows, highs, color=BAND_COLORS[kind], alpha=0.25, linewidth=0, label=kind)
             else:  # one run's band: a bar, where a polygon would have no width
                 ax.vlines(at, lows, highs, color=BAND_COLORS[kind], alpha=0.4, linewidth=6, label=kind)
@@ -192,25 +224,38 @@ def _png_row(ax, name: str, points: list[Point], invalid: list[tuple[RunResult, 
     ax.tick_params(labelsize=7)
 
 
+def _fitted_legend(fig, legend: dict[str, object]) -> float:
+    """One legend under the rows, its labels wrapped and in as many columns (up to LEGEND_COLUMNS) as fit the
+    figure's width; the height it takes, as a fraction of the figure's."""
+    if not legend:
+        return 0.0
+    labels = [textwrap.fill(label, LEGEND_WRAP) for label in legend]
+    renderer = fig.canvas.get_renderer()
+    for ncol in range(min(LEGEND_COLUMNS, len(labels)), 0, -1):
+        drawn = fig.legend(list(legend.values()), labels, loc="lower center", ncol=ncol, fontsize=7)
+        box = drawn.get_window_extent(renderer)
+        if box.width <= fig.bbox.width * 0.98 or ncol == 1:
+            return (box.height + 6) / fig.bbox.height
+        drawn.remove()
+    return 0.0
+
+
 def png_figure(history: list[RunResult], policy: RegressionPolicy):
     """The same series as a matplotlib figure: per metric, its runs coloured by verdict, baseline, band, dates."""
-    profile, metrics, invalid = _prepared(history, policy)
+    title, metrics, invalid = _prepared(history, policy)
     names = list(metrics)
     fig, axes = plt.subplots(max(len(names), 1), 1, figsize=(9, 1.6 + 2.2 * max(len(names), 1)), sharex=True,
                              squeeze=False)
     for ax, name in zip(axes[:, 0], names):
-        _png_row(ax, name, metrics[name], invalid.get(name, []))
+        _png_row(ax, name, metrics[name], invalid.get(name, []), policy.threshold(name))
     if not names:
         axes[0, 0].text(0.5, 0.5, "no run measured a tracked metric", ha="center", va="center")
     legend: dict[str, object] = {}  # one entry per label over every row
     for ax in axes[:, 0]:
         for handle, label in zip(*ax.get_legend_handles_labels()):
             legend.setdefault(label, handle)
-    if legend:
-        fig.legend(list(legend.values()), list(legend), loc="lower center", ncol=3, fontsize=7)
-    fig.suptitle(_title(profile, history, policy), fontsize=8)
-    rows = -(-len(legend) // 3)  # the legend's rows, ~0.17 inch each, kept clear of the axes
-    return fig, (0, rows * 0.17 / fig.get_figheight(), 1, 0.98)
+    fig.suptitle(textwrap.fill(title, 140), fontsize=8)
+    return fig, (0, _fitted_legend(fig, legend), 1, 0.97)
 
 
 def write_png(path: Path, history: list[RunResult], policy: RegressionPolicy) -> Path:
@@ -221,13 +266,16 @@ def write_png(path: Path, history: list[RunResult], policy: RegressionPolicy) ->
 
 def _prepared(history: list[RunResult], policy: RegressionPolicy) -> tuple[
         str, dict[str, list[Point]], dict[str, list[tuple[RunResult, float]]]]:
-    """The profile, each metric's points (registry order) and the invalid runs' values; ValueError for no runs."""
+    """The title, each metric's points (registry order) and the invalid runs' values, of the runs that share the
+    newest run's baseline key; ValueError for no runs."""
     profile = _checked(history)
-    metrics = series(history, policy)
-    invalid = _invalid_points(history)
+    drawn = _drawn(history)
+    metrics = series(drawn, policy)
+    invalid = _invalid_points(drawn)
     for name in invalid:  # a metric only invalid runs carry still gets its row
         metrics.setdefault(name, [])
-    return profile, {name: metrics[name] for name in sorted(metrics, key=order_key)}, invalid
+    title = _title(profile, drawn, len(history) - len(drawn), policy)
+    return title, {name: metrics[name] for name in sorted(metrics, key=order_key)}, invalid
 
 
 def write_trend(history: list[RunResult], policy: RegressionPolicy, out_dir: Path) -> tuple[Path, Path]:

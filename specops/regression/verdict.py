@@ -53,12 +53,11 @@ from itertools import takewhile
 
 from pydantic import BaseModel, ConfigDict
 
-from specops.regression.metrics import SPEEDUP, counting_band, host_speed, metric, metric_values, order_key, position
+from specops.regression.drift import host_drift
+from specops.regression.metrics import SPEEDUP, counting_band, metric, metric_values, order_key, position
 from specops.regression.policy import RegressionPolicy
 from specops.regression.runs import baseline_key, chronological, judged, lossless_failed
 from specops.results.calibration import MAD_SCALE, aa_spread, is_calibration
-from specops.results.figures import shown
-from specops.results.history import text_table
 from specops.results.model import RunResult, Status
 
 HISTORY_LIMIT = 500  # runs of one profile read to judge or draw it: far more than a baseline window holds
@@ -70,6 +69,9 @@ LOG_FLOOR = 1e-3
 # What set a point's band, as the trend's legend names it: the runs' own spread, the A/A runs' (wider), or the
 # counting noise of a per-position rate (metrics.counting_band), which a zero baseline needs.
 NOISE_BAND, AA_BAND, COUNT_BAND = "noise band", "A/A-widened band", "counting band (Wilson 95%)"
+# A band of no width: every baseline run measured the same value (greedy n-gram acceptance repeats exactly), so the
+# threshold alone decides.
+EXACT_BAND = "no noise band (baseline runs identical: the threshold alone decides)"
 
 
 class Verdict(StrEnum):
@@ -95,7 +97,7 @@ class MetricVerdict(BaseModel):
     baseline_uids: list[str] = []
     violating_uids: list[str] = []  # the runs in the violating streak, oldest first
     runs_needed: int | None = None  # insufficient-data: the baseline runs still missing
-    note: str | None = None  # host-drift: why the metric was not judged
+    note: str | None = None  # host-drift: why the metric was not judged; a band of no width: the rule that then holds
 
     def text(self) -> str:
         """One line for logs and alerts, e.g. `ngram-local speedup: regression (1.02 vs baseline 1.36, ...)`."""
@@ -107,9 +109,17 @@ class MetricVerdict(BaseModel):
             detail.append(f"threshold x{self.threshold:g}")
         if len(self.violating_uids) > 1:
             detail.append(f"last {len(self.violating_uids)} runs")
-        if note := _note(self):
-            detail.append(note)
+        if self.why:
+            detail.append(self.why)
         return f"{self.profile} {self.metric}: {self.verdict.value}" + (f" ({', '.join(detail)})" if detail else "")
+
+    @property
+    def why(self) -> str:
+        """What the numbers do not say: the runs a baseline still needs, or the note (host drift, a band of no
+        width)."""
+        if self.runs_needed:
+            return f"needs {self.runs_needed} more run{'s' if self.runs_needed > 1 else ''}"
+        return self.note or ""
 
 
 @dataclass(frozen=True)
@@ -139,24 +149,10 @@ def log_band(values: list[float], noise_mads: float, floor: float = 0.0) -> tupl
     return math.exp(center), (math.exp(center - half), math.exp(center + half))
 
 
-def _within(ratio: float, threshold: float) -> bool:
-    """ratio is no further from 1 than the threshold, either way (0.95 and 1.10 alike)."""
-    return abs(math.log(ratio)) <= abs(math.log(threshold))
-
-
-def _host_moved(run: RunResult, pool_runs: list[RunResult], threshold: float) -> str | None:
-    """Why an absolute metric of `run` cannot be judged against these runs, or None: the host held steady."""
-    speed, earlier = host_speed(run), [host_speed(q) for q in pool_runs]
-    if speed is None or None in earlier:
-        return "no base arm in every run to tell the host's speed from speculation's"
-    ratio = speed / statistics.median(earlier)
-    if _within(ratio, threshold):
-        return None
-    return f"the host's own speed (base arm) moved x{ratio:.3g} against these runs'"
-
-
 def _point(run: RunResult, name: str, value: float, pool: list[tuple[RunResult, float]],
-           policy: RegressionPolicy, floor: float = 0.0) -> Point:
+           policy: RegressionPolicy, floor: float = 0.0, drift: str | None = None) -> Point:
+    """The run's value against its pool; `drift`: why the host's speed moved (host_drift), judged once for the
+    run: its absolute metrics are then not judged, all of them."""
     uids = tuple(q.uid for q, _ in pool)
     if len(pool) < policy.min_baseline_runs:
         return Point(run, name, value, None, None, uids, violates=False, improves=False,
@@ -165,11 +161,12 @@ def _point(run: RunResult, name: str, value: float, pool: list[tuple[RunResult, 
     kind = AA_BAND if floor and low < log_band([v for _, v in pool], policy.noise_mads)[1][0] else NOISE_BAND
     if position(name) is not None and (counted := counting_band(pool)) and (counted[0] < low or counted[1] > high):
         kind, low, high = COUNT_BAND, min(low, counted[0]), max(high, counted[1])
+    if kind is NOISE_BAND and low == high:  # every baseline run measured the same: deterministic
+        kind = EXACT_BAND
     t = policy.threshold(name)
-    if metric(name).absolute and policy.judge_absolute == "when-host-steady":
-        if reason := _host_moved(run, [q for q, _ in pool], t):
-            return Point(run, name, value, base, (low, high), uids, violates=False, improves=False, unjudged=reason,
-                         band_kind=kind)
+    if drift and metric(name).absolute:
+        return Point(run, name, value, base, (low, high), uids, violates=False, improves=False, unjudged=drift,
+                     band_kind=kind)
     if metric(name).higher_is_better:
         violates, improves = value < base * t and value < low, value > base / t and value > high
     else:
@@ -199,6 +196,7 @@ def series(history: list[RunResult], policy: RegressionPolicy) -> dict[str, list
     for i, run in enumerate(runs):
         since = run.started_at - policy.window_s
         earlier = [q for q in runs[:i] if keys[q.uid] == keys[run.uid] and q.started_at >= since]
+        drift = host_drift(run, earlier, policy)  # once for the run: every absolute metric alike
         for name, value in values[run.uid].items():
             candidates = [q for q in earlier if name in values[q.uid]]
             # The streak of violating runs just before this one stays out of its baseline: the second
@@ -207,7 +205,7 @@ def series(history: list[RunResult], policy: RegressionPolicy) -> dict[str, list
                 candidates.pop()
             pool = [(q, values[q.uid][name]) for q in candidates][-policy.baseline_runs:]
             floor = _aa_floor(run, aa_runs, keys[run.uid], policy) if name == SPEEDUP else 0.0
-            point = _point(run, name, value, pool, policy, floor)
+            point = _point(run, name, value, pool, policy, floor, drift)
             violated[(name, run.uid)] = point.violates
             out[name].append(point)
     return {name: out[name] for name in sorted(out, key=order_key)}
@@ -230,7 +228,15 @@ def _metric_verdict(points: list[Point], policy: RegressionPolicy) -> MetricVerd
     return MetricVerdict(profile=last.run.profile, metric=last.metric, verdict=verdict, value=last.value,
                          baseline=last.baseline, band=last.band, threshold=policy.threshold(last.metric),
                          run_uid=last.run.uid, baseline_uids=list(last.baseline_uids), violating_uids=streak,
-                         runs_needed=last.runs_needed or None, note=last.unjudged)
+                         runs_needed=last.runs_needed or None, note=last.unjudged or _exact_note(last, policy))
+
+
+def _exact_note(point: Point, policy: RegressionPolicy) -> str | None:
+    """The rule a band of no width leaves, said: its baseline runs all measured the same value."""
+    if point.band_kind != EXACT_BAND:
+        return None
+    return (f"deterministic: its {len(point.baseline_uids)} baseline runs all measured {point.baseline:.4g}, so there "
+            f"is no noise band: any move past the threshold x{policy.threshold(point.metric):g} is flagged")
 
 
 def _failed_verdict(runs: list[RunResult], newest: RunResult) -> MetricVerdict:
@@ -279,21 +285,3 @@ def evaluate(history: list[RunResult], policy: RegressionPolicy) -> list[MetricV
 
 def regressions(verdicts: list[MetricVerdict]) -> list[MetricVerdict]:
     return [v for v in verdicts if v.verdict is Verdict.REGRESSION]
-
-
-def _note(verdict: MetricVerdict) -> str:
-    if verdict.runs_needed:
-        return f"needs {verdict.runs_needed} more run{'s' if verdict.runs_needed > 1 else ''}"
-    return verdict.note or ""
-
-
-def verdict_table(verdicts: list[MetricVerdict]) -> str:
-    """A plain-text table, one line per verdict."""
-    if not verdicts:
-        return "no verdicts (no runs)"
-    headers = ["profile", "metric", "verdict", "value", "baseline", "band", "threshold", "streak", "note"]
-    rows = [[v.profile, v.metric, v.verdict.value, shown(v.value, ".4g"), shown(v.baseline, ".4g"),
-             f"{v.band[0]:.4g}-{v.band[1]:.4g}" if v.band else "-",
-             "-" if v.threshold is None else f"x{v.threshold:g}",
-             str(len(v.violating_uids)) if v.violating_uids else "-", _note(v)] for v in verdicts]
-    return text_table(headers, rows)

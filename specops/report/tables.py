@@ -6,6 +6,7 @@ from collections.abc import Callable
 import pandas as pd
 
 from specops.report.categories import category_csv_rows, category_lines
+from specops.report.costs import wall_text
 from specops.results.figures import figure, interval_text
 from specops.results.model import BenchmarkRecord, RunResult, VariantRecord
 from specops.results.paired import LEVEL, Design, Speedup
@@ -223,8 +224,7 @@ def interval_detail(s: Speedup) -> str:
 
 
 def notes(result: RunResult) -> list[str]:
-    b, ph = result.benchmark, result.phases
-    measured = ", ".join(f"{k} {v:.1f}s" for k, v in ph.phase_s.items())
+    b = result.benchmark
     out = [f"{b.tool} {b.tool_version or ''} over {b.api}: {b.num_requests} requests (+{b.warmup_requests} warm-up) x "
            f"{b.rounds} round(s), {design_text(b)}, {b.output_tokens} output tokens, concurrency {b.concurrency}, "
            f"prompts: {result.workload.label if result.workload else b.prompts}"
@@ -233,8 +233,7 @@ def notes(result: RunResult) -> list[str]:
            f"served by {result.served.framework or result.served.backend}"
            + (f" in {result.served.image}" if result.served.image else "")
            + "".join(f"; {tool} {version}" for tool, version in result.served.servers.items()),
-           f"flow wall {ph.wall_s:.1f}s; {measured}; orchestration overhead {result.overhead_s:.1f}s"
-           + (f"; queued {result.waited_s:.1f}s for {', '.join(result.window.slots)}" if result.waited_s >= 1 else "")]
+           wall_text(result)]
     if result.cached_steps:
         out.append("cached: " + ", ".join(f"{k} {'hit' if hit else 'miss'}" for k, hit in result.cached_steps.items()))
     return out + list(b.notes) + list(result.notes)

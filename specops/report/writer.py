@@ -8,6 +8,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from specops.atomic_file import replacing, write_text
+from specops.report.costs import overhead_shown, queued_s
 from specops.report.plot import write_plot
 from specops.report.tables import comparison_frame, report_markdown
 from specops.results.durable import MANIFEST, save_result
@@ -120,6 +121,7 @@ def summary(result: RunResult) -> str:
         speedup += f" {result.workload.mix_text()}; per category: " + ", ".join(
             f"{f.category} {interval_text(f.speedup.point, f.speedup.low, f.speedup.high)}"
             + (" cannot tell" if f.verdict() == "cannot tell" else "") for f in result.workload.categories if f.speedup)
+    queued = queued_s(result)
     return (f"{result.verdict.value}{where}; speedup vs base {speedup}; flow wall {result.phases.wall_s:.1f}s; "
-            f"orchestration overhead {result.overhead_s:.1f}s"
-            + (f"; queued {result.waited_s:.1f}s for its slots" if result.waited_s >= 1 else ""))
+            f"orchestration overhead {overhead_shown(result):.1f}s"
+            + (f"; queued {queued:.1f}s for its slots" if queued >= 1 else ""))

@@ -13,6 +13,7 @@ from specops.acceptance.model import Acceptance, analytical_bound
 from specops.results.categories import WorkloadRecord
 from specops.results.metrics import BenchMetrics, DrafterCache, Record, RequestSample, Window
 from specops.results.paired import Design, Speedup
+from specops.results.phases import Phases
 from specops.results.predicted import Predicted
 from specops.results.role import RunRole, legacy_role
 
@@ -20,9 +21,9 @@ from specops.results.role import RunRole, legacy_role
 # when old ones no longer load). 2: window, image identity, compute capability; 3: the pairing design
 # (benchmark.design, speedup.design); 4: phases.measured_s (steps that overlapped counted once); 5: role and
 # draft_length; 6: speedup.per_prompt; 7: drafter_cache, status interrupted; 8: predicted; 9: workload (categories,
-# the API, the mix), predicted.by_category, lossless.source, calibration. Older records load as they are (design
-# rounds, the role their notes said, no spread, cache, prediction or workload), and an older specops refuses newer
-# records naming both.
+# the API, the mix), predicted.by_category, lossless.source, calibration, phases.parts_s. Older records load as they
+# are (design rounds, the role their notes said, no spread, cache, prediction, workload or parts), and an older
+# specops refuses newer records naming both.
 SCHEMA_VERSION = 9
 
 
@@ -168,24 +169,6 @@ class Failure(Record):
     logs: list[str] = []  # log files of the run, for the next person to read
 
 
-class Phases(Record):
-    wall_s: float
-    phase_s: dict[str, float] = {}  # serve, check, benchmark, draft: summed over variants
-    detail: dict[str, dict[str, float]] = {}  # phase -> variant -> seconds
-
-    # The wall time inside those phases counted once where steps overlapped (a group's servers start side by side);
-    # None in records from before it was kept, whose steps never overlapped.
-    measured_s: float | None = None
-
-    @property
-    def measured(self) -> float:
-        return sum(self.phase_s.values()) if self.measured_s is None else self.measured_s
-
-    @property
-    def overhead_s(self) -> float:
-        return self.wall_s - self.measured
-
-
 class RunResult(Record):
     schema_version: int = SCHEMA_VERSION
     uid: str  # globally unique (the database key)
@@ -236,8 +219,12 @@ class RunResult(Record):
 
     @property
     def overhead_s(self) -> float:
-        """The flow's wall time outside serve, check, benchmark, draft and the slot queue."""
-        return self.phases.overhead_s - self.waited_s
+        """The flow's wall time outside every timed step and the slot queue (a part of its own in parts_s). Older
+        records: outside serve, check, benchmark and draft, less the queue where it fell inside the wall (a sweep
+        cell's window carries the wait of the sweep before it)."""
+        if self.phases.parts_s is not None:
+            return self.phases.overhead_s
+        return max(0.0, self.phases.overhead_s - self.waited_s)
 
     def variant(self, name: str) -> VariantRecord | None:
         return next((v for v in self.variants if v.name == name), None)

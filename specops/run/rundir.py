@@ -19,6 +19,7 @@ import yaml
 
 from specops.atomic_file import RunFileError, write_text
 from specops.run.roots import artifacts_root
+from specops.run.spans import wall_shares
 
 log = logging.getLogger(__name__)
 
@@ -115,6 +116,7 @@ class RunProgress:
     phases: dict[str, dict[str, float]] = field(default_factory=dict)
     failed_at: tuple[str, str] | None = None  # the innermost step an exception left
     spans: dict[str, list[tuple[float, float]]] = field(default_factory=dict)  # phase -> (start, end), monotonic
+    started_mono: float = field(default_factory=time.monotonic)  # started_at on the spans' clock
 
     def busy_s(self, phases: Iterable[str]) -> float:
         """The wall time inside any block of `phases`, overlapping blocks counted once."""
@@ -124,6 +126,10 @@ class RunProgress:
             total += max(0.0, end - max(start, reach))
             reach = max(reach, end)
         return total
+
+    def shares_s(self, until: float) -> dict[str, float]:
+        """Each step's share of the wall from the start to `until` (monotonic), every moment counted once."""
+        return wall_shares(self.spans, self.started_mono, until)
 
     def to_dict(self) -> dict[str, Any]:
         return {"started_at": self.started_at, "phases": self.phases,

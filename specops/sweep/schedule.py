@@ -24,7 +24,10 @@ class Recommendation(BaseModel):
     backend: str
     framework: str | None  # e.g. "vLLM 0.15.1"; None for the embedded runtime
     profile_overrides: dict[int, list[str]]  # concurrency -> --set overrides, where some K beats the base
-    base: list[int]  # concurrencies where no K beat the base: serve without speculation there
+    base: list[int]  # concurrencies where every K was slower than the base: serve without speculation there
+    # concurrency -> why none is named (no K could be told from the base) and what would tell; the schedule keeps
+    # speculation off there until it is measured again
+    undecided: dict[int, str] = {}
     backend_keys: dict[str, Any] | None  # the backend's own schedule, in its config's keys
     backend_source: str | None  # the data entry and upstream files the keys follow
     # The schedule as profile overrides (the largest K, and the profile field that renders it), where the backend
@@ -169,14 +172,17 @@ def _release_of(config: ContainerBackendConfig, image: str) -> str:
 
 
 def recommend(loaded: LoadedProfile, best: dict[int, int | None], why: Mapping[int, str] | None = None,
-              settings: Mapping[int, tuple[str, ...]] | None = None) -> Recommendation:
+              settings: Mapping[int, tuple[str, ...]] | None = None,
+              undecided: Mapping[int, str] | None = None) -> Recommendation:
     """The sweep's best K per concurrency (analysis.best_k) as settings for this profile's backend; `why`: the
     reason of each concurrency's choice (analysis.choose_k), kept as a note where it is not the plain best;
-    `settings`: the chosen series' other method overrides per concurrency. A per-load schedule varies K alone: where
-    the chosen settings differ in other knobs, none is rendered."""
+    `settings`: the chosen series' other method overrides per concurrency; `undecided`: the concurrencies of no K
+    where none could be told from the base, each with why (a measurement to repeat, not a finding). A per-load
+    schedule varies K alone: where the chosen settings differ in other knobs, none is rendered."""
     settings = {c: tuple(settings.get(c, ())) if settings else () for c, k in best.items() if k is not None}
     overrides = {c: [*settings[c], f"{K_KEY}={k}"] for c, k in sorted(best.items()) if k is not None}
-    base = sorted(c for c, k in best.items() if k is None)
+    undecided = {c: text for c, text in sorted((undecided or {}).items()) if best.get(c, 0) is None}
+    base = sorted(c for c, k in best.items() if k is None and c not in undecided)
     framework, keys, source, notes = _backend_schedule(loaded, best)
     knobs = sorted(set(settings.values()))
     if len(knobs) > 1:
@@ -186,14 +192,18 @@ def recommend(loaded: LoadedProfile, best: dict[int, int | None], why: Mapping[i
     elif keys is not None and knobs and knobs[0]:
         notes = [*notes, f"the schedule is served with {' '.join(knobs[0])} (every chosen setting's)"]
     if why is not None:
-        notes = [*(f"concurrency {c}: {text}" for c, text in sorted(why.items()) if c in base or "cannot tell" in text),
-                 *notes]
+        notes = [*(f"concurrency {c}: {text}" for c, text in sorted(why.items())
+                   if c not in undecided and (c in base or "cannot tell" in text)), *notes]
     elif base:
         notes = [f"concurrency {', '.join(map(str, base))}: no draft length beat the base; serve without "
                  "speculation there", *notes]
+    if undecided and keys is not None:
+        notes.append(f"the schedule keeps speculation off at concurrency {', '.join(map(str, undecided))}, where "
+                     "the sweep could not tell: measure it again before serving it there")
     served = schedule_overrides(loaded.profile.backend.kind, keys)
     return Recommendation(profile=loaded.profile.name, backend=loaded.profile.backend.kind, framework=framework,
-                          profile_overrides=overrides, base=base, backend_keys=keys, backend_source=source,
+                          profile_overrides=overrides, base=base, undecided=undecided, backend_keys=keys,
+                          backend_source=source,
                           notes=notes, schedule_overrides=[*knobs[0], *served] if served and knobs else served)
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -108,7 +109,16 @@ def test_report_has_measured_rows_and_the_speedup_with_its_interval(runs):
     assert f"95% interval {s['low']:.2f}-{s['high']:.2f}" in h and h.endswith("; 3 prompts x 2 rounds, round blocks)")
     assert f"**{h}**" in report
     assert "CPU-seconds per 1,000 output tokens speculative vs" in report
-    assert f"report: {run / 'report.md'}" in done["first"].stdout and "orchestration overhead" in done["first"].stdout
+    assert f"report: {run / 'report.md'}" in done["first"].stdout
+    # Its costs add up (issue 51): the CLI's line over the command's wall, the report's over the flow's
+    cli_line = next(line for line in done["first"].stdout.splitlines() if line.startswith("specops run: "))
+    flow_line = next(line for line in report.splitlines() if line.startswith("- flow wall "))
+    for line in (cli_line, flow_line):
+        wall, parts = re.search(r"([\d.]+)s = (.*)", line).groups()
+        terms = {label.strip(): float(v) for label, v in re.findall(r"([a-z][^+=(]*?) (-?[\d.]+)s", parts)}
+        assert abs(sum(terms.values()) - float(wall)) <= 1.0 and min(terms.values()) >= 0, line
+        assert {"serve", "check", "benchmark", "orchestration overhead"} <= set(terms), line
+    print(cli_line, flow_line, sep="\n")
 
 
 def test_run_directory_holds_everything(runs):

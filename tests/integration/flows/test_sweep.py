@@ -23,6 +23,7 @@ from specops.sweep.analysis import choose_k
 from specops.sweep.cells import CellStore
 from specops.sweep.grid import CELL_ROUNDS, cell_key
 from specops.sweep.outcome import SweepOutcome
+from specops.sweep.table import choice_text
 from tests.integration.support import REPO_ROOT, SHARED_CACHE, processes_mentioning, service_env
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -108,8 +109,7 @@ def test_a_killed_sweep_run_again_measures_only_the_missing_cells(embedded_model
     assert "Crossover" in table and "Recommendation" in table
     assert outcome.choices == choose_k(outcome.cells)  # the K named is the rule's, for these cells
     for c, choice in outcome.choices.items():
-        assert f"concurrency {c}: {'base (do not speculate)' if choice.k is None else f'K={choice.k}'}: " \
-               f"{choice.why}" in table, table
+        assert f"concurrency {c}: {choice_text(choice)}" in table, table
     print(table)
     assert sorted(p.name for p in (artifacts / "second").glob("*.png")), "the plots"
     states = _statuses(artifacts / "second")

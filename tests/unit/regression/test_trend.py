@@ -87,3 +87,38 @@ def test_the_png_draws_baseline_and_bands_on_dates_points_in_their_verdicts_colo
         assert {"baseline", "A/A-widened band", "counting band (Wilson 95%)", "suspicious"} <= set(handles)
     finally:
         plt.close(fig)
+
+
+CPU = "Intel(R) Xeon(R) Platinum 8375C CPU @ 2.90GHz"  # a real CPU's name: the baseline keys are long
+
+
+def _shape(result, requests: int, tokens: int):
+    return result.model_copy(update={"benchmark": result.benchmark.model_copy(
+        update={"num_requests": requests, "output_tokens": tokens})})
+
+
+def test_the_png_holds_only_runs_of_the_newest_runs_baseline_key_and_its_legend_fits(tmp_path):
+    # The nightly: a 4 x 32 run drawn in the 8 x 48 panels stretched their axes, its long key clipped the
+    # legend, and mean_acceptance_length's zero-width band said nothing of the rule it leaves.
+    history = [*(run(d, cpu=CPU, positions=[0.8, 0.5]) for d in range(4)), run(5, cpu=CPU, tok_s=11.0, host_tok_s=8.0,
+                                                                               positions=[0.8, 0.5])]
+    other = _shape(run(4.5, cpu=CPU, tok_s=5.0, speedup=2.0, positions=[0.9, 0.6]), 4, 32)
+    fig, rect = png_figure([*history, other], POLICY)
+    try:
+        axes = {ax.get_title(): ax for ax in fig.axes}
+        values = [y for line in axes["speedup (x)"].lines if line.get_label().startswith("runs") for y in line.get_ydata()]
+        assert values == [1.4] * 5  # the 2.0x of the other shape is not in the panel
+        assert "1 run of other hardware or benchmark shapes not drawn" in fig._suptitle.get_text().replace("\n", " ")
+        fig.tight_layout(rect=rect)
+        fig.canvas.draw()
+        legend = fig.legends[0].get_window_extent()
+        assert fig.bbox.x0 <= legend.x0 and legend.x1 <= fig.bbox.x1, (legend, fig.bbox)  # not clipped at the sides
+        assert all(legend.y1 <= ax.get_tightbbox().y0 for ax in fig.axes)  # nor under the panels
+        texts = [t.get_text().replace("\n", " ") for t in fig.legends[0].get_texts()]
+        # the baseline runs measured the same acceptance length: the rule is drawn and said
+        assert "threshold (baseline runs identical: no noise band)" in texts
+        limit = next(line for line in axes["mean acceptance length (tokens/step)"].lines
+                     if line.get_label().startswith("threshold"))
+        assert list(limit.get_ydata()) == pytest.approx([2.5 * 0.95] * 2)
+    finally:
+        plt.close(fig)

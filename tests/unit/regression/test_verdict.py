@@ -5,7 +5,8 @@ import pytest
 
 from specops.regression.policy import RegressionPolicy
 from specops.regression.runs import baseline_key, hardware_key, profile_runs
-from specops.regression.verdict import Verdict, evaluate, regressions, verdict_table
+from specops.regression.table import verdict_table
+from specops.regression.verdict import Verdict, evaluate, regressions
 from specops.results.model import Lossless, Status
 from specops.results.role import SWEEP_CELL, UPGRADE, RunRole
 from tests.unit.regression.runs import baseline, run
@@ -176,11 +177,26 @@ def test_verdict_table_and_text():
     assert lines[0].split() == ["profile", "metric", "verdict", "value", "baseline", "band", "threshold", "streak",
                                 "note"]
     speedup = next(line for line in lines if " speedup " in line)
-    assert speedup.split()[:6] == ["ngram-local", "speedup", "regression", "1.2", "1.4", "1.4-1.4"]
-    assert speedup.split()[-2:] == ["x0.95", "2"]
+    assert speedup.split()[:8] == ["ngram-local", "speedup", "regression", "1.2", "1.4", "1.4-1.4", "x0.95", "2"]
+    # a band of no width says the rule that then holds (the issue: mean_acceptance_length's, unexplained)
+    note = ("deterministic: its 3 baseline runs all measured 1.4, so there is no noise band: any move past the "
+            "threshold x0.95 is flagged")
+    assert speedup.endswith(note)
     assert verdict_table([]) == "no verdicts (no runs)"
     assert regressions(evaluate(history, POLICY))[0].text() == (
-        "ngram-local speedup: regression (1.2 vs baseline 1.4, threshold x0.95, last 2 runs)")
+        f"ngram-local speedup: regression (1.2 vs baseline 1.4, threshold x0.95, last 2 runs, {note})")
+
+
+def test_a_deterministic_metric_says_its_rule_and_a_noisy_one_does_not():
+    # greedy n-gram acceptance repeats exactly: every baseline run measured 2.5 tokens/step
+    history = [*baseline(3, speedup=1.4), run(3, speedup=1.38), run(4, speedup=1.45, accept_len=2.4)]
+    history = [r.model_copy(update={"speedup": r.speedup.model_copy(update={"point": p})})
+               for r, p in zip(history, [1.35, 1.42, 1.40, 1.38, 1.45])]
+    judged = {v.metric: v for v in evaluate(history, POLICY)}
+    length = judged["mean_acceptance_length"]
+    assert length.verdict is Verdict.OK and length.band == (2.5, 2.5)  # -4%: within x0.95
+    assert length.note.startswith("deterministic: its 4 baseline runs all measured 2.5") and "x0.95" in length.note
+    assert judged["speedup"].note is None  # its baseline runs differ: a noise band, nothing to explain
 
 
 @pytest.mark.parametrize("role", [RunRole(kind=SWEEP_CELL), RunRole(kind=UPGRADE, off_engine=True)])

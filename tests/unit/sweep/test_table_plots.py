@@ -6,7 +6,7 @@ from specops.report.plot import write_compare_plot, write_sweep_plots
 from specops.results.model import Status
 from specops.sweep.analysis import Cell, best_k, choose_k, crossover
 from specops.sweep.schedule import recommend
-from specops.sweep.table import format_compare, format_sweep
+from specops.sweep.table import format_compare, format_sweep, sweep_markdown
 from tests.results_factory import run_result
 
 PNG = b"\x89PNG\r\n\x1a\n"
@@ -28,15 +28,50 @@ def test_format_sweep_has_the_table_the_crossover_and_the_recommendation():
     text = format_sweep(CELLS, crossover(CELLS), choices, recommend(load_profile("ngram-local"), best, why))
     assert "1.21x (1.14-1.27) al 1.50" in text and "1.34x (1.27-1.40) al 2.00" in text
     assert "INVALID 0.81x" in text
-    assert "base tok/s" in text and "17.0" in text and "20.0" in text
-    assert "K=1: 2.7" in text  # 1.05 at 2, 0.93 at 4: 2 ** (1 + 0.05 / 0.12), log2-interpolated
-    assert "K=2: 1.9" in text
+    # each cell with the base measured beside it, not one figure per concurrency
+    assert "1.21x (1.14-1.27) al 1.50 base 17.00" in text and "0.93x (0.86-0.99) al 1.50 base 20.00" in text
+    # K=1 pays at 1, cannot tell at 2 (0.98-1.11), is slower at 4: no crossing is placed on the points
+    assert "K=1: cannot tell where it stops paying: pays up to concurrency 1, cannot tell from the base at " \
+           "concurrency 2 (K=1 1.05x (0.98-1.11)); slower at concurrency 4" in text
+    assert "K=2: cannot tell where it stops paying" in text
     # K=1 (1.14-1.27) and K=2 (1.27-1.40) touch: the shorter; K=1 at 2 (0.98-1.11) reaches 1.00x: the base
     assert "concurrency 1: K=1: cannot tell K=1 from K=2 (K=1 1.21x (1.14-1.27); K=2 1.34x (1.27-1.40))" in text
-    assert "concurrency 2: base (do not speculate): cannot tell K=1 1.05x (0.98-1.11) from the base" in text
-    assert "concurrency 4: base" in text
+    assert "concurrency 2: undecided: cannot tell K=1 1.05x (0.98-1.11) from the base" in text
+    assert "concurrency 4: base (do not speculate): every K is slower than the base" in text
     assert "--set method.num_speculative_tokens=1" in text and "Recommendation for ngram-local (local)" in text
     assert "  note: concurrency 1: cannot tell K=1 from K=2" in text  # the recommendation says so too
+
+
+def test_a_sweep_that_cannot_tell_says_so_everywhere_and_how_many_prompts_would():
+    # the issue's sweep: one concurrency, 4 prompts; K=1 1.08x (0.98-1.19), K=2 0.98x (0.88-1.09), each beside
+    # a base of its own (6.92 and 5.68 tok/s). Its crossover said K=1 "pays at every concurrency measured" three
+    # lines above "cannot tell K=1 ... from the base", and it recommended the base as if that were a finding.
+    cells = [cell(1, 1, 1.08).model_copy(update={"speedup_low": 0.98, "speedup_high": 1.19, "base_tok_s": 6.92,
+                                                 "units": 4}),
+             cell(2, 1, 0.98).model_copy(update={"speedup_low": 0.88, "speedup_high": 1.09, "base_tok_s": 5.68,
+                                                 "units": 4})]
+    choices = choose_k(cells)
+    undecided = {c: ch.why for c, ch in choices.items() if ch.undecided}
+    r = recommend(load_profile("ngram-local"), best_k(cells), {c: ch.why for c, ch in choices.items()}, None,
+                  undecided)
+    text = format_sweep(cells, crossover(cells), choices, r)
+    assert "pays" not in text and "base (speculation off)" not in text and "do not speculate" not in text, text
+    assert text.count("cannot tell") >= 3  # the crossover of each K and the concurrency's line
+    assert "concurrency 1: undecided, cannot tell K=1 1.08x (0.98-1.19) from the base (1.00x); about 8 prompts " \
+           "would tell at this spread (--set benchmark.num_requests=8)" in text, text
+    assert "base 6.92" in text and "base 5.68" in text  # each cell's own base
+
+
+def test_the_uis_markdown_says_what_the_text_says_in_lines_that_wrap():
+    choices = choose_k(CELLS)
+    undecided = {c: ch.why for c, ch in choices.items() if ch.undecided}
+    r = recommend(load_profile("ngram-local"), best_k(CELLS), {c: ch.why for c, ch in choices.items()}, None, undecided)
+    text, markdown = format_sweep(CELLS, crossover(CELLS), choices, r), sweep_markdown(CELLS, crossover(CELLS), choices, r)
+    assert "```" not in markdown  # the UI cuts a code block's lines at the page's edge
+    assert "| K=1 | 1.21x (1.14-1.27) | 1.05x (0.98-1.11) | 0.93x (0.86-0.99) |" in markdown
+    assert "| K=2 | al 2.00, base 17.00 | al 2.00, base 18.00 | al 2.00, base 20.00 |" in markdown
+    said = [line.strip() for line in text.splitlines()[4:] if line.startswith("  ")]  # every line under a heading
+    assert said and all(f"- {line}" in markdown for line in said)
 
 
 def test_a_cell_not_measured_says_so():
@@ -83,8 +118,8 @@ def test_a_sweep_of_settings_names_each_setting_in_its_rows_crossovers_and_choic
     r = recommend(load_profile("ngram-vllm-serve-cpu"), best_k(cells), {c: ch.why for c, ch in choices.items()},
                   {c: ch.setting for c, ch in choices.items()})
     text = format_sweep(cells, crossover(cells), choices, r)
-    assert "K=4 min=1 max=5  1.60x (1.53-1.66) al 3.00  1.30x" in text  # a row per setting
-    assert "K=4 min=3 max=5  1.20x (1.13-1.26) al 3.00  1.25x" in text
+    assert "K=4 min=1 max=5  1.60x (1.53-1.66) al 3.00 base 17.00  1.30x" in text  # a row per setting
+    assert "K=4 min=3 max=5  1.20x (1.13-1.26) al 3.00 base 17.00  1.25x" in text
     assert "  K=4 min=1 max=5: > 2" in text and "  K=4 min=3 max=5: > 2" in text
     assert "Setting per concurrency" in text and "other settings'" in text
     assert "concurrency 1: K=4 min=1 max=5: K=4 min=1 max=5 1.60x" in text
@@ -92,3 +127,17 @@ def test_a_sweep_of_settings_names_each_setting_in_its_rows_crossovers_and_choic
         in text
     plots = write_sweep_plots(cells, tmp_path)
     assert plots and all(p.read_bytes().startswith(PNG) for p in plots)
+
+
+def test_each_cell_shows_the_replays_prediction_beside_what_it_measured_and_the_categories_choice():
+    measured = cell(2, 1, 1.5).model_copy(update={"speedup_low": 1.3, "speedup_high": 1.7, "predicted": (1.4, 1.2, 1.6),
+                                                  "categories": {"qa": (1.1, 0.9, 1.3), "rag": (2.0, 1.8, 2.2)}})
+    bare = cell(4, 1, 1.2).model_copy(update={"speedup_low": 1.1, "speedup_high": 1.3})
+    cells = [measured, bare]
+    choices = choose_k(cells)
+    rec = recommend(load_profile("ngram-vllm-serve-cpu"), {c: ch.k for c, ch in choices.items()},
+                    {c: ch.why for c, ch in choices.items()})
+    text = format_sweep(cells, crossover(cells), choices, rec)
+    assert "1.50x (1.30-1.70) (predicted 1.40x (1.20-1.60))" in text and "1.20x (1.10-1.30) al" in text
+    markdown = sweep_markdown(cells, crossover(cells), choices, rec)
+    assert "(predicted 1.40x (1.20-1.60))" in markdown and "**Per category" in markdown and "rag: K=2" in markdown

@@ -81,3 +81,27 @@ def test_with_a_log_stdout_has_one_line_per_flow_and_the_log_has_everything(tmp_
         "  sweep: 1 deployment (specops-gpu 1); no worker on specops-gpu",
         "no worker was online for 'specops-gpu' when deployed: runs there wait for one "
         "(`prefect worker start --pool <pool> --type process` on a host the pool's runs need)"]
+
+
+def test_make_up_says_what_is_scheduled_when_and_how_to_start_it_now(tmp_path):
+    # the issue: `make up` did not say that regression/nightly is scheduled (the CPU profiles, 02:00 UTC), nor how
+    # to start a run from the shell. The schedule is read from the real prefect.yaml.
+    log = tmp_path / "deploy.log"
+    panel = "╭────╮\n│ Deployment '{}' successfully created │\n╰────╯\n"
+    text = panel.format("regression/nightly") + panel.format("specdec/ngram-local")
+    out = filtered(text, "--log", str(log), "--config", str(ROOT / "prefect.yaml"),
+                   "--api-url", "http://127.0.0.1:4200/api").stdout.splitlines()
+    import yaml
+
+    nightly = next(d for d in yaml.safe_load((ROOT / "prefect.yaml").read_text())["deployments"]
+                   if d["name"] == "nightly")
+    profiles = len(nightly["parameters"]["suite"])
+    assert profiles >= 10 and nightly["schedules"][0]["cron"] == "0 2 * * *"
+    assert out[-2:] == [
+        f"scheduled: regression/nightly daily at 02:00 UTC on specops-cpu: {profiles} profiles, each once and judged "
+        "against its history",
+        f"  start one now: PREFECT_API_URL=http://127.0.0.1:4200/api {Path(sys.executable).parent / 'prefect'} "
+        "deployment run regression/nightly"]
+    # a schedule whose deployment was not deployed is not announced
+    quiet = filtered(panel.format("specdec/ngram-local"), "--log", str(log), "--config", str(ROOT / "prefect.yaml"))
+    assert "scheduled" not in quiet.stdout
