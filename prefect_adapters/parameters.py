@@ -27,7 +27,6 @@ from specops.methods.specs import NgramMethod
 from specops.profile.loader import list_profile_names
 from specops.profile.schema import Benchmark
 from specops.results.calibration import MAX_RUNS, MIN_RUNS
-from specops.results.role import RunRole
 from specops.sweep.grid import C_KEY, K_KEY, MAX_KEY, MAX_REPLAYED, MIN_KEY, swept_methods
 
 OVERRIDE_EXAMPLE = "benchmark.num_requests=8"
@@ -98,8 +97,3 @@ ServeSchedule = Annotated[bool, described(
 CalibrationRuns = Annotated[int, described(
     f"How many A/A runs (the base against itself), {MIN_RUNS} to {MAX_RUNS}: about 19 of 20 intervals should "
     "contain 1.00x; 20 give a coverage worth reading.", ge=MIN_RUNS, le=MAX_RUNS)]
-
-# One input in the form: the role's JSON (a nested form would ask a person for fields only parent flows set).
-Role = Annotated[RunRole, WithJsonSchema({"type": "object"}), described(
-    "What this run is: a run of the profile of its own (the default), or what its parent flow makes it (a "
-    "compare, calibrate or upgrade member, a sweep cell). Parent flows set it; a run started by hand leaves it.")]
