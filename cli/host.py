@@ -53,7 +53,7 @@ def cmd_janitor(args) -> int:
         except ApiUnavailable as err:
             print(f"janitor: {err}; a run counts as over when its specops process is gone")
     stopped = janitor.sweep(everything=args.all, runs=runs, abandoned=_write_row)
-    print(janitor.summary(stopped, kept=0 if args.all else janitor.live_records(runs)))
+    print(janitor.summary(stopped, kept=None if args.all else janitor.live_records(runs)))
     return 0
 
 
