@@ -45,7 +45,7 @@ from specops.profile.loader import overridden
 from specops.results.model import RunResult, Window
 from specops.results.role import SWEEP_CELL, RunRole
 from specops.run.roots import cache_root
-from specops.run.rundir import end_open_statuses
+from specops.run.rundir import INTERRUPTED, end_open_statuses
 from specops.run.variant import BASE, SPECULATIVE, Variant, base_method
 from specops.sweep.analysis import Cell, choose_k
 from specops.sweep.cells import CellStore
@@ -176,8 +176,9 @@ def sweep(profile: ProfileName = "ngram-local", draft_lengths: DraftLengths = (1
             publish_sweep(outcome, run)
     except BaseException as error:
         step, variant = run.progress.failed_at or ("sweep", None)
-        run.say_failed(step, variant, f"{type(error).__name__}: {error}")
-        end_open_statuses(run.path, "failed", f"the sweep failed at {step}: {type(error).__name__}: {error}")
+        run.fail_at(step, variant, error)  # interrupted (never failed) when an interrupt or a cancellation ended it
+        state = "failed" if isinstance(error, Exception) else INTERRUPTED
+        end_open_statuses(run.path, state, f"the sweep {state} at {step}: {type(error).__name__}: {error}")
         tracking.untrack_run(run.path)
         raise
     end_open_statuses(run.path, "ok")  # its servers' directories (their cells ended with their results)

@@ -25,7 +25,8 @@ log = logging.getLogger(__name__)
 
 _TIMINGS_LOCK = threading.Lock()
 STATUS_FILE = "status.json"
-RUNNING = "running"  # then a specops.results.model.Status value: ok, invalid, failed
+RUNNING = "running"  # then a specops.results.model.Status value: ok, invalid, failed, interrupted
+INTERRUPTED = "interrupted"  # said the moment an interrupt leaves a step, before teardown and the report
 
 
 def read_status(run_path: Path) -> dict[str, Any]:
@@ -197,9 +198,18 @@ class RunDir:
             log.error("status.json could not say the run failed at %s: %s", step, exc)
 
     def fail_at(self, phase: str, variant: str, error: BaseException) -> None:
-        """The run failed at this step: its progress and status.json name it and the error."""
+        """The run failed at this step: its progress and status.json name it and the error. An interrupt (not an
+        Exception: Ctrl-C, SIGTERM, a cancellation) says `interrupted` at once, so a run killed later in its
+        teardown or report (a worker's grace ran out) is still one nobody judges (specops/pipeline/abandoned.py)."""
         self.progress.failed_at = (phase, variant)
-        self.say_failed(phase, variant, f"{type(error).__name__}: {error}")
+        message = f"{type(error).__name__}: {error}"
+        if isinstance(error, Exception):
+            self.say_failed(phase, variant, message)
+            return
+        try:
+            self.set_status(INTERRUPTED, phase, variant, message)
+        except OSError as exc:
+            log.error("status.json could not say the run was interrupted at %s: %s", phase, exc)
 
     def status(self) -> dict[str, Any]:
         return read_status(self.path)

@@ -365,6 +365,13 @@ def test_cancelling_during_benchmark_leaves_nothing_behind(deployed, embedded_mo
     assert processes_mentioning(str(run_dir)) == []
     for port in record["ports"]:
         assert port_free("127.0.0.1", port), f"port {port} still bound"
+    # Recorded as interrupted, not failed (issue 51): the regression rules never judge it nor count it in a
+    # streak of failures. The worker's SIGTERM ends the flow run the way `make down` does.
+    status = json.loads((run_dir / "status.json").read_text())
+    with ResultsStore.open(deployed["results_url"]) as store:
+        row = store.get("to-cancel")
+    assert (status["state"], row.status.value) == ("interrupted", "interrupted"), (status, row.reasons,
+                                                                                   log.read_text()[-3000:])
 
 
 class _Hook(BaseHTTPRequestHandler):
