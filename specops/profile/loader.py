@@ -42,6 +42,16 @@ class DuplicateKeyError(yaml.YAMLError):
 
 
 class StrictLoader(yaml.SafeLoader):
+    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node | None:
+        """No alias is expanded: a few levels of aliases to aliases (a YAML bomb in a free-form field such as
+        backend.engine_args) grew `specops plan` past 3.4 GB in 80 s. Profiles need none (`include:` shares)."""
+        if self.check_event(yaml.AliasEvent):
+            event = self.peek_event()
+            raise yaml.composer.ComposerError(
+                None, None, f"an alias (*{event.anchor}) repeats an anchored value: specops expands none (aliases "
+                "of aliases grow without bound); write the value out, or share it with `include:`", event.start_mark)
+        return super().compose_node(parent, index)
+
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict:
         seen: dict[Any, int] = {}
         for key_node, _ in node.value:
@@ -59,7 +69,7 @@ class StrictLoader(yaml.SafeLoader):
 
 
 def strict_load(text: str) -> Any:
-    """safe_load (plain data only) that refuses a key given twice in one mapping."""
+    """safe_load (plain data only) that refuses a key given twice in one mapping, and any alias."""
     return yaml.load(text, Loader=StrictLoader)
 
 

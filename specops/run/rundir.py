@@ -85,6 +85,14 @@ def _write_status(run_path: Path, data: dict[str, Any]) -> None:
             status.truncate()
 
 
+class _NoAliases(yaml.SafeDumper):
+    """A value met twice is written out twice: specops reads no alias (specops/profile/loader.py StrictLoader), its
+    own profile.yaml included (specops/pipeline/abandoned.py)."""
+
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
+
+
 def new_run_id() -> str:
     return time.strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(2)
 
@@ -174,7 +182,7 @@ class RunDir:
         return write_text(self.path / name, json.dumps(data, indent=2, sort_keys=True, default=str) + "\n")
 
     def write_yaml(self, name: str, data: Any) -> Path:
-        return write_text(self.path / name, yaml.safe_dump(data, sort_keys=False))
+        return write_text(self.path / name, yaml.dump(data, Dumper=_NoAliases, sort_keys=False))
 
     def mark_started(self) -> None:
         self.write_json("timings.json", self.progress.to_dict())
