@@ -8,9 +8,9 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
-from specops.atomic_file import write_text
 from specops.backends.vllm import cpu as vllm_cpu
 from specops.bench.prompts import load_prompts
 from specops.profile.errors import ProfileError
@@ -18,6 +18,7 @@ from specops.profile.loader import LoadedProfile
 from specops.replay.grid import NgramSetting, Prediction, Setting, SuffixSetting
 from specops.results.metrics import Predicted
 from specops.run.roots import cache_root
+from specops.sources.json_entry import read_entry, write_entry
 from specops.sources.schemes import fetch
 
 WORKER = Path(__file__).with_name("worker.py")
@@ -90,16 +91,31 @@ def greedy_outputs(loaded: LoadedProfile, say: Say) -> list[dict]:
            "engine_args": engine_args(loaded), "vllm": vllm_cpu.version(), "api": "completions, no chat template"}
     digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:20]
     path = cache_root() / "replay" / f"greedy-{digest}.json"
-    if path.is_file():
+    if (cached := read_entry(path, partial(greedy_shape, key), say)) is not None:
         say(f"replay: greedy outputs from {path}")
-        return json.loads(path.read_text(encoding="utf-8"))["sequences"]
+        return cached["sequences"]
     say(f"replay: generating {len(key['prompts'])} x {key['output_tokens']} greedy tokens (+{LOOKAHEAD} past the "
         f"end, what a last step's drafts are checked against) with vLLM {key['vllm']} (offline engine) ...")
     request = {"mode": "generate", "model": str(target.path), "prompts": key["prompts"],
                "output_tokens": key["output_tokens"] + LOOKAHEAD, "engine_args": key["engine_args"]}
     sequences = run_worker(request, say)["sequences"]
-    write_text(path, json.dumps({"key": key, "sequences": sequences}))
+    write_entry(path, {"key": key, "sequences": sequences})
     return sequences
+
+
+def greedy_shape(key: dict, content: dict) -> str | None:
+    """What is wrong with a greedy-output entry for `key` (None: nothing): its key, one sequence per prompt, each
+    with its prompt's token ids and exactly the output length asked for."""
+    if content.get("key") != key:
+        return "it was made for another target, prompts, length or engine"
+    sequences, length = content.get("sequences"), key["output_tokens"] + key["lookahead"]
+    if not isinstance(sequences, list) or len(sequences) != len(key["prompts"]):
+        return f"{len(sequences) if isinstance(sequences, list) else 'no'} sequences for {len(key['prompts'])} prompts"
+    for i, s in enumerate(sequences):
+        if not (isinstance(s, dict) and isinstance(s.get("prompt"), list) and s["prompt"]
+                and isinstance(s.get("output"), list) and len(s["output"]) == length):
+            return f"sequence {i} is not a prompt's token ids and {length} output token ids"
+    return None
 
 
 def predict(loaded: LoadedProfile, settings: list[Setting], say: Say = print) -> list[Prediction]:
