@@ -10,9 +10,10 @@ from __future__ import annotations
 from prefect import flow, get_run_logger, tags
 from prefect.states import State
 
+from flows.finish import table_or_failed
 from flows.specdec import RunFailed, run_specdec
 from prefect_adapters.parameters import CalibrationRuns, Overrides, ProfileName, RunId
-from prefect_adapters.refusal import refused_profiles
+from prefect_adapters.refusal import refused_profiles, refused_run_id
 from specops.results.calibration import AA_OVERRIDE, Calibration
 from specops.results.model import RunResult
 from specops.results.role import CALIBRATE, RunRole
@@ -27,6 +28,8 @@ def calibrate(profile: ProfileName = "ngram-local", runs: CalibrationRuns = 20, 
     if (refused := refused_profiles([profile], overrides)) is not None:
         return refused
     loaded = validate_calibration(profile, overrides, runs)
+    if (refused := refused_run_id(run_id, "calibrate", loaded.profile.name)) is not None:
+        return refused
     results: list[RunResult] = []
     with tags(CALIBRATE):  # a label for people; the role makes each A/A run publish under calibrate-<profile>-*
         for i in range(runs):
@@ -36,4 +39,5 @@ def calibrate(profile: ProfileName = "ngram-local", runs: CalibrationRuns = 20, 
             except RunFailed as failed:  # recorded and reported; its line says FAILED
                 get_run_logger().error("%s", failed)
                 results.append(failed.result)
-    return publish_calibration(Calibration(loaded.profile.name, results), run_id)
+    table = publish_calibration(Calibration(loaded.profile.name, results), run_id)
+    return table_or_failed(f"calibration of {loaded.profile.name}", table, results)

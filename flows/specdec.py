@@ -18,7 +18,7 @@ from flows.prepare import noted_result, prepare_models
 from flows.serving import measure_group, served_together
 from prefect_adapters.parameters import Overrides, ProfileName, RunId
 from prefect_adapters.reaping import reap_servers
-from prefect_adapters.refusal import loaded_or_refused
+from prefect_adapters.refusal import loaded_or_refused, refused_run_id
 from prefect_adapters.run_role import given_role, in_role
 from prefect_adapters.slot_limits import hold_slots
 from specops.backends.base import Backend
@@ -129,6 +129,8 @@ def specdec(profile: ProfileName = "ngram-local", overrides: Overrides = (), run
     loaded = loaded_or_refused(profile, overrides)  # the run's one load of its profile, handed to every step
     if isinstance(loaded, State):
         return loaded
+    if (refused := refused_run_id(run_id, loaded.profile.name)) is not None:
+        return refused
     run = create_run_dir(loaded, run_id, role)
     backend, tool = backend_for(loaded.profile), tool_for(loaded.profile)  # built once, handed to every step
     facts = RunFacts()

@@ -35,7 +35,7 @@ from prefect_adapters.parameters import (
     ServeSchedule,
 )
 from prefect_adapters.reaping import reap_servers
-from prefect_adapters.refusal import refused_profiles
+from prefect_adapters.refusal import refused_profiles, refused_run_id
 from prefect_adapters.slot_limits import Held, hold_slots
 from specops.host import tracking
 from specops.host.slots import run_slots
@@ -154,6 +154,8 @@ def sweep(profile: ProfileName = "ngram-local", draft_lengths: DraftLengths = (1
     if (refused := refused_profiles([profile], overrides)) is not None:
         return refused
     loaded = validate_sweep(profile, overrides, grid)
+    if (refused := refused_run_id(run_id, loaded.profile.name)) is not None:  # before the replay's minutes
+        return refused
     if from_replay:  # the replay's best settings are the series instead
         grid = replay_series(loaded, from_replay, grid)
         loaded = validate_sweep(profile, overrides, grid)

@@ -23,6 +23,7 @@ from prefect.states import Failed, State
 
 from specops.profile.errors import ProfileError
 from specops.profile.loader import LoadedProfile, load_profile
+from specops.run.rundir import RunDirError, check_free_run_id
 
 _handed: ContextVar[dict[tuple[str, tuple[str, ...]], LoadedProfile] | None] = ContextVar("handed", default=None)
 
@@ -60,7 +61,18 @@ def refused_profiles(profiles: Sequence[str], overrides: Sequence[str]) -> State
     return None
 
 
-def _refused(error: ProfileError) -> State:
+def refused_run_id(run_id: str | None, *parents: str) -> State | None:
+    """None when `run_id` (a flow's parameter) is empty or names a new directory artifacts/<parents...>/<run id>;
+    else the Failed state a flow returns at once, before its first run (a calibration's directory was refused after
+    all its runs)."""
+    try:
+        check_free_run_id(run_id, *parents, field="run_id")
+    except RunDirError as error:
+        return _refused(error)
+    return None
+
+
+def _refused(error: ProfileError | RunDirError) -> State:
     get_run_logger().error("%s", error)
     # A Python caller of the flow gets the ProfileError raised (Prefect raises a Failed state's data);
     # without its traceback, the deployment run's engine line shows no specops frame either.

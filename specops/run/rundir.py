@@ -104,16 +104,30 @@ class RunDirError(ValueError):
 _RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 
 
-def validate_run_id(run_id: str, profile_name: str | None = None) -> str:
-    """A run id is one path component under artifacts_root()/<profile>/: no separators, no '..'."""
+def validate_run_id(run_id: str, profile_name: str | None = None, field: str = "--run-id") -> str:
+    """A run id is one path component under artifacts_root()/<profile>/: no separators, no '..'. `field`: what the
+    caller calls it (the CLI's --run-id, a flow's run_id parameter)."""
     if not _RUN_ID.fullmatch(run_id) or ".." in run_id:
-        raise RunDirError(f"--run-id {run_id!r}: use 1-128 letters, digits, '.', '_' or '-' (no '..'), starting with a "
+        raise RunDirError(f"{field} {run_id!r}: use 1-128 letters, digits, '.', '_' or '-' (no '..'), starting with a "
                           "letter or digit (it names a directory under the artifacts root)")
     root = artifacts_root()
     # Lexically: a symlinked profile directory is the user's choice, not an escape.
     if not Path(os.path.normpath(root / (profile_name or "_") / run_id)).is_relative_to(root):
-        raise RunDirError(f"--run-id {run_id!r} would leave the artifacts root {root}")
+        raise RunDirError(f"{field} {run_id!r} would leave the artifacts root {root}")
     return run_id
+
+
+def check_free_run_id(run_id: str | None, *parents: str, field: str = "--run-id") -> None:
+    """A run id given for a directory artifacts/<parents...>/<run id> that is well formed and names no existing
+    directory (whose files would be overwritten): RunDirError otherwise. Checked before a flow's first run (a
+    calibration's directory is made after all its runs), by the CLI before Prefect starts."""
+    if not run_id:
+        return
+    validate_run_id(run_id, "/".join(parents) or None, field)
+    existing = artifacts_root().joinpath(*parents, run_id)
+    if existing.exists():
+        raise RunDirError(f"{field} {run_id!r}: a directory already exists at {existing}; choose another {field}, or "
+                          "leave it empty for a new timestamped one")
 
 
 @dataclass
