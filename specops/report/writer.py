@@ -11,6 +11,7 @@ from specops.atomic_file import replacing, write_text
 from specops.report.plot import write_plot
 from specops.report.tables import comparison_frame, report_markdown
 from specops.results.durable import MANIFEST, save_result
+from specops.results.history import headline_speedup
 from specops.results.model import RunResult
 from specops.run.roots import artifacts_root
 from specops.settings import settings
@@ -113,7 +114,7 @@ def report_artifact(result: RunResult, files: ReportFiles, title: str) -> str:
 
 def summary(result: RunResult) -> str:
     """One line for a terminal or a log."""
-    speedup = result.speedup.text() if result.speedup else "n/a"
+    speedup = headline_speedup(result)
     where = f" at {result.failure.step}" if result.failure else ""
     return (f"{result.verdict.value}{where}; speedup vs base {speedup}; flow wall {result.phases.wall_s:.1f}s; "
             f"orchestration overhead {result.overhead_s:.1f}s"

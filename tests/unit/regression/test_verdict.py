@@ -195,3 +195,15 @@ def test_sweep_cells_and_upgrade_sides_are_left_out_of_the_profiles_history(role
     assert profile_runs(marked) == marked[:4]
     judged = verdicts(profile_runs(marked))["speedup"]
     assert judged.verdict is Verdict.OK and judged.baseline == pytest.approx(1.40)
+
+
+def test_a_primed_drafter_caches_run_is_never_judged_nor_a_baseline():
+    """Issue 51: a suffix run whose cache held the measured prompts' outputs (a replay no user sees) entered the
+    regression baselines and was judged as any other run."""
+    from specops.results.metrics import DrafterCache
+
+    cache = DrafterCache(on=True, max_cached_requests=10000, primed=["rounds 2: the second round replays the first"])
+    primed = run(3, speedup=5.0).model_copy(update={"drafter_cache": cache})
+    assert evaluate([*baseline(3), primed], POLICY) == []  # the newest, never judged
+    judged = {v.metric: v for v in evaluate([*baseline(3), primed, run(4)], POLICY)}
+    assert primed.uid not in judged["speedup"].baseline_uids and judged["speedup"].verdict is Verdict.OK
