@@ -20,7 +20,7 @@ from typing import Any
 
 import psutil
 
-from specops.host.processes import wait_gone
+from specops.host.processes import remove_omp_registrations, stale_omp_registrations, wait_gone
 from specops.host.tracking import (
     CREATE_TIME_TOLERANCE_S,
     RUN,
@@ -94,6 +94,9 @@ def sweep(owner: str | None = None, *, everything: bool = False, runs: Mapping[s
 
     for region in sweep_stale_shm_regions():
         log(f"janitor: removed {region} (Triton shared memory of a specops process that is gone)")
+        stopped[SHM_REGION] += 1
+    for registration in remove_omp_registrations(stale_omp_registrations()):
+        log(f"janitor: removed {registration} (the OpenMP registration of a vLLM process that is gone)")
         stopped[SHM_REGION] += 1
     return stopped
 
