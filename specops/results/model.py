@@ -279,12 +279,6 @@ class RunResult(Record):
         return data
 
     @property
-    def primed(self) -> bool:
-        """The drafter's cross-request cache held the measured prompts' own outputs before they were measured: its
-        speedup is a replay no user sees, kept out of headlines and regression baselines."""
-        return bool(self.drafter_cache and self.drafter_cache.primed)
-
-    @property
     def waited_s(self) -> float:
         """What the run spent queued for its accelerator slots (behind other runs, not orchestration)."""
         return self.window.waited_s if self.window else 0.0
