@@ -28,7 +28,9 @@ async def _narrow_all() -> list[str]:
         for d in await client.read_deployments():
             if d.work_pool_name not in choices or not d.parameter_openapi_schema:
                 continue
-            schema = narrowed(d.parameter_openapi_schema, choices[d.work_pool_name], shipped)
+            own = (d.parameters or {}).get("profile")  # its cross-field rules: while the form keeps its profile
+            schema = narrowed(d.parameter_openapi_schema, choices[d.work_pool_name], shipped,
+                              own if own in shipped else None)
             if schema != d.parameter_openapi_schema:
                 await client.update_deployment(d.id, DeploymentUpdate(parameter_openapi_schema=schema))
                 done.append(f"{flows.get(d.flow_id, d.flow_id)}/{d.name}")

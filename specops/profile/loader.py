@@ -25,6 +25,8 @@ from specops.profile.strict_yaml import DuplicateKeyError, strict_load
 from specops.settings import settings
 
 INCLUDE_KEY = "include"
+# How overrides are named where they are given: the CLI's flag, a flow's parameter (prefect_adapters/refusal.py)
+CLI_OVERRIDES, OVERRIDES = "--set", "overrides"
 COMPARE_ORIGIN = "compare-profiles"
 # Load-time warnings: a profile that is valid but not what it seems (e.g. a setting left to an engine whose default
 # differs from another engine's). Logged once per process, profile file and message (a sweep loads its profile per
@@ -149,17 +151,18 @@ def apply_overrides(doc: dict, overrides: list[str] | tuple[str, ...]) -> dict:
     for item in overrides:
         key, sep, raw = item.partition("=")
         if not sep or not key.strip():
-            raise ProfileError("--set", [(item, "expected key=value, e.g. benchmark.num_requests=16")])
+            raise ProfileError(CLI_OVERRIDES, [(item, "expected key=value, e.g. benchmark.num_requests=16")])
         node = out
         parts = key.strip().split(".")
         for part in parts[:-1]:
             node = node.setdefault(part, {})
             if not isinstance(node, dict):
-                raise ProfileError("--set", [(key, f"{part!r} is not a section")])
+                raise ProfileError(CLI_OVERRIDES, [(key, f"{part!r} is not a section")])
         try:
             node[parts[-1]] = strict_load(raw) if raw.strip() else ""
         except yaml.YAMLError as exc:
-            raise ProfileError("--set", [(key, f"value {raw!r} is not valid YAML: {_yaml_problem(exc)}")]) from None
+            why = f"value {raw!r} is not valid YAML: {_yaml_problem(exc)}"
+            raise ProfileError(CLI_OVERRIDES, [(key, why)]) from None
     return out
 
 
@@ -176,7 +179,7 @@ def overridden(loaded: LoadedProfile, more: list[str] | tuple[str, ...]) -> Load
 
 
 def _validated(doc: dict, path: Path, overrides: tuple[str, ...]) -> LoadedProfile:
-    origin = f"{path}" + (f" (with --set {' '.join(overrides)})" if overrides else "")
+    origin = f"{path}" + (f" (with {CLI_OVERRIDES} {' '.join(overrides)})" if overrides else "")
     try:
         profile = Profile.model_validate(doc)
     except ValidationError as err:
