@@ -18,6 +18,10 @@ from typing import Any
 from specops.fleet.override_rules import override_item_schema
 from specops.fleet.profile_rules import profile_item_rules
 
+# The flows that run their profile with the overrides as they are (calibrate swaps in the A/A method, upgrade each
+# side's engine, so what the profile alone refuses is not theirs to refuse)
+RUN_AS_IS = frozenset({"specdec", "sweep", "train-draft"})
+
 
 def narrowed(schema: dict[str, Any], choices: list[str], shipped: list[str], own: str | None = None) -> dict[str, Any]:
     """The flow's parameter schema for a deployment on a pool whose workers run `choices`: its profile (or
