@@ -126,8 +126,9 @@ def check_free_run_id(run_id: str | None, *parents: str, field: str = "--run-id"
     validate_run_id(run_id, "/".join(parents) or None, field)
     existing = artifacts_root().joinpath(*parents, run_id)
     if existing.exists():
+        empty = "omit it" if field.startswith("--") else "leave it empty"
         raise RunDirError(f"{field} {run_id!r}: a directory already exists at {existing}; choose another {field}, or "
-                          "leave it empty for a new timestamped one")
+                          f"{empty} for a new timestamped one")
 
 
 @dataclass
