@@ -37,11 +37,14 @@ ARTIFACTS_PORT ?= 4201
 up: ARTIFACTS_URL ?= http://$(PREFECT_PUBLIC_HOST):$(ARTIFACTS_PORT)
 # Where alerts go (a regression, a run no worker serves): `make up` saves the Webhook block that the alert
 # deployments notify through (`specops alert setup`), `make deploy` when ALERT_URL is given. Default for `up`: the
-# artifacts server's inbox. A Slack or Discord webhook URL is a credential: give it in the environment
+# artifacts server's inbox, which takes only alerts that carry its token (in ALERT_TOKEN_FILE, made by the server:
+# the block's URL ends in it, kept secret). A Slack or Discord webhook URL is a credential: give it in the environment
 # (ALERT_URL=... make up), never as a make argument, which `ps` shows; it is printed masked.
 # (SPECOPS_ALERT_URL in the environment counts as ALERT_URL: read once, before the export below replaces it)
 ENV_ALERT_URL := $(SPECOPS_ALERT_URL)
-up: ALERT_URL ?= $(or $(ENV_ALERT_URL),http://$(PREFECT_API_HOST):$(ARTIFACTS_PORT)/alerts)
+INBOX_URL = http://$(PREFECT_API_HOST):$(ARTIFACTS_PORT)/alerts
+ALERT_TOKEN_FILE = $(PREFECT_HOME)/alert-token
+up: ALERT_URL ?= $(or $(ENV_ALERT_URL),$(INBOX_URL))
 deploy: ALERT_URL ?= $(ENV_ALERT_URL)
 up deploy: export SPECOPS_ALERT_URL = $(ALERT_URL)
 DEPLOY_REPOSITORY ?=
@@ -267,7 +270,8 @@ define deploy_recipe
 	    --description "$$($(BIN)/specops deployments --pool-description $$pool)" >/dev/null \
 	  || exit 1; done
 	@# the block the alert deployments notify through (webhook/specops-regression), before they exist
-	@if [ -n "$$SPECOPS_ALERT_URL" ]; then $(BIN)/specops alert setup; \
+	@if [ -n "$$SPECOPS_ALERT_URL" ]; then \
+	  $(BIN)/specops alert setup $(if $(filter $(INBOX_URL),$(ALERT_URL)),--inbox-token-file $(ALERT_TOKEN_FILE)); \
 	  else echo "alerts: ALERT_URL unset, the alert block is left as it is (\`specops alert test\` tries it)"; fi
 	@# tools/deploy_output.py: Prefect's output whole in deploy.log; here one line per flow and the pools with no worker
 	@set -o pipefail; PATH=$(BIN):$$PATH $(BIN)/prefect --no-prompt deploy --all 2>&1 \
@@ -286,7 +290,7 @@ up: install
 	$(deploy_check)
 	@mkdir -p $(PREFECT_HOME)
 	@$(BIN)/python tools/stop_services.py $(PREFECT_HOME)/worker.pid $(PREFECT_HOME)/server.pid $(PREFECT_HOME)/artifacts.pid  # a previous `up`
-	@setsid $(BIN)/specops serve-artifacts --root $(WORKER_ARTIFACTS) --host $(PREFECT_HOST) --port $(ARTIFACTS_PORT) > $(PREFECT_HOME)/artifacts.log 2>&1 < /dev/null & echo $$! > $(PREFECT_HOME)/artifacts.pid
+	@setsid $(BIN)/specops serve-artifacts --root $(WORKER_ARTIFACTS) --host $(PREFECT_HOST) --port $(ARTIFACTS_PORT) --token-file $(ALERT_TOKEN_FILE) > $(PREFECT_HOME)/artifacts.log 2>&1 < /dev/null & echo $$! > $(PREFECT_HOME)/artifacts.pid
 	@for i in $$(seq 1 30); do curl -sf -o /dev/null http://$(PREFECT_API_HOST):$(ARTIFACTS_PORT)/ && exit 0; sleep 1; done; \
 	  echo "artifacts server not answering after 30s; $(PREFECT_HOME)/artifacts.log ends with:"; tail -20 $(PREFECT_HOME)/artifacts.log; exit 1
 	@$(BIN)/prefect config set PREFECT_API_URL=http://$(PREFECT_API_HOST):$(PREFECT_PORT)/api >/dev/null

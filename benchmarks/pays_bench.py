@@ -6,8 +6,9 @@ settings served on vLLM's CPU build, each with its predicted speedup beside the 
 For each method (n-gram: ngram-vllm-serve-cpu; suffix decoding, cross-request cache off as the profile's default:
 suffix-vllm-serve-cpu) `specops replay` ranks the settings on the target's greedy outputs (16 prompts x 128 tokens);
 n-gram is then served at K 1, 2, 4 and the best setting's K (its best prompt-lookup lengths), suffix at K 8 and its
-best setting's K, each against vLLM's base: at concurrency 1 with requests interleaved by AIPerf (the interval is
-over the prompts), above it in alternating round blocks (3 rounds: the interval is over the rounds). Before a
+best setting's K, each against vLLM's base at concurrency 1 with requests interleaved by AIPerf (the interval is over
+the prompts); above it (in alternating round blocks, 3 rounds: the interval is over the rounds, each run three times
+as long) the best K and one shorter of each method. Before a
 setting is served the replay predicts its speedup from this host's step cost (replay/step_cost.py: what a step
 costs, with and without a draft and per verified token, fitted from the requests of the runs served before it at
 that concurrency); a concurrency with no cost yet is first measured by serving the profile as shipped, whose own
@@ -32,15 +33,16 @@ PROFILES = {"ngram": "ngram-vllm-serve-cpu", "suffix": "suffix-vllm-serve-cpu"}
 PAIRED = ["benchmark.tool=aiperf", "benchmark.interleave=true", "benchmark.pairing=requests"]
 # Above it AIPerf cannot alternate single requests: whole rounds alternate, and 3 give an interval over rounds.
 ROUNDS = ["benchmark.tool=aiperf", "benchmark.interleave=true", "benchmark.pairing=rounds", "benchmark.rounds=3"]
-KS = {"ngram": (1, 2, 4), "suffix": (8,)}  # served besides the best setting's own K
+KS = {"ngram": (1, 2, 4), "suffix": (8,)}  # served besides the best setting's own K at concurrency 1
+ABOVE = {"ngram": 2, "suffix": 8}  # and above it, beside the best's
 
 
 def design(c: int) -> list[str]:
     return [*(PAIRED if c == 1 else ROUNDS), f"benchmark.concurrency={c}"]
 
 
-def settings(method: str, extra: list[str]) -> list:
-    """The replay's best setting of this method on the profile, and the same at the other Ks served."""
+def settings(method: str, extra: list[str]) -> tuple[object, list]:
+    """The replay's best setting of this method on the profile, and it at each K served (the best's own included)."""
     from specops.profile.loader import load_profile
     from specops.replay.grid import ranked
     from specops.replay.run import predict
@@ -48,7 +50,7 @@ def settings(method: str, extra: list[str]) -> list:
 
     loaded = load_profile(PROFILES[method], [*SIZE, *extra])
     best = ranked(predict(loaded, replay_family(loaded)))[0].setting
-    return [best.model_copy(update={"k": k}) for k in sorted({*KS[method], best.k})]
+    return best, [best.model_copy(update={"k": k}) for k in sorted({*KS[method], best.k})]
 
 
 def row(setting, c: int, prediction, result) -> tuple[str, bool | None]:
@@ -85,7 +87,8 @@ def main() -> None:
                 print(f"concurrency {c}: no step cost yet; serving {PROFILES[method]} as shipped to measure one",
                       flush=True)
                 run_specdec(PROFILES[method], shipped)
-            for setting in grid[method]:
+            best, each = grid[method]
+            for setting in each if c == 1 else [s for s in each if s.k in (ABOVE[method], best.k)]:
                 overrides = [*shipped, *setting.overrides()]
                 (prediction,) = predict(load_profile(PROFILES[method], overrides), [setting])
                 result = run_specdec(PROFILES[method], overrides)

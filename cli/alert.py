@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import socket
 import sys
+from pathlib import Path
 
 from cli.common import EXIT_FAILED, EXIT_PREREQUISITES
 from specops.fleet.deployments import ALERT_BLOCK
@@ -46,6 +47,14 @@ def _setup(args, api: str) -> int:
                      "specops alert setup", EXIT_PREREQUISITES)
     if not is_http_url(url):
         return _fail(f"{variable}: give an http(s) URL with a host (got one starting {url[:8]!r})", EXIT_PREREQUISITES)
+    if args.inbox_token_file is not None:  # the artifacts server's inbox: its token in the URL, kept secret
+        from specops.fleet.alert_inbox import inbox_url
+
+        try:
+            url = inbox_url(url, args.inbox_token_file)
+        except (OSError, ValueError) as err:
+            return _fail(f"--inbox-token-file: {err}: `specops serve-artifacts --token-file` makes it",
+                         EXIT_PREREQUISITES)
     try:
         shown = save_webhook(url, args.block)
     except AlertBlockError as err:
@@ -79,6 +88,9 @@ def add_parser(sub) -> None:
     setup = alert_sub.add_parser("setup", help=f"create or update the Webhook block posting to "
                                  f"${env_name('specops_alert_url')} (read from the environment: `make up` passes "
                                  "ALERT_URL)")
+    setup.add_argument("--inbox-token-file", type=Path, help="the URL is the artifacts server's inbox "
+                       "(http://host:4201/alerts): append the token it takes, from this file (`specops serve-artifacts "
+                       "--token-file`)")
     test = alert_sub.add_parser("test", help="send one test alert through the block and say where it went")
     for command in (setup, test):
         command.add_argument("--block", default=ALERT_BLOCK, help=f"<block type>/<name> (default {ALERT_BLOCK})")

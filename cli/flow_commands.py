@@ -5,6 +5,7 @@ import signal
 import sys
 
 from cli.common import (
+    EXIT_FAILED,
     _int_list,
     _positive,
     drop_console_tracebacks,
@@ -69,6 +70,40 @@ def add_parser(sub) -> None:
     calibrate.set_defaults(handler=cmd_calibrate)
 
 
+def _check_before_prefect(loaded_profiles, run_id: str | None = None, *run_dir: str) -> None:
+    """What `specops run` checks before Prefect starts, for every profile a flow will run: the run id (malformed, or
+    a directory that exists: exit 2), serving.host, a local target, and this machine (the directories, the results
+    database, the hub, the Prefect API, the engine's and the tool's prerequisites: exit 4), instead of after
+    Prefect's start-up, or after every run (a taken run id was refused once a calibration had run them all)."""
+    from cli.preflight import check_host, check_local_target, environment_problems
+    from specops.backends.base import PrerequisiteError
+    from specops.pipeline.backend import backend_for, preflight, tool_for
+    from specops.run.rundir import check_free_run_id
+
+    check_free_run_id(run_id, *run_dir)
+    problems: list[str] = []
+    for loaded in loaded_profiles:
+        check_host(loaded)
+        check_local_target(loaded)
+        found = environment_problems(loaded) + preflight(backend_for(loaded.profile), tool_for(loaded.profile))
+        problems += [p for p in found if p not in problems]
+    if problems:
+        raise PrerequisiteError(loaded_profiles[0].profile.name, problems)
+
+
+def _table_command(args, load) -> int:
+    """A flow of several runs that returns its table: printed, and exit 1 when none of its runs measured."""
+    from flows.finish import NoneMeasured
+
+    try:
+        print("\n" + _flow_command(args, load))
+    except NoneMeasured as none:
+        print("\n" + none.table)
+        print(f"specops: {none}", file=sys.stderr)
+        return EXIT_FAILED
+    return 0
+
+
 def _flow_command(args, load):
     """Run a flow under a private Prefect API (unless PREFECT_API_URL is set), SIGTERM as an interrupt. `load`
     imports the flow and returns the call to make: the server's start-up overlaps those imports."""
@@ -126,6 +161,7 @@ def cmd_sweep(args) -> int:
                                            f"concurrencies are {cells} cells, more than --max-cells "
                                            f"{args.max_cells}; narrow the grid, or raise --max-cells")])
     loaded = validate_grid(args.profile, args.overrides, grid)  # fail fast, before Prefect starts
+    _check_before_prefect([loaded], args.run_id, loaded.profile.name)
     bench = loaded.profile.benchmark
     print(f"sweep of {loaded.profile.name}: {cells} cells ({series} series x {len(grid.concurrencies)} "
           f"concurrencies), up to {series + 1} servers, {bench.num_requests} requests x {bench.rounds} round(s) "
@@ -145,34 +181,37 @@ def cmd_sweep(args) -> int:
 def cmd_compare_profiles(args) -> int:
     from specops.profile.loader import check_comparable, load_profile
 
-    check_comparable([load_profile(p, args.overrides) for p in args.profiles])  # fail fast, before Prefect starts
+    loaded = [load_profile(p, args.overrides) for p in args.profiles]
+    check_comparable(loaded)  # fail fast, before Prefect starts
+    _check_before_prefect(loaded)
     def load():
         from flows.compare import compare
         return lambda: compare(args.profiles, args.overrides)
 
-    print("\n" + _flow_command(args, load))
-    return 0
+    return _table_command(args, load)
 
 
 def cmd_upgrade_check(args) -> int:
+    from specops.profile.loader import load_profile
     from specops.upgrade.sides import load_sides
 
-    load_sides(args.profile, args.before, args.after, args.overrides)  # fail fast, before Prefect starts
+    sides = load_sides(args.profile, args.before, args.after, args.overrides)  # fail fast, before Prefect starts
+    _check_before_prefect([load_profile(args.profile, list(side.overrides)) for side in sides], args.run_id,
+                          "upgrade", args.profile)
     def load():
         from flows.upgrade import upgrade
         return lambda: upgrade(args.profile, args.before, args.after, args.overrides, args.run_id)
 
-    print("\n" + _flow_command(args, load))
-    return 0
+    return _table_command(args, load)
 
 
 def cmd_calibrate(args) -> int:
     from specops.profile.calibration import load_calibration
 
-    load_calibration(args.profile, args.overrides, args.runs, args.ab)  # fail fast, before Prefect starts
+    loaded = load_calibration(args.profile, args.overrides, args.runs, args.ab)  # fail fast, before Prefect starts
+    _check_before_prefect([loaded], args.run_id, "calibrate", loaded.profile.name)
     def load():
         from flows.calibrate import calibrate
         return lambda: calibrate(args.profile, args.runs, args.overrides, args.run_id, args.ab)
 
-    print("\n" + _flow_command(args, load))
-    return 0
+    return _table_command(args, load)

@@ -52,9 +52,7 @@ def _trends(runs) -> str:
     """Each profile's trend report written; where, and its newest run's verdicts (default policy)."""
     from specops.regression.policy import RegressionPolicy
     from specops.regression.runs import profile_runs
-    from specops.regression.table import verdict_table
     from specops.regression.trend import trend_dir, write_trend
-    from specops.regression.verdict import evaluate
     from specops.results.history import cpu_warning, with_warning
 
     policy, out = RegressionPolicy(), []
@@ -65,8 +63,30 @@ def _trends(runs) -> str:
         html, png = write_trend(history, policy, trend_dir(profile))
         warning = cpu_warning([(run.run_id, run) for run in history])  # baselines keep to one CPU; the plot does not
         out.append(with_warning(warning, f"{profile}: {len(history)} runs\n  trend: {html}\n         {png}\n"
-                                f"{verdict_table(evaluate(history, policy))}"))
+                                f"{_standing_verdicts(history, policy)}"))
     return "\n\n".join(out)
+
+
+def _standing_verdicts(history, policy) -> str:
+    """The newest run's verdicts; when the newest runs are never judged (interrupted, a primed drafter cache), the
+    verdicts of the newest judged run, which still stand, said as such (issue 51: "no runs" over a standing
+    regression)."""
+    from specops.regression.runs import chronological, never_judged
+    from specops.regression.table import verdict_table
+    from specops.regression.verdict import evaluate
+    from specops.results.calibration import is_calibration
+
+    runs = [r for r in chronological(history) if not is_calibration(r)]
+    skipped = []
+    while runs and never_judged(runs[-1]):
+        skipped.append(runs.pop())
+    if not skipped or not runs:
+        return verdict_table(evaluate(history, policy))
+    why = ", ".join(f"{r.run_id} ({'interrupted' if r.status.value == 'interrupted' else 'drafter cache primed'})"
+                    for r in reversed(skipped))
+    standing = [r for r in history if r not in skipped]
+    return (f"never judged: {why}; the verdicts of {runs[-1].run_id}, the newest run judged, stand:\n"
+            f"{verdict_table(evaluate(standing, policy))}")
 
 
 def cmd_compare(args) -> int:

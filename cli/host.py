@@ -32,6 +32,8 @@ def add_parser(sub) -> None:
     serve.add_argument("--root", type=Path, required=True, help="the directory to serve (SPECOPS_ARTIFACTS)")
     serve.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     serve.add_argument("--port", type=int, default=4201, help="port to bind (default 4201)")
+    serve.add_argument("--token-file", type=Path, help="the alert inbox's token: POST /alerts/<token> is taken, any "
+                       "other POST refused; made (readable by you only) when missing (default: <root>/.alerts/token)")
     serve.set_defaults(handler=cmd_serve_artifacts)
     check = sub.add_parser("check", help="can this host run the profile's engine and benchmark tool? (starts "
                            "nothing; exit 4 with the reasons in one line when it cannot)")
@@ -53,7 +55,7 @@ def cmd_janitor(args) -> int:
         except ApiUnavailable as err:
             print(f"janitor: {err}; a run counts as over when its specops process is gone")
     stopped = janitor.sweep(everything=args.all, runs=runs, abandoned=_write_row)
-    print(janitor.summary(stopped, kept=0 if args.all else janitor.live_records(runs)))
+    print(janitor.summary(stopped, kept=None if args.all else janitor.live_records(runs)))
     return 0
 
 
@@ -77,19 +79,27 @@ def cmd_settings(args) -> int:
 
 
 def cmd_serve_artifacts(args) -> int:
+    from specops.fleet.alert_inbox import DEFAULT_TOKEN_FILE, read_or_create_token
     from specops.fleet.artifacts_server import make_server
 
     def stop(signum, frame):  # serve_forever runs in this thread: leave it by raising, not shutdown()
         raise SystemExit(0)
 
+    token_file = args.token_file or args.root / DEFAULT_TOKEN_FILE
     try:
-        server = make_server(args.root, args.host, args.port)
+        token = read_or_create_token(token_file)
+    except OSError as err:
+        print(f"specops: serve-artifacts cannot read or make the alert token file {token_file}: {err}", file=sys.stderr)
+        return EXIT_FAILED
+    try:
+        server = make_server(args.root, args.host, args.port, token)
     except OSError as err:  # the port taken, an address not this host's
         print(f"specops: serve-artifacts cannot listen on {args.host}:{args.port}: {err}", file=sys.stderr)
         return EXIT_FAILED
     signal.signal(signal.SIGTERM, stop)
     host, port = server.server_address[:2]
-    print(f"serving {args.root.resolve()} read-only at http://{host}:{port}/ (alerts: POST /alerts)", flush=True)
+    print(f"serving {args.root.resolve()} read-only at http://{host}:{port}/ (alerts: POST /alerts/<the token in "
+          f"{token_file}>)", flush=True)
     try:
         server.serve_forever(poll_interval=0.2)
     except (KeyboardInterrupt, SystemExit):  # Ctrl-C, or SIGTERM through stop()

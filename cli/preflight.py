@@ -18,7 +18,7 @@ from specops.profile.errors import ProfileError
 from specops.profile.loader import LoadedProfile
 from specops.results.store import results_problems
 from specops.run.roots import artifacts_root, cache_root, existing_ancestor, free_space_problem
-from specops.run.rundir import RunDirError, validate_run_id
+from specops.run.rundir import check_free_run_id
 from specops.settings import env_name, settings
 from specops.sources.schemes import missing_target_files, parse_source
 
@@ -27,13 +27,7 @@ PROBE_TIMEOUT_S = 3.0  # a hub or a Prefect server that needs longer to answer i
 
 def check_run_id(profile_name: str, run_id: str | None) -> None:
     """Malformed, or taken by an earlier run (whose files would be overwritten): RunDirError."""
-    if run_id is None:
-        return
-    validate_run_id(run_id, profile_name)
-    existing = artifacts_root() / profile_name / run_id
-    if existing.exists():
-        raise RunDirError(f"--run-id {run_id!r}: a run directory already exists at {existing}; choose another "
-                          "--run-id, or omit it for a new timestamped one")
+    check_free_run_id(run_id, profile_name)
 
 
 def check_local_target(loaded: LoadedProfile) -> None:

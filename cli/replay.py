@@ -35,6 +35,7 @@ TRAFFIC_NOTE = ("lengths are the log's, and drafts past a logged answer's end ar
 
 
 def cmd_replay(args) -> int:
+    from specops.atomic_file import write_text
     from specops.backends.vllm import cpu as vllm_cpu
     from specops.profile.errors import ProfileError
     from specops.profile.loader import load_profile
@@ -72,7 +73,8 @@ def cmd_replay(args) -> int:
     if categories:
         print("\n" + category_table(predictions, args.top, mine))
     if args.json is not None:
-        args.json.write_text(json.dumps([p.model_dump() | {"profile": p.setting == mine} for p in predictions],
-                                        indent=1) + "\n", encoding="utf-8")
+        # whole or not at all, as every file specops writes: a reader never sees half of it, nor a full disk 0 bytes
+        write_text(args.json, json.dumps([p.model_dump() | {"profile": p.setting == mine} for p in predictions],
+                                         indent=1) + "\n")
         print(f"\npredictions: {args.json}")
     return 0

@@ -10,9 +10,10 @@ from __future__ import annotations
 from prefect import flow, get_run_logger, tags
 from prefect.states import State
 
+from flows.finish import table_or_failed
 from flows.specdec import RunFailed, run_specdec
 from prefect_adapters.parameters import ABRuns, CalibrationRuns, Overrides, ProfileName, RunId
-from prefect_adapters.refusal import refused_profiles
+from prefect_adapters.refusal import refused_profiles, refused_run_id
 from specops.results.calibration import AA_OVERRIDE, Calibration
 from specops.results.model import RunResult
 from specops.results.role import CALIBRATE, CALIBRATE_AB, RunRole
@@ -28,11 +29,14 @@ def calibrate(profile: ProfileName = "ngram-local", runs: CalibrationRuns = 20, 
     if (refused := refused_profiles([profile], overrides)) is not None:
         return refused
     loaded = validate_calibration(profile, overrides, runs, ab_runs)
+    if (refused := refused_run_id(run_id, "calibrate", loaded.profile.name)) is not None:
+        return refused
     with tags(CALIBRATE):  # a label for people; the role makes each A/A run publish under calibrate-<profile>-*
         results = [_member(profile, [*overrides, AA_OVERRIDE], CALIBRATE, f"A/A run {i + 1} of {runs}")
                    for i in range(runs)]
         ab = [_member(profile, overrides, CALIBRATE_AB, f"A/B run {i + 1} of {ab_runs}") for i in range(ab_runs)]
-    return publish_calibration(Calibration(loaded.profile.name, results, tuple(ab)), run_id)
+    table = publish_calibration(Calibration(loaded.profile.name, results, tuple(ab)), run_id)
+    return table_or_failed(f"calibration of {loaded.profile.name}", table, [*results, *ab])
 
 
 def _member(profile: str, overrides: list[str], kind: str, what: str) -> RunResult:

@@ -10,9 +10,10 @@ from __future__ import annotations
 from prefect import flow, get_run_logger, tags
 from prefect.states import State
 
+from flows.finish import table_or_failed
 from flows.specdec import RunFailed, run_specdec
 from prefect_adapters.parameters import Overrides, ProfileNames, RunId
-from prefect_adapters.refusal import refused_profiles
+from prefect_adapters.refusal import refused_profiles, refused_run_id
 from specops.results.model import RunResult
 from specops.results.role import COMPARE, RunRole
 from tasks.compare import publish_comparison, validate_comparison
@@ -25,6 +26,8 @@ def compare(profiles: ProfileNames, overrides: Overrides = (), run_id: RunId = "
     if (refused := refused_profiles(profiles, overrides)) is not None:
         return refused
     validate_comparison(profiles, overrides)
+    if (refused := refused_run_id(run_id, "compare")) is not None:
+        return refused
     results: list[RunResult] = []
     with tags(COMPARE):  # a label for people; the role makes each run publish under compare-<profile>-* keys
         for profile in profiles:
@@ -33,4 +36,4 @@ def compare(profiles: ProfileNames, overrides: Overrides = (), run_id: RunId = "
             except RunFailed as failed:  # recorded and reported; its row says FAILED
                 get_run_logger().error("%s", failed)
                 results.append(failed.result)
-    return publish_comparison(results, run_id)
+    return table_or_failed("comparison", publish_comparison(results, run_id), results)

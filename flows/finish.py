@@ -1,6 +1,8 @@
-"""A finished run's record: its RunResult, database row, report files, Prefect artifacts and run-directory status.
+"""A finished run's record: its RunResult, database row, report files, Prefect artifacts and run-directory status;
+and how a flow of several runs ends when none of them measured.
 
-Shared by the specdec flow (a run) and the sweep flow (each of its cells).
+Shared by the specdec flow (a run) and the sweep flow (each of its cells); the compare, calibrate and upgrade flows
+end with table_or_failed.
 """
 from __future__ import annotations
 
@@ -8,6 +10,8 @@ import contextlib
 import logging
 from pathlib import Path
 from typing import NamedTuple
+
+from prefect.states import Failed, State
 
 from specops.host import tracking
 from specops.pipeline.summarize import ended_failed
@@ -55,3 +59,26 @@ def set_final_status(run: RunDir, result: RunResult) -> None:
     except OSError as exc:
         log.error("status.json could not say how the run ended (%s): %s", result.status.value, exc)
     tracking.untrack_run(run.path)
+
+
+class NoneMeasured(RuntimeError):
+    """A flow of several runs in which none measured (each failed or was interrupted): its table is published and
+    carried here all the same, and the flow ends Failed, so a cron job or an automation sees what a person would
+    (a calibration of a corrupt results database ran 20 FAILED A/A runs and exited 0)."""
+
+    def __init__(self, message: str, table: str):
+        super().__init__(message)
+        self.table = table
+
+    def __reduce__(self):  # a persisted result (pickle) is rebuilt with its table
+        return type(self), (str(self), self.table)
+
+
+def table_or_failed(what: str, table: str, results: list[RunResult | None]) -> str | State:
+    """The flow's table, or the Failed state whose data is NoneMeasured (raised to a Python caller) when none of
+    its runs measured."""
+    if any(r is not None and not r.status.ended_early for r in results):
+        return table
+    error = NoneMeasured(f"{what}: none of its {len(results)} runs measured (each failed or was interrupted; the "
+                         "table says where)", table)
+    return Failed(message=str(error), data=error)

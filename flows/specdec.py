@@ -16,9 +16,10 @@ from prefect.states import Failed, State
 from flows.finish import finish, set_final_status
 from flows.prepare import noted_result, prepare_models
 from flows.serving import measure_group, served_together
-from prefect_adapters.parameters import Overrides, ProfileName, Role, RunId
+from prefect_adapters.parameters import Overrides, ProfileName, RunId
 from prefect_adapters.reaping import reap_servers
-from prefect_adapters.refusal import loaded_or_refused
+from prefect_adapters.refusal import loaded_or_refused, refused_run_id
+from prefect_adapters.run_role import given_role, in_role
 from prefect_adapters.slot_limits import hold_slots
 from specops.backends.base import Backend
 from specops.bench.sampling import Workload
@@ -129,14 +130,16 @@ def measure(loaded: LoadedProfile, backend: Backend, tool: BenchTool, run: RunDi
 
 
 @flow(name="specdec", on_cancellation=[reap_servers], on_crashed=[reap_servers], log_prints=True)
-def specdec(profile: ProfileName = "ngram-local", overrides: Overrides = (),
-            run_id: RunId = "", role: Role = RunRole()) -> RunResult | State:
+def specdec(profile: ProfileName = "ngram-local", overrides: Overrides = (), run_id: RunId = "") -> RunResult | State:
     """Deploy and benchmark one speculative-decoding profile against its base model, as a run of its own or in
-    the role its caller gives it (a member of a comparison, ...). Ends Completed with the RunResult, or Failed:
-    RunFailed raised (a step failed), RunInvalid (outputs differ)."""
+    the role its parent flow gives it (run_specdec: a member of a comparison, ...). Ends Completed with the
+    RunResult, or Failed: RunFailed raised (a step failed), RunInvalid (outputs differ)."""
+    role = given_role()
     loaded = loaded_or_refused(profile, overrides)  # the run's one load of its profile, handed to every step
     if isinstance(loaded, State):
         return loaded
+    if (refused := refused_run_id(run_id, loaded.profile.name)) is not None:
+        return refused
     run = create_run_dir(loaded, run_id, role)
     backend, tool = backend_for(loaded.profile), tool_for(loaded.profile)  # built once, handed to every step
     facts = RunFacts()
@@ -175,6 +178,7 @@ def run_specdec(profile: str, overrides: list[str] | None = None, run_id: str | 
     """specdec() for callers that want the measurement either way: an INVALID run's RunResult is
     returned (its Prefect state is Failed all the same); a failed run raises RunFailed."""
     try:
-        return specdec(profile, list(overrides or []), run_id, role)
+        with in_role(role):
+            return specdec(profile, list(overrides or []), run_id)
     except RunInvalid as invalid:
         return invalid.result

@@ -36,7 +36,7 @@ from prefect_adapters.parameters import (
     ServeSchedule,
 )
 from prefect_adapters.reaping import reap_servers
-from prefect_adapters.refusal import refused_profiles
+from prefect_adapters.refusal import refused_profiles, refused_run_id
 from prefect_adapters.slot_limits import Held, hold_slots
 from specops.host import tracking
 from specops.host.slots import run_slots
@@ -47,7 +47,7 @@ from specops.replay.run import priced_at
 from specops.results.model import RunResult, Window
 from specops.results.role import SWEEP_CELL, RunRole
 from specops.run.roots import cache_root
-from specops.run.rundir import end_open_statuses
+from specops.run.rundir import INTERRUPTED, end_open_statuses
 from specops.run.variant import BASE, SPECULATIVE, Variant, base_method
 from specops.sweep.analysis import Cell, choose_k
 from specops.sweep.cells import CellStore
@@ -161,6 +161,8 @@ def sweep(profile: ProfileName = "ngram-local", draft_lengths: DraftLengths = (1
     if (refused := refused_profiles([profile], overrides)) is not None:
         return refused
     loaded = validate_sweep(profile, overrides, grid)
+    if (refused := refused_run_id(run_id, loaded.profile.name)) is not None:  # before the replay's minutes
+        return refused
     if from_replay:  # the replay's best settings are the series instead
         grid = replay_series(loaded, from_replay, grid, prune)
         loaded = validate_sweep(profile, overrides, grid)
@@ -184,8 +186,9 @@ def sweep(profile: ProfileName = "ngram-local", draft_lengths: DraftLengths = (1
             publish_sweep(outcome, run)
     except BaseException as error:
         step, variant = run.progress.failed_at or ("sweep", None)
-        run.say_failed(step, variant, f"{type(error).__name__}: {error}")
-        end_open_statuses(run.path, "failed", f"the sweep failed at {step}: {type(error).__name__}: {error}")
+        run.fail_at(step, variant, error)  # interrupted (never failed) when an interrupt or a cancellation ended it
+        state = "failed" if isinstance(error, Exception) else INTERRUPTED
+        end_open_statuses(run.path, state, f"the sweep {state} at {step}: {type(error).__name__}: {error}")
         tracking.untrack_run(run.path)
         raise
     end_open_statuses(run.path, "ok")  # its servers' directories (their cells ended with their results)

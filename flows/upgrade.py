@@ -15,9 +15,10 @@ from typing import Annotated
 from prefect import flow, get_run_logger, tags
 from prefect.states import State
 
+from flows.finish import table_or_failed
 from flows.specdec import RunFailed, run_specdec
 from prefect_adapters.parameters import Overrides, ProfileName, RunId, described
-from prefect_adapters.refusal import refused_profiles
+from prefect_adapters.refusal import refused_profiles, refused_run_id
 from specops.results.model import RunResult
 from specops.results.role import UPGRADE, RunRole
 from specops.upgrade.sides import changes_engine
@@ -39,6 +40,8 @@ def upgrade(profile: ProfileName, before: BackendOverrides, after: BackendOverri
     for side in (before, after):
         if (refused := refused_profiles([profile], [*overrides, *side])) is not None:
             return refused
+    if (refused := refused_run_id(run_id, "upgrade", profile)) is not None:
+        return refused
     sides = validate_upgrade(profile, list(before), list(after), overrides)
     results: list[RunResult | None] = []
     for side in sides:
@@ -51,4 +54,4 @@ def upgrade(profile: ProfileName, before: BackendOverrides, after: BackendOverri
             except RunFailed as failed:  # recorded and reported; its column says FAILED and where
                 get_run_logger().error("%s side: %s", side.label, failed)
                 results.append(failed.result)
-    return publish_upgrade(profile, sides, results, run_id)
+    return table_or_failed(f"upgrade check of {profile}", publish_upgrade(profile, sides, results, run_id), results)

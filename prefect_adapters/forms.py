@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 
 from specops.fleet.deployments import CPU_POOL, GPU_POOL, pool_of
-from specops.fleet.forms import narrowed
+from specops.fleet.forms import RUN_AS_IS, narrowed
 from specops.profile.loader import list_profile_names, load_profile
 
 
@@ -28,10 +28,13 @@ async def _narrow_all() -> list[str]:
         for d in await client.read_deployments():
             if d.work_pool_name not in choices or not d.parameter_openapi_schema:
                 continue
-            schema = narrowed(d.parameter_openapi_schema, choices[d.work_pool_name], shipped)
+            flow, own = flows.get(d.flow_id, d.flow_id), (d.parameters or {}).get("profile")
+            # its profile's cross-field rules, while the form keeps that profile, where the flow runs it as it is
+            schema = narrowed(d.parameter_openapi_schema, choices[d.work_pool_name], shipped,
+                              own if own in shipped and flow in RUN_AS_IS else None)
             if schema != d.parameter_openapi_schema:
                 await client.update_deployment(d.id, DeploymentUpdate(parameter_openapi_schema=schema))
-                done.append(f"{flows.get(d.flow_id, d.flow_id)}/{d.name}")
+                done.append(f"{flow}/{d.name}")
     return done
 
 

@@ -27,7 +27,6 @@ from specops.methods.specs import NgramMethod
 from specops.profile.loader import list_profile_names
 from specops.profile.schema import Benchmark
 from specops.results.calibration import MAX_RUNS, MIN_RUNS
-from specops.results.role import RunRole
 from specops.sweep.grid import C_KEY, K_KEY, MAX_KEY, MAX_REPLAYED, MIN_KEY, swept_methods
 
 OVERRIDE_EXAMPLE = "benchmark.num_requests=8"
@@ -106,8 +105,3 @@ ABRuns = Annotated[int, described(
     f"How many runs of the profile itself after them (A/B), 0 or 2 to {MAX_RUNS}: about 9 of 10 intervals should "
     "contain the runs' median speedup; fewer says the speedup moves from run to run more than its interval says.",
     ge=0, le=MAX_RUNS)]
-
-# One input in the form: the role's JSON (a nested form would ask a person for fields only parent flows set).
-Role = Annotated[RunRole, WithJsonSchema({"type": "object"}), described(
-    "What this run is: a run of the profile of its own (the default), or what its parent flow makes it (a "
-    "compare, calibrate or upgrade member, a sweep cell). Parent flows set it; a run started by hand leaves it.")]

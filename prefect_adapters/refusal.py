@@ -10,10 +10,16 @@ returned by the flow ends the run the same way with the first two gone; the thir
 Failed flow run of a deployment (run_flow re-raises the final state's exception to its caller), so it stays,
 its traceback Prefect's frames alone. The flow's own tasks keep their tracebacks: those are faults, not input.
 So the load happens here, in the flow's own body, not in a task (a task that returned the Failed state would
-log "Finished in state Failed" at ERROR: a second line).
+log "Finished in state Failed" at ERROR: a second line). The engine's line for it (prefect/flow_engine.py run_flow,
+"Engine execution exited with unexpected exception", exc_info) is said without its traceback for a refusal
+(_QuietRefusals): the refusal's own line says all. And the refusal names what the run was given: `overrides` (the
+flow's parameter, where the CLI says `--set`), a shipped profile by its place in the checkout (a worker runs a
+temporary clone, whose path means nothing to the person who created the run).
 """
 from __future__ import annotations
 
+import logging
+import os
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -22,7 +28,8 @@ from prefect import get_run_logger
 from prefect.states import Failed, State
 
 from specops.profile.errors import ProfileError
-from specops.profile.loader import LoadedProfile, load_profile
+from specops.profile.loader import CLI_OVERRIDES, OVERRIDES, LoadedProfile, load_profile, profiles_dir
+from specops.run.rundir import RunDirError, check_free_run_id
 
 _handed: ContextVar[dict[tuple[str, tuple[str, ...]], LoadedProfile] | None] = ContextVar("handed", default=None)
 
@@ -60,8 +67,52 @@ def refused_profiles(profiles: Sequence[str], overrides: Sequence[str]) -> State
     return None
 
 
-def _refused(error: ProfileError) -> State:
+def refused_run_id(run_id: str | None, *parents: str) -> State | None:
+    """None when `run_id` (a flow's parameter) is empty or names a new directory artifacts/<parents...>/<run id>;
+    else the Failed state a flow returns at once, before its first run (a calibration's directory was refused after
+    all its runs)."""
+    try:
+        check_free_run_id(run_id, *parents, field="run_id")
+    except RunDirError as error:
+        return _refused(error)
+    return None
+
+
+def _refused(error: ProfileError | RunDirError) -> State:
+    if isinstance(error, ProfileError):
+        error = as_the_run_was_given(error)
     get_run_logger().error("%s", error)
     # A Python caller of the flow gets the ProfileError raised (Prefect raises a Failed state's data);
     # without its traceback, the deployment run's engine line shows no specops frame either.
     return Failed(message=str(error), data=error.with_traceback(None))
+
+
+def as_the_run_was_given(error: ProfileError) -> ProfileError:
+    """The refusal with the names the run's parameters use (see the module's docstring)."""
+    shipped = f"{profiles_dir()}{os.sep}"
+
+    def renamed(text: str) -> str:
+        return text.replace(shipped, f"profiles{os.sep}").replace(CLI_OVERRIDES, OVERRIDES)
+
+    return ProfileError(renamed(error.origin), [(field, renamed(message)) for field, message in error.problems])
+
+
+REFUSALS = (ProfileError, RunDirError)
+
+
+class _QuietRefusals(logging.Filter):
+    """The engine's line for a run that ended in a refusal, without a traceback (its frames are Prefect's alone, and
+    the refusal's own line said why), and at INFO: the run's one ERROR line is the refusal's."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        if isinstance(exc, REFUSALS) and "exited with unexpected exception" in str(record.msg):
+            record.msg, record.args = "Engine execution ended: the run was refused (the line above says why)", ()
+            record.exc_info, record.exc_text = None, None
+            record.levelno, record.levelname = logging.INFO, "INFO"
+        return True
+
+
+# the engine's error_logger (flow_run_logger), and prefect/engine.py handle_engine_signals' own, which says it again
+for _name in ("prefect.flow_runs", "prefect.engine"):
+    logging.getLogger(_name).addFilter(_QuietRefusals())

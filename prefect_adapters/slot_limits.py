@@ -24,7 +24,7 @@ from prefect.exceptions import ObjectAlreadyExists, ObjectNotFound
 
 from specops.host.host_lock import hold_host_locks
 from specops.host.slots import RunSlots
-from specops.run.rundir import RunDir
+from specops.run.rundir import RUNNING, RunDir
 
 TAG = "slot:"
 REPORT_EVERY_S = 60.0  # a waiting run says again whom it waits for (the holder may change)
@@ -86,6 +86,7 @@ def _tag(client, flow_run_id, names: list[str], held: bool) -> None:
 
 
 WAIT_STEP = "waiting for"  # the step status.json names while a run waits (its variant: the slots and locks)
+HELD_STEP = "holding"  # once it holds them, until its next step says where it is
 
 
 @contextmanager
@@ -104,6 +105,10 @@ def hold_slots(slots: RunSlots, who: str, run: RunDir | None = None) -> Iterator
         held.names = list(dict.fromkeys([*held.names, *slots.locks]))
         held.waited_s += locked_s
         held.started_at = time.time()
+        if run is not None and names and run.progress.failed_at is None:
+            # Said at once: a sweep's own directory announces no step after this (its cells do), and said `waiting
+            # for` while it measured (issue 51)
+            run.set_status(RUNNING, HELD_STEP, names)
         yield held
 
 

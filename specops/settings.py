@@ -63,7 +63,8 @@ class Settings(BaseSettings):
     # A Slack or Discord webhook URL is a credential: read from the environment, never a command line.
     specops_alert_url: SecretStr | None = Field(None, description="URL the alert block (webhook/specops-regression) "
                                                 "posts to, read by `specops alert setup` (`make up` passes "
-                                                "ALERT_URL; default: the artifacts server's /alerts inbox)")
+                                                "ALERT_URL; default: the artifacts server's /alerts inbox, its token "
+                                                "appended)")
 
     @field_validator("specops_artifacts_url")
     @classmethod

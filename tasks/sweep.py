@@ -55,7 +55,8 @@ def replay_series(loaded: LoadedProfile, n: int, grid: SweepGrid, prune: bool = 
 @step
 def find_measured_cells(store: CellStore, keys: dict[tuple[str, int], str]) -> dict[tuple[str, int], RunResult]:
     """The cells (series name, c) an earlier sweep of the same settings measured."""
-    results = {kc: r for kc, key in keys.items() if (r := store.result(key)) is not None}
+    said = get_run_logger().warning  # a damaged cell: named, moved aside, measured again
+    results = {kc: r for kc, key in keys.items() if (r := store.result(key, said)) is not None}
     get_run_logger().info("%d of %d cells already measured", len(results), len(keys))
     return results
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import tempfile
 from pathlib import Path
@@ -15,7 +16,9 @@ from specops.host.host_lock import LOCK_DIR_ENV
 # every run it starts, gets a lock directory of its own; runs started by one test still share it.
 # Set, not setdefault: the workers inherit the controller's environment, and a shared directory
 # made a run on one worker wait for an interrupted run on the other (CI, 13 s).
-os.environ[LOCK_DIR_ENV] = tempfile.mkdtemp(prefix=f"specops-locks-{os.environ.get('PYTEST_XDIST_WORKER', 'main')}-")
+# Each process removes its own at the end (pytest_unconfigure): every run used to leave one in the temp directory.
+_LOCK_DIR = tempfile.mkdtemp(prefix=f"specops-locks-{os.environ.get('PYTEST_XDIST_WORKER', 'main')}-")
+os.environ[LOCK_DIR_ENV] = _LOCK_DIR
 # The suite's model cache is the checkout's (tests/integration/support.py SHARED_CACHE), not the host's default
 # (~/.cache/specops, the user's runs' and `make up`'s worker's), unless SPECOPS_CACHE names one.
 os.environ.setdefault("SPECOPS_CACHE", str(Path(__file__).resolve().parents[1] / ".cache" / "specops"))
@@ -81,6 +84,10 @@ def _cpu_times() -> tuple[float, float]:
 def pytest_sessionstart(session):
     if not hasattr(session.config, "workerinput"):  # the controller: the whole run, every worker in it
         session.config.stash[_CPU_AT_START] = _cpu_times()
+
+
+def pytest_unconfigure(config):
+    shutil.rmtree(_LOCK_DIR, ignore_errors=True)
 
 
 def pytest_terminal_summary(terminalreporter, config):

@@ -20,6 +20,7 @@ from specops.cost.meter import process_tree_cpu_seconds
 from specops.host import processes as proc
 from specops.host.liveness import exit_cause, process_state
 from specops.triton.client import Endpoint
+from specops.triton.server_log import port_clash
 
 log = logging.getLogger(__name__)
 
@@ -81,14 +82,15 @@ class ProcessServer:
                                         f"ends with:\n{self.log_tail()}")
             time.sleep(0.5)
 
-    def stop(self, timeout_s: float) -> None:
-        """SIGTERM the group, SIGKILL after timeout_s, strays reaped, ports checked free. Idempotent."""
+    def stop(self, timeout_s: float, ports_ours: bool = True) -> None:
+        """SIGTERM the group, SIGKILL after timeout_s, strays reaped, ports checked free (unless another listener
+        holds them: `ports_ours` false). Idempotent."""
         if self._proc is None:
             return
         popen, self._proc = self._proc, None
         t0 = time.monotonic()
         survivors = proc.kill_process_tree(popen, timeout_s)
-        busy = proc.wait_ports_free(self.host, self.ports, timeout_s=5.0)
+        busy = proc.wait_ports_free(self.host, self.ports, timeout_s=5.0) if ports_ours else []
         log.info("%s pid %d stopped in %.1fs (exit %s)", self.name, popen.pid, time.monotonic() - t0,
                  popen.returncode)
         if survivors or busy:
@@ -121,7 +123,43 @@ class ProcessServer:
     def version(self) -> tuple[str, str]:
         return self._version
 
+    def port_clashed(self) -> bool:
+        """Whether this launch's log says another listener had its port (taken between the pick and the bind)."""
+        try:
+            with open(self.log_path, "rb") as fh:
+                fh.seek(self._log_offset)
+                return port_clash(fh.read().decode("utf-8", "replace"))
+        except FileNotFoundError:
+            return False
+
     def record(self) -> dict[str, Any]:
         tool, version = self._version
         return {"pid": self.pid, "create_time": self._create_time, "ports": self.ports, "tool": tool,
                 "version": version}
+
+
+PORT_ATTEMPTS = 3  # as tritonserver's starts (specops/triton/server.py port_attempts)
+
+
+def start_on_free_ports(make: Callable[[], ProcessServer], ready_timeout_s: float, stop_timeout_s: float,
+                        fixed_port: bool = False, attempts: int = PORT_ATTEMPTS) -> ProcessServer:
+    """`make()`'s server started and ready. `make` picks free ports each time it is called: a start whose port another
+    listener took between the pick and the bind (its log says so) is made again on new ports, as tritonserver's is,
+    up to `attempts` times; not when the profile fixes the port. Any failure stops what was started."""
+    for attempt in range(1, attempts + 1):
+        server = make().start()
+        try:
+            server.wait_ready(ready_timeout_s)
+            return server
+        except ProcessStartError:
+            clashed = server.port_clashed()  # then its ports are the other listener's: not waited for
+            proc.teardown_quietly(lambda server=server, ours=not clashed: server.stop(stop_timeout_s, ports_ours=ours),
+                                  f"stopping the {server.name}")
+            if fixed_port or attempt == attempts or not clashed:
+                raise
+            log.warning("%s: another listener took its port %s; starting it again on new ports (attempt %d of %d)",
+                        server.name, server.endpoint.http_port, attempt + 1, attempts)
+        except BaseException:
+            proc.teardown_quietly(lambda server=server: server.stop(stop_timeout_s), f"stopping the {server.name}")
+            raise
+    raise AssertionError("unreachable")

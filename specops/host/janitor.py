@@ -20,7 +20,7 @@ from typing import Any
 
 import psutil
 
-from specops.host.processes import wait_gone
+from specops.host.processes import remove_omp_registrations, stale_omp_registrations, wait_gone
 from specops.host.tracking import (
     CREATE_TIME_TOLERANCE_S,
     RUN,
@@ -95,6 +95,9 @@ def sweep(owner: str | None = None, *, everything: bool = False, runs: Mapping[s
     for region in sweep_stale_shm_regions():
         log(f"janitor: removed {region} (Triton shared memory of a specops process that is gone)")
         stopped[SHM_REGION] += 1
+    for registration in remove_omp_registrations(stale_omp_registrations()):
+        log(f"janitor: removed {registration} (the OpenMP registration of a vLLM process that is gone)")
+        stopped[SHM_REGION] += 1
     return stopped
 
 
@@ -115,18 +118,33 @@ def reap(owner: str | None = None, timeout_s: float = 10.0, log: Callable[[str],
     return sum(sweep(owner, timeout_s=timeout_s, log=log).values())
 
 
-def summary(stopped: Counter[str], kept: int = 0) -> str:
-    """`specops janitor`'s report: what it stopped per kind, and what it left to live runs."""
+def summary(stopped: Counter[str], kept: Mapping[str, int] | None = None) -> str:
+    """`specops janitor`'s report: what it stopped per kind, and what it left to live runs, naming each run."""
     what = ", ".join(f"{n} {kind}" for kind, n in sorted(stopped.items()) if n and kind != SHM_REGION) or "nothing"
-    left = f"; left {kept} process(es)/container(s) of live runs alone" if kept else ""
+    kept = {who: n for who, n in (kept or {}).items() if n}
+    left = (f"; left {sum(kept.values())} process(es)/container(s) of {len(kept)} live run(s) alone: "
+            + "; ".join(f"{n} of {who}" for who, n in sorted(kept.items()))) if kept else ""
     removed = f"; removed {stopped[SHM_REGION]} shared-memory region(s) of dead specops processes" \
         if stopped[SHM_REGION] else ""
     return f"janitor: stopped {what}{left}{removed}"
 
 
-def live_records(runs: Mapping[str, bool] | None = None) -> int:
-    """How many records belong to runs that are still alive."""
-    return sum(1 for _, record in records() if run_alive(record, runs))
+def live_records(runs: Mapping[str, bool] | None = None) -> dict[str, int]:
+    """Whose processes and containers are still alive, and how many of each: the run (its directory, its flow run
+    and the specops process that owns it) -> how many of its records."""
+    listed = list(records())
+    run_dirs = {(r.get("owner"), r.get("owner_pid")): r.get("run_dir") for _, r in listed if r.get("kind") == RUN}
+    out: Counter[str] = Counter()
+    for _, record in listed:
+        if record.get("kind") != RUN and run_alive(record, runs):
+            out[_whose(record, run_dirs.get((record.get("owner"), record.get("owner_pid"))))] += 1
+    return dict(out)
+
+
+def _whose(record: dict[str, Any], run_dir: str | None) -> str:
+    who = [f"flow run {record['owner']}"] if record.get("owner") else []
+    who.append(f"pid {record.get('owner_pid', '?')}")
+    return f"{run_dir or 'a run'} ({', '.join(who)})"
 
 
 def remove_containers(owner: str, timeout_s: float = 10.0, log: Callable[[str], None] = print) -> int:

@@ -163,7 +163,42 @@ def kill_process_tree(proc: subprocess.Popen, timeout_s: float) -> list[psutil.P
         log.warning("killing leftover process %d (%s)", p.pid, _described(p))
         _kill(p)
     _unstopped_groups.discard((os.getpid(), proc.pid))
-    return wait_gone(alive, timeout_s=KILLED_EXIT_S)
+    survivors = wait_gone(alive, timeout_s=KILLED_EXIT_S)
+    remove_omp_registrations({proc.pid, *(p.pid for p in tree)} - {p.pid for p in survivors})
+    return survivors
+
+
+# libiomp5 (Intel's OpenMP, which specops preloads into every vLLM process: specops/backends/vllm/cpu.py) registers
+# each process that starts OpenMP as /dev/shm/__KMP_REGISTERED_LIB_<pid>_<uid> and removes it only at a normal exit:
+# every stopped server's processes (SIGTERM, SIGKILL) left theirs behind, for good (issue 51).
+OMP_REGISTRATIONS = Path("/dev/shm")
+_OMP_REGISTRATION = "__KMP_REGISTERED_LIB_{pid}_{uid}"
+
+
+def remove_omp_registrations(pids: Iterable[int]) -> list[Path]:
+    """The OpenMP registrations of these processes, which are gone, removed (this user's only); those removed."""
+    removed = []
+    for pid in pids:
+        path = OMP_REGISTRATIONS / _OMP_REGISTRATION.format(pid=pid, uid=os.getuid())
+        with suppress(FileNotFoundError):
+            path.unlink()
+            removed.append(path)
+    return removed
+
+
+def stale_omp_registrations() -> list[int]:
+    """This user's processes that are gone but whose OpenMP registration is still there (killed runs: the janitor)."""
+    suffix = f"_{os.getuid()}"
+    pids = [int(pid) for path in OMP_REGISTRATIONS.glob(_OMP_REGISTRATION.format(pid="*", uid=os.getuid()))
+            if (pid := path.name.removesuffix(suffix).rpartition("_")[2]).isdigit()]
+    return [pid for pid in pids if not _running(pid)]
+
+
+def _running(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
 
 
 def group_members(pgid: int) -> list[psutil.Process]:

@@ -1,4 +1,5 @@
-"""The row of a run whose process died before it finished: its RunResult, FAILED at the step its status.json names,
+"""The row of a run whose process died before it finished: its RunResult, FAILED at the step its status.json names
+(INTERRUPTED where its status says an interrupt had ended it there before the process was killed),
 built from its run directory (profile.yaml, status.json; manifest.json when it had written its result) and the
 janitor's record of it (tracking.track_run). The row replaces one the run may have written before it died.
 
@@ -20,7 +21,7 @@ from specops.results.durable import MANIFEST
 from specops.results.model import Failure, RunResult
 from specops.results.role import RunRole
 from specops.results.store import ResultsError, ResultsStore
-from specops.run.rundir import RunDir, RunProgress, read_status
+from specops.run.rundir import INTERRUPTED, RunDir, RunProgress, read_status
 
 PROVENANCE = ("_source", "_overrides")  # what a run directory's profile.yaml adds to the resolved profile
 
@@ -35,17 +36,26 @@ class RunKilled(RuntimeError):
     """The run's process ended without finishing (killed, or died): what its row's failure says."""
 
 
+class RunKilledAfterInterrupt(BaseException):
+    """The run was interrupted (Ctrl-C, SIGTERM, a cancellation: its status said so at once) and its process ended
+    before it finished (a supervisor's grace ran out): an interrupted run, never judged. Not an Exception, as the
+    interrupt it stands for is not (specops/pipeline/summarize.py run_result)."""
+
+
 def abandoned_result(record: dict[str, Any]) -> RunResult:
-    """The run's RunResult as the janitor finds it: failed where its status says it was; what it measured kept
-    when it had written its result (killed while reporting), else nothing measured."""
+    """The run's RunResult as the janitor finds it: failed where its status says it was (interrupted when its status
+    says it was interrupted there); what it measured kept when it had written its result (killed while reporting),
+    else nothing measured."""
     run_path = Path(record["run_dir"])
     status = read_status(run_path)
     step, variant = status.get("step") or "flow", status.get("variant") or None
-    error = RunKilled(f"the run's process (pid {record.get('pid', '?')}) ended without finishing at {step} "
-                      "(killed); specops janitor wrote this row")
+    interrupted = status.get("state") == INTERRUPTED
+    kind = RunKilledAfterInterrupt if interrupted else RunKilled
+    error = kind(f"the run's process (pid {record.get('pid', '?')}) ended without finishing at {step} (killed"
+                 f"{' after it was interrupted' if interrupted else ''}); specops janitor wrote this row")
     if (run_path / MANIFEST).is_file():
         failure = Failure(step=step, variant=variant, error=f"{type(error).__name__}: {error}")
-        return ended_failed(durable.read_result(run_path / MANIFEST), failure)
+        return ended_failed(durable.read_result(run_path / MANIFEST), failure, interrupted)
     doc = strict_load((run_path / "profile.yaml").read_text(encoding="utf-8"))
     source, overrides = doc.pop(PROVENANCE[0], str(run_path / "profile.yaml")), doc.pop(PROVENANCE[1], [])
     profile = Profile.model_validate(doc)
@@ -66,5 +76,5 @@ def record_abandoned(record: dict[str, Any]) -> str:
             store.append(result)
     except ResultsError as exc:
         durable.mark_unrecorded(result, str(exc))
-        return f"{result.run_dir}: FAILED at {result.failure.step}, kept unrecorded ({exc})"
-    return f"{result.run_dir}: FAILED at {result.failure.step}, row recorded"
+        return f"{result.run_dir}: {result.verdict.value} at {result.failure.step}, kept unrecorded ({exc})"
+    return f"{result.run_dir}: {result.verdict.value} at {result.failure.step}, row recorded"

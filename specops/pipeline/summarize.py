@@ -216,9 +216,11 @@ def drafter_cache(profile, workload: Workload | None) -> DrafterCache | None:
     return DrafterCache(on=kept > 0, max_cached_requests=kept, primed=primed)
 
 
-def ended_failed(result: RunResult, failure: Failure) -> RunResult:
+def ended_failed(result: RunResult, failure: Failure, interrupted: bool = False) -> RunResult:
     """A run that measured, then failed (its report could not be written, or it was killed while writing it):
-    FAILED there, what it measured kept. A run that had already failed keeps its own failure."""
+    FAILED there (INTERRUPTED when an interrupt ended it), what it measured kept. A run that had already failed
+    keeps its own failure."""
     if result.failure is not None:
         return result
-    return result.model_copy(update={"status": Status.FAILED, "verdict": Verdict.FAILED, "failure": failure})
+    verdict = Verdict.INTERRUPTED if interrupted else Verdict.FAILED
+    return result.model_copy(update={"status": Status(verdict.value.lower()), "verdict": verdict, "failure": failure})

@@ -20,10 +20,13 @@ from pydantic import ValidationError
 
 from specops.profile.errors import ProfileError, explain
 from specops.profile.schema import Profile
+from specops.profile.strict_yaml import DuplicateKeyError, strict_load
 from specops.settings import settings
 from specops.sources.hub_datasets import is_dataset_uri
 
 INCLUDE_KEY = "include"
+# How overrides are named where they are given: the CLI's flag, a flow's parameter (prefect_adapters/refusal.py)
+CLI_OVERRIDES, OVERRIDES = "--set", "overrides"
 COMPARE_ORIGIN = "compare-profiles"
 # Load-time warnings: a profile that is valid but not what it seems (e.g. a setting left to an engine whose default
 # differs from another engine's). Logged once per process, profile file and message (a sweep loads its profile per
@@ -31,36 +34,6 @@ COMPARE_ORIGIN = "compare-profiles"
 # its logs; on the command line, Python's last-resort handler prints them to stderr.
 log = logging.getLogger("specops.profile")
 _warned: set[str] = set()
-
-
-class DuplicateKeyError(yaml.YAMLError):
-    """A key given twice in one mapping: PyYAML would keep the last without a word."""
-
-    def __init__(self, key: Any, line: int, first_line: int):
-        self.key, self.line, self.first_line = key, line, first_line
-        super().__init__(f"duplicate key {key!r} at line {line} (first given at line {first_line})")
-
-
-class StrictLoader(yaml.SafeLoader):
-    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict:
-        seen: dict[Any, int] = {}
-        for key_node, _ in node.value:
-            if key_node.tag == "tag:yaml.org,2002:merge":  # `<<:` merges on purpose
-                continue
-            key = self.construct_object(key_node, deep=True)
-            line = key_node.start_mark.line + 1
-            try:
-                if key in seen:
-                    raise DuplicateKeyError(key, line, seen[key])
-            except TypeError:  # an unhashable key: SafeLoader refuses it with its own message
-                break
-            seen[key] = line
-        return super().construct_mapping(node, deep=deep)
-
-
-def strict_load(text: str) -> Any:
-    """safe_load (plain data only) that refuses a key given twice in one mapping."""
-    return yaml.load(text, Loader=StrictLoader)
 
 
 def profiles_dir() -> Path:
@@ -178,17 +151,18 @@ def apply_overrides(doc: dict, overrides: list[str] | tuple[str, ...]) -> dict:
     for item in overrides:
         key, sep, raw = item.partition("=")
         if not sep or not key.strip():
-            raise ProfileError("--set", [(item, "expected key=value, e.g. benchmark.num_requests=16")])
+            raise ProfileError(CLI_OVERRIDES, [(item, "expected key=value, e.g. benchmark.num_requests=16")])
         node = out
         parts = key.strip().split(".")
         for part in parts[:-1]:
             node = node.setdefault(part, {})
             if not isinstance(node, dict):
-                raise ProfileError("--set", [(key, f"{part!r} is not a section")])
+                raise ProfileError(CLI_OVERRIDES, [(key, f"{part!r} is not a section")])
         try:
             node[parts[-1]] = strict_load(raw) if raw.strip() else ""
         except yaml.YAMLError as exc:
-            raise ProfileError("--set", [(key, f"value {raw!r} is not valid YAML: {_yaml_problem(exc)}")]) from None
+            why = f"value {raw!r} is not valid YAML: {_yaml_problem(exc)}"
+            raise ProfileError(CLI_OVERRIDES, [(key, why)]) from None
     return out
 
 
@@ -205,7 +179,7 @@ def overridden(loaded: LoadedProfile, more: list[str] | tuple[str, ...]) -> Load
 
 
 def _validated(doc: dict, path: Path, overrides: tuple[str, ...]) -> LoadedProfile:
-    origin = f"{path}" + (f" (with --set {' '.join(overrides)})" if overrides else "")
+    origin = f"{path}" + (f" (with {CLI_OVERRIDES} {' '.join(overrides)})" if overrides else "")
     try:
         profile = Profile.model_validate(doc)
     except ValidationError as err:

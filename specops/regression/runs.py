@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 
+from specops.results.history import primed
 from specops.results.model import RunResult, Status
 
 
@@ -29,8 +30,15 @@ def lossless_failed(result: RunResult) -> bool:
 
 
 def judged(result: RunResult) -> bool:
-    """Measured and lossless: may have metric verdicts and enter baselines."""
-    return result.status is Status.OK and not lossless_failed(result)
+    """Measured and lossless, its drafter cache not primed with what it measured: may have metric verdicts and
+    enter baselines."""
+    return result.status is Status.OK and not lossless_failed(result) and not primed(result)
+
+
+def never_judged(result: RunResult) -> bool:
+    """Ended from outside (Ctrl-C, SIGTERM, a cancel: it says nothing of what it ran), or measured a primed drafter
+    cache (a replay no user sees): never judged, neither starts nor breaks a streak, never a baseline."""
+    return result.status is Status.INTERRUPTED or primed(result)
 
 
 def profile_runs(history: list[RunResult]) -> list[RunResult]:

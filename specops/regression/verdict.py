@@ -56,7 +56,7 @@ from pydantic import BaseModel, ConfigDict
 from specops.regression.drift import host_drift
 from specops.regression.metrics import SPEEDUP, counting_band, metric, metric_values, order_key, position
 from specops.regression.policy import RegressionPolicy
-from specops.regression.runs import baseline_key, chronological, judged, lossless_failed
+from specops.regression.runs import baseline_key, chronological, judged, lossless_failed, never_judged
 from specops.results.calibration import MAD_SCALE, aa_spread, is_calibration
 from specops.results.model import RunResult, Status
 
@@ -262,11 +262,11 @@ def evaluate(history: list[RunResult], policy: RegressionPolicy) -> list[MetricV
     if len(profiles) > 1:
         raise ValueError(f"evaluate takes one profile's runs; got {', '.join(profiles)}")
     runs = [r for r in chronological(history) if not is_calibration(r)]
-    # A/A runs calibrate, and a run ended from outside (Ctrl-C, SIGTERM, a cancel) says nothing of what it ran:
-    # neither is judged, and an interrupted run neither starts nor breaks a streak of failures
-    if not runs or runs[-1].status is Status.INTERRUPTED:
+    # A/A runs calibrate, a run ended from outside (Ctrl-C, SIGTERM, a cancel) says nothing of what it ran, and a primed
+    # drafter cache measured a replay: none is judged, nor starts or breaks a streak of failures
+    if not runs or never_judged(runs[-1]):
         return []
-    runs = [r for r in runs if r.status is not Status.INTERRUPTED]
+    runs = [r for r in runs if not never_judged(r)]
     if not runs:
         return []
     newest = runs[-1]

@@ -9,9 +9,9 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
-from specops.atomic_file import write_text
 from specops.backends.vllm import cpu as vllm_cpu
 from specops.bench.sampling import Workload, WorkloadError
 from specops.cost.nvml import host_record
@@ -24,6 +24,7 @@ from specops.replay.traffic import read_traffic, worker_requests
 from specops.results.metrics import RequestSample
 from specops.results.predicted import Predicted
 from specops.run.roots import cache_root
+from specops.sources.json_entry import read_entry, write_entry
 from specops.sources.schemes import fetch
 
 WORKER = Path(__file__).with_name("worker.py")
@@ -105,16 +106,31 @@ def greedy_outputs(loaded: LoadedProfile, say: Say, workload: Workload | None = 
            "api": "chat, the target's chat template" if workload.chat else "completions, no chat template"}
     digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:20]
     path = cache_root() / "replay" / f"greedy-{digest}.json"
-    if path.is_file():
+    if (cached := read_entry(path, partial(greedy_shape, key), say)) is not None:
         say(f"replay: greedy outputs from {path}")
-        return json.loads(path.read_text(encoding="utf-8"))["sequences"]
+        return cached["sequences"]
     say(f"replay: generating {len(key['prompts'])} x {key['output_tokens']} greedy tokens (+{LOOKAHEAD} past the "
         f"end, what a last step's drafts are checked against) with vLLM {key['vllm']} (offline engine) ...")
     request = {"mode": "generate", "model": str(target.path), "prompts": key["prompts"], "chat": workload.chat,
                "output_tokens": key["output_tokens"] + LOOKAHEAD, "engine_args": key["engine_args"]}
     sequences = run_worker(request, say)["sequences"]
-    write_text(path, json.dumps({"key": key, "sequences": sequences}))
+    write_entry(path, {"key": key, "sequences": sequences})
     return sequences
+
+
+def greedy_shape(key: dict, content: dict) -> str | None:
+    """What is wrong with a greedy-output entry for `key` (None: nothing): its key, one sequence per prompt, each
+    with its prompt's token ids and exactly the output length asked for."""
+    if content.get("key") != key:
+        return "it was made for another target, prompts, length or engine"
+    sequences, length = content.get("sequences"), key["output_tokens"] + key["lookahead"]
+    if not isinstance(sequences, list) or len(sequences) != len(key["prompts"]):
+        return f"{len(sequences) if isinstance(sequences, list) else 'no'} sequences for {len(key['prompts'])} prompts"
+    for i, s in enumerate(sequences):
+        if not (isinstance(s, dict) and isinstance(s.get("prompt"), list) and s["prompt"]
+                and isinstance(s.get("output"), list) and len(s["output"]) == length):
+            return f"sequence {i} is not a prompt's token ids and {length} output token ids"
+    return None
 
 
 def predict(loaded: LoadedProfile, settings: list[Setting], say: Say = print, workload: Workload | None = None,

@@ -13,6 +13,7 @@ from specops.report.plot import write_plot
 from specops.report.tables import comparison_frame, report_markdown
 from specops.results.durable import MANIFEST, save_result
 from specops.results.figures import interval_text
+from specops.results.history import headline_speedup
 from specops.results.model import RunResult
 from specops.run.roots import artifacts_root
 from specops.settings import settings
@@ -115,7 +116,7 @@ def report_artifact(result: RunResult, files: ReportFiles, title: str) -> str:
 
 def summary(result: RunResult) -> str:
     """One line for a terminal or a log."""
-    speedup = result.speedup.text() if result.speedup else "n/a"
+    speedup = headline_speedup(result)
     where = f" at {result.failure.step}" if result.failure else ""
     if result.workload and result.workload.categories:
         speedup += f" {result.workload.mix_text()}; per category: " + ", ".join(

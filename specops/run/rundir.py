@@ -26,7 +26,8 @@ log = logging.getLogger(__name__)
 
 _TIMINGS_LOCK = threading.Lock()
 STATUS_FILE = "status.json"
-RUNNING = "running"  # then a specops.results.model.Status value: ok, invalid, failed
+RUNNING = "running"  # then a specops.results.model.Status value: ok, invalid, failed, interrupted
+INTERRUPTED = "interrupted"  # said the moment an interrupt leaves a step, before teardown and the report
 
 
 def read_status(run_path: Path) -> dict[str, Any]:
@@ -85,6 +86,14 @@ def _write_status(run_path: Path, data: dict[str, Any]) -> None:
             status.truncate()
 
 
+class _NoAliases(yaml.SafeDumper):
+    """A value met twice is written out twice: specops reads no alias (specops/profile/loader.py StrictLoader), its
+    own profile.yaml included (specops/pipeline/abandoned.py)."""
+
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
+
+
 def new_run_id() -> str:
     return time.strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(2)
 
@@ -96,16 +105,31 @@ class RunDirError(ValueError):
 _RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 
 
-def validate_run_id(run_id: str, profile_name: str | None = None) -> str:
-    """A run id is one path component under artifacts_root()/<profile>/: no separators, no '..'."""
+def validate_run_id(run_id: str, profile_name: str | None = None, field: str = "--run-id") -> str:
+    """A run id is one path component under artifacts_root()/<profile>/: no separators, no '..'. `field`: what the
+    caller calls it (the CLI's --run-id, a flow's run_id parameter)."""
     if not _RUN_ID.fullmatch(run_id) or ".." in run_id:
-        raise RunDirError(f"--run-id {run_id!r}: use 1-128 letters, digits, '.', '_' or '-' (no '..'), starting with a "
+        raise RunDirError(f"{field} {run_id!r}: use 1-128 letters, digits, '.', '_' or '-' (no '..'), starting with a "
                           "letter or digit (it names a directory under the artifacts root)")
     root = artifacts_root()
     # Lexically: a symlinked profile directory is the user's choice, not an escape.
     if not Path(os.path.normpath(root / (profile_name or "_") / run_id)).is_relative_to(root):
-        raise RunDirError(f"--run-id {run_id!r} would leave the artifacts root {root}")
+        raise RunDirError(f"{field} {run_id!r} would leave the artifacts root {root}")
     return run_id
+
+
+def check_free_run_id(run_id: str | None, *parents: str, field: str = "--run-id") -> None:
+    """A run id given for a directory artifacts/<parents...>/<run id> that is well formed and names no existing
+    directory (whose files would be overwritten): RunDirError otherwise. Checked before a flow's first run (a
+    calibration's directory is made after all its runs), by the CLI before Prefect starts."""
+    if not run_id:
+        return
+    validate_run_id(run_id, "/".join(parents) or None, field)
+    existing = artifacts_root().joinpath(*parents, run_id)
+    if existing.exists():
+        empty = "omit it" if field.startswith("--") else "leave it empty"
+        raise RunDirError(f"{field} {run_id!r}: a directory already exists at {existing}; choose another {field}, or "
+                          f"{empty} for a new timestamped one")
 
 
 @dataclass
@@ -179,7 +203,7 @@ class RunDir:
         return write_text(self.path / name, json.dumps(data, indent=2, sort_keys=True, default=str) + "\n")
 
     def write_yaml(self, name: str, data: Any) -> Path:
-        return write_text(self.path / name, yaml.safe_dump(data, sort_keys=False))
+        return write_text(self.path / name, yaml.dump(data, Dumper=_NoAliases, sort_keys=False))
 
     def mark_started(self) -> None:
         self.write_json("timings.json", self.progress.to_dict())
@@ -203,9 +227,18 @@ class RunDir:
             log.error("status.json could not say the run failed at %s: %s", step, exc)
 
     def fail_at(self, phase: str, variant: str, error: BaseException) -> None:
-        """The run failed at this step: its progress and status.json name it and the error."""
+        """The run failed at this step: its progress and status.json name it and the error. An interrupt (not an
+        Exception: Ctrl-C, SIGTERM, a cancellation) says `interrupted` at once, so a run killed later in its
+        teardown or report (a worker's grace ran out) is still one nobody judges (specops/pipeline/abandoned.py)."""
         self.progress.failed_at = (phase, variant)
-        self.say_failed(phase, variant, f"{type(error).__name__}: {error}")
+        message = f"{type(error).__name__}: {error}"
+        if isinstance(error, Exception):
+            self.say_failed(phase, variant, message)
+            return
+        try:
+            self.set_status(INTERRUPTED, phase, variant, message)
+        except OSError as exc:
+            log.error("status.json could not say the run was interrupted at %s: %s", phase, exc)
 
     def status(self) -> dict[str, Any]:
         return read_status(self.path)

@@ -3,7 +3,7 @@ one target)."""
 from __future__ import annotations
 
 from specops.results.figures import MISSING, figure, interval_text, shown
-from specops.results.history import text_table
+from specops.results.history import PRIMED, primed, text_table
 from specops.results.model import RunResult
 from specops.results.paired import LEVEL
 from specops.sweep.analysis import Cell, Choice, Crossover, by_series
@@ -133,7 +133,8 @@ def format_compare(results: list[RunResult]) -> str:
         rows.append([r.profile, r.method, interval_text(s.point, s.low, s.high) if s else MISSING,
                      *(shown(figure(r, v, "metrics", "output_token_throughput_tok_s"), ".1f")
                        for v in ("speculative", "base")),
-                     shown(figure(r, "speculative", "acceptance", "mean_accepted_per_step")), r.verdict.value])
+                     shown(figure(r, "speculative", "acceptance", "mean_accepted_per_step")),
+                     f"{r.verdict.value}, {PRIMED}" if primed(r) else r.verdict.value])
     targets = sorted({m.source for r in results for m in r.models if m.role == "target"})
     title = f"Comparison on {', '.join(targets) or 'the target'} (speedup against the base)"
     return "\n".join([title, text_table(header, rows)]) + "\n"

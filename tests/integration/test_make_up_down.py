@@ -161,6 +161,37 @@ def run_deployments(api: str, runs: dict[str, dict], timeout_s: float) -> dict[s
         return asyncio.run(start_and_wait())
 
 
+RANGE_REFUSAL = ("'benchmark.num_requests=-3' is not one of ['benchmark.num_requests: a whole number from 1 to "
+                 "100000']")
+
+
+def range_refusals(api: str) -> tuple[str, list]:
+    """A run of specdec/ngram-local created with an override out of its range: the server's answer (the UI's Run button
+    posts the same), and what the Custom run form shows while it is filled in (it asks POST /ui/schemas/validate)."""
+    import asyncio
+
+    from prefect.client.orchestration import get_client
+    from prefect.exceptions import PrefectHTTPStatusError
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    values = {"profile": "ngram-local", "overrides": ["benchmark.num_requests=-3"]}
+
+    async def ask() -> tuple[str, list]:
+        async with get_client() as client:
+            deployment = await client.read_deployment_by_name("specdec/ngram-local")
+            shown = await client._client.post("/ui/schemas/validate", json={
+                "schema": deployment.parameter_openapi_schema, "values": values})
+            try:
+                await client.create_flow_run_from_deployment(deployment.id, parameters=values)
+                answer = "created"
+            except PrefectHTTPStatusError as error:
+                answer = f"{error.response.status_code} {error.response.json().get('detail')}"
+            return answer, shown.json()["errors"]
+
+    with temporary_settings({PREFECT_API_URL: api}):
+        return asyncio.run(ask())
+
+
 def artifact_keys(api: str, flow_run_id: str) -> set[str]:
     import asyncio
 
@@ -355,6 +386,10 @@ def test_make_down_stops_everything_make_up_started_and_runs_work_again(embedded
         # Forms per pool (issue 39; their pages and refusals: tests/integration/flows/test_no_worker.py): narrowed
         assert re.search(r"^forms: \d+ deployment\(s\) offer only their pool's profiles", up.stdout, re.M), up.stdout
         start_the_nightly_as_printed(up.stdout, env, api, tmp_path)
+        # ... and refuse an override out of range when the run is created, in people's words (issue 51)
+        answer, shown = range_refusals(api)
+        assert answer.startswith("409 ") and RANGE_REFUSAL in answer, answer
+        assert shown == [{"property": "overrides", "errors": [{"index": 0, "errors": [RANGE_REFUSAL]}]}], shown
 
         # The UI (issue 29): a specdec run, a regression run and a sweep through the deployments, their artifact
         # pages in headless Chromium with their plots loaded and their links open over http.

@@ -23,6 +23,29 @@ def test_a_write_replaces_the_file_whole_and_leaves_no_temporary(tmp_path):
     assert target.read_text() == "second" and sorted(p.name for p in target.parent.iterdir()) == ["report.md"]
 
 
+def test_the_content_is_flushed_to_disk_before_the_rename(tmp_path, monkeypatch):
+    """A rename of unflushed data can leave a whole-named empty file after a power cut: fsync first."""
+    import os
+
+    from specops import atomic_file
+
+    calls: list[tuple[str, str]] = []
+    real_fsync, real_replace = os.fsync, os.replace
+
+    def fsync(fd):
+        calls.append(("fsync", os.readlink(f"/proc/self/fd/{fd}")))
+        return real_fsync(fd)
+
+    def replace(src, dst):
+        calls.append(("replace", str(src)))
+        return real_replace(src, dst)
+
+    monkeypatch.setattr(atomic_file.os, "fsync", fsync)
+    monkeypatch.setattr(atomic_file.os, "replace", replace)
+    write_text(tmp_path / "report.md", "whole")
+    assert [what for what, _ in calls] == ["fsync", "replace"] and calls[0][1] == calls[1][1], calls
+
+
 def test_a_full_disk_keeps_the_old_file_names_the_path_and_leaves_nothing(tmp_path):
     with small_disk(tmp_path / "disk", 64) as disk:
         target = write_text(disk / "manifest.json", "{}")

@@ -28,13 +28,12 @@ from specops.atomic_file import write_text
 from specops.backends.conformance import not_in
 from specops.backends.container.placement import Placed
 from specops.backends.container.server import OpenAIServing
-from specops.backends.process_server import ProcessServer
+from specops.backends.process_server import ProcessServer, start_on_free_ports
 from specops.backends.vllm import cpu as vllm_cpu
 from specops.backends.vllm.config import VllmServeBackendConfig
 from specops.backends.vllm.engine import VllmEngineBackend
 from specops.backends.vllm.readback import ServedConfigError, findings, from_server_info, unseen
 from specops.bench.target import BenchTarget
-from specops.host.processes import teardown_quietly
 from specops.http_client import get_json, get_text
 from specops.run.variant import BASE, SPECULATIVE, Variant
 from specops.settings import env_name, secret, settings
@@ -121,17 +120,14 @@ class VllmServeBackend(OpenAIServing, VllmEngineBackend):
         return self.config.read_back and loopback(self.serving.host)
 
     def start_process(self, variant: Variant, repo: Path, log_path: Path) -> ProcessServer:
-        endpoint = self.endpoint()
-        argv = vllm_cpu.venv().server_argv() + self.serve_args(variant, str(Path(repo) / CONFIG_NAME), endpoint)
-        server = ProcessServer(argv, self.process_env(variant), log_path, self.probe(variant, endpoint),
-                               name="vLLM OpenAI server", version=("vllm", vllm_cpu.version()), endpoint=endpoint)
-        server.start()
-        try:
-            server.wait_ready(self.serving.ready_timeout_s)
-        except BaseException:
-            teardown_quietly(lambda: server.stop(self.serving.stop_timeout_s), "stopping the vLLM server")
-            raise
-        return server
+        def on_free_ports() -> ProcessServer:
+            endpoint = self.endpoint()
+            argv = vllm_cpu.venv().server_argv() + self.serve_args(variant, str(Path(repo) / CONFIG_NAME), endpoint)
+            return ProcessServer(argv, self.process_env(variant), log_path, self.probe(variant, endpoint),
+                                 name="vLLM OpenAI server", version=("vllm", vllm_cpu.version()), endpoint=endpoint)
+
+        return start_on_free_ports(on_free_ports, self.serving.ready_timeout_s, self.serving.stop_timeout_s,
+                                   fixed_port=self.config.port is not None)
 
     def check_served(self, server, variant: Variant, repo: Path, log_path: Path) -> None:
         """GET /server_info against serve.yaml: a setting vLLM runs without stops the run at serve. The

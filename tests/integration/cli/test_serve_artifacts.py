@@ -1,5 +1,5 @@
 """`specops serve-artifacts`: the artifacts root over real HTTP, read-only, nothing outside it, alerts taken at
-POST /alerts, and gone within a second of SIGTERM (as `make down` stops it)."""
+POST /alerts/<token>, and gone within a second of SIGTERM (as `make down` stops it)."""
 from __future__ import annotations
 
 import http.client
@@ -30,8 +30,8 @@ def serving(tmp_path, own_session: bool = False):
     (tmp_path / "secret.txt").write_text("outside the root\n")
     (root / "escape").symlink_to(tmp_path / "secret.txt")
     [port] = pick_free_ports("127.0.0.1", 1)
-    proc = subprocess.Popen([sys.executable, "-m", "cli", "serve-artifacts", "--root", str(root), "--port", str(port)],
-                            cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    proc = subprocess.Popen([sys.executable, "-m", "cli", "serve-artifacts", "--root", str(root), "--port", str(port),
+                             "--token-file", str(tmp_path / "home" / "alert-token")], cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             start_new_session=own_session)  # as `make up` starts it
     try:
         deadline = time.monotonic() + 30
@@ -93,11 +93,15 @@ def check_serving(root, port: int, proc: subprocess.Popen) -> None:
     assert get(port, "/ngram-local/run-1/report.md", method="PUT", body=b"{}")[0] == 501  # read-only
     assert get(port, "/ngram-local/run-1/report.md", method="POST", body=b"{}")[0] == 404
 
+    # the inbox takes what carries the token the server made for its user (make up saves it in the alert block)
+    token = (root.parent / "home" / "alert-token").read_text().strip()
+    inbox = f"/alerts/{token}"
+    assert get(port, "/alerts", method="POST", body=b'{"n": 0}')[0] == 403
     first, second = {"event": "specops.regression.detected", "profile": "ngram-local"}, {"n": 2}
-    assert get(port, "/alerts", method="POST", body=json.dumps(first, indent=2).encode())[0] == 204
-    assert get(port, "/alerts", method="POST", body=json.dumps(second).encode())[0] == 204
-    assert get(port, "/alerts", method="POST", body=b"not json")[0] == 400
-    assert get(port, "/alerts", method="POST", body=b"[" + b" " * MAX_ALERT_BYTES + b"]")[0] == 413
+    assert get(port, inbox, method="POST", body=json.dumps(first, indent=2).encode())[0] == 204
+    assert get(port, inbox, method="POST", body=json.dumps(second).encode())[0] == 204
+    assert get(port, inbox, method="POST", body=b"not json")[0] == 400
+    assert get(port, inbox, method="POST", body=b"[" + b" " * MAX_ALERT_BYTES + b"]")[0] == 413
     stored = (root / ".alerts" / "alerts.jsonl").read_text().splitlines()
     assert [json.loads(line) for line in stored] == [first, second]  # one line each, newest last
     status, _, shown = get(port, "/alerts")
@@ -110,4 +114,5 @@ def check_serving(root, port: int, proc: subprocess.Popen) -> None:
     assert took < 1.0, took
     _, err = proc.communicate(timeout=5)
     assert "alert stored in" in err and '"profile":"ngram-local"' in err
+    assert token not in err and "POST /alerts/*** " in err  # its log names no token
     print(f"serve-artifacts: SIGTERM to exit {took * 1000:.0f} ms")

@@ -45,6 +45,16 @@ def test_trtllm_return_perf_metrics_grpc_numpy_shape():
         from_perf_metrics([{"text_output": "no metrics"}])
 
 
+def test_trtllm_steps_are_drafted_tokens_over_k_unrounded():
+    """10 tokens drafted at K=4 are 2.5 steps' worth, not 2: a rounded-down count grows accepted/step (1 + 6/2 = 4.0
+    where the counts say 1 + 6/2.5 = 3.4)."""
+    responses = [{"total_accepted_draft_tokens": "4", "total_draft_tokens": "8"},
+                 {"total_accepted_draft_tokens": "2", "total_draft_tokens": "2"}]
+    acc = from_perf_metrics(responses, draft_tokens_per_step=4)
+    assert (acc.num_drafts, acc.num_draft_tokens, acc.num_accepted_tokens) == (2.5, 10, 6)
+    assert acc.mean_accepted_per_step == pytest.approx(3.4)
+
+
 # TensorRT-LLM tests/unittest/_torch/speculative/test_eagle3.py::test_eagle3_spec_decoding_stats
 # (stats from llm.get_stats() with enable_iter_perf_stats=True: a list of per-iteration dicts whose
 # specDecodingStats has numDraftTokens, numAcceptedTokens, numRequestsWithDraftTokens,

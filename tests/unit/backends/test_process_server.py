@@ -192,3 +192,35 @@ def test_a_second_start_is_refused(tmp_path, servers):
     server = http_server(tmp_path, servers).start()
     with pytest.raises(RuntimeError, match="already started"):
         server.start()
+
+
+def test_a_start_whose_port_another_listener_took_starts_again_on_new_ports(tmp_path, servers):
+    """Issue 51: tritonserver starts again on new ports when its port was taken between the pick and the bind; a
+    process server (vLLM's OpenAI server) failed the run. The first pick is taken by a listener of this test's."""
+    import socket
+
+    from specops.backends.process_server import start_on_free_ports
+
+    made: list[ProcessServer] = []
+    squatter = socket.socket()
+
+    def on_free_ports() -> ProcessServer:
+        made.append(server := http_server(tmp_path, servers))
+        if len(made) == 1:  # another listener binds the picked port before the server does
+            squatter.bind((HOST, server.endpoint.http_port))
+            squatter.listen()
+        return server
+
+    try:
+        up = start_on_free_ports(on_free_ports, ready_timeout_s=30, stop_timeout_s=2)
+        assert len(made) == 2 and up is made[1] and up.endpoint.http_port != made[0].endpoint.http_port
+        assert http_ok(f"http://{HOST}:{up.endpoint.http_port}/", 5)
+        # a profile that fixes its port gets the failure, not a server on another port
+        made.clear()
+        with pytest.raises(ProcessStartError, match="[Aa]ddress already in use"):
+            start_on_free_ports(lambda: made.append(s := make_server(
+                tmp_path, ["-m", "http.server", "{port}", "--bind", HOST], port=squatter.getsockname()[1]))
+                                or servers.append(s) or s, ready_timeout_s=30, stop_timeout_s=2, fixed_port=True)
+        assert len(made) == 1
+    finally:
+        squatter.close()

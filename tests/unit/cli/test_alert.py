@@ -47,3 +47,11 @@ def test_setup_saves_only_a_webhook_block(tmp_path):
                  SPECOPS_ALERT_URL="https://hooks.slack.com/services/T/B/secret-part")
     assert done.returncode == 4, done.stderr
     assert "saves a Webhook block, named webhook/<name>" in done.stderr and "secret-part" not in done.stderr
+
+
+def test_setup_for_the_inbox_without_its_token_file_names_the_file_and_what_makes_it(tmp_path):
+    done = alert(["setup", "--inbox-token-file", str(tmp_path / "alert-token")], tmp_path,
+                 PREFECT_API_URL="http://127.0.0.1:9/api", SPECOPS_ALERT_URL="http://127.0.0.1:4201/alerts")
+    assert done.returncode == 4, done.stderr
+    assert str(tmp_path / "alert-token") in done.stderr and "specops serve-artifacts --token-file" in done.stderr
+    assert "Traceback" not in done.stderr

@@ -160,6 +160,23 @@ CASES = {
     "prefect api of version 2": Case(["run", "ngram-local"], EXIT_PREREQUISITES,
                                      ["PREFECT_API_URL=http://127.0.0.1:{prefect2}/api", "is a Prefect 2.19.9 server"],
                                      env={"PREFECT_API_URL": "http://127.0.0.1:{prefect2}/api"}),
+    # issue 51: every flow command checks its environment and its run id before Prefect starts, as `run` does
+    **{f"{args[0]} with a results file that is not a database": Case(
+        args, EXIT_PREREQUISITES, ["{tmp}/r.db is not a readable SQLite database", "move it aside"],
+        files={"r.db": "not SQLite\n" * 200}, env={"SPECOPS_RESULTS_URL": "sqlite:///{tmp}/r.db"})
+       for args in (["calibrate", "ngram-local", "--runs", "2"], ["compare-profiles", "ngram-local", "draft-target-local"],
+                    ["sweep", "ngram-local", "--k", "1", "--concurrency", "1"],
+                    ["upgrade-check", "ngram-local", "--after", "backend.threads=2"])},
+    **{f"{args[0]} with a run id that leaves its directory": Case(
+        [*args, "--run-id", "../esc"], EXIT_PROFILE, ["--run-id '../esc'", "no '..'"])
+       for args in (["calibrate", "ngram-local", "--runs", "2"], ["sweep", "ngram-local", "--k", "1"],
+                    ["upgrade-check", "ngram-local", "--after", "backend.threads=2"])},
+    **{f"{args[0]} with a run id taken": Case(
+        [*args, "--run-id", "taken"], EXIT_PROFILE, ["--run-id 'taken'", f"{{tmp}}/artifacts/{where}/taken"],
+        files={f"artifacts/{where}/taken/report.md": "an earlier run's\n"})
+       for args, where in ((["calibrate", "ngram-local", "--runs", "2"], "calibrate/ngram-local"),
+                           (["sweep", "ngram-local", "--k", "1"], "ngram-local"),
+                           (["upgrade-check", "ngram-local", "--after", "backend.threads=2"], "upgrade/ngram-local"))},
     # beyond the list: a profile name with a typo
     "profile name typo": Case(["plan", "ngram-lcal"], EXIT_PROFILE, ["did you mean 'ngram-local'?"]),
     "unknown --set key": Case(["plan", "ngram-local", "--set", "benchmark.requests=3"], EXIT_PROFILE,

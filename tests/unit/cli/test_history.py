@@ -92,6 +92,21 @@ def test_trend_writes_each_profiles_report_and_prints_the_verdicts(store, tmp_pa
     assert "eagle3-vllm: 1 runs" in out and "insufficient-data" in out
 
 
+def test_an_interrupted_newest_run_leaves_the_standing_verdicts_shown_not_no_runs(store, capsys):
+    """Issue 51: `history --trend` said "no verdicts (no runs)" over a standing regression once a run was
+    interrupted after it."""
+    from specops.results.model import Status
+
+    interrupted = run(5, status=Status.INTERRUPTED)
+    for result in [*baseline(3), run(3, speedup=1.2), run(4, speedup=1.2), interrupted]:
+        store.append(result)
+    assert main(["history", "ngram-local", "--trend"]) == 0
+    out = capsys.readouterr().out
+    assert "no runs" not in out and f"never judged: {interrupted.run_id} (interrupted)" in out
+    speedup = next(line for line in out.splitlines() if line.startswith("ngram-local  speedup"))
+    assert speedup.split()[2] == "regression"
+
+
 def test_trend_of_one_profile_and_of_none(store, tmp_path, capsys):
     for result in baseline(4):
         store.append(result)

@@ -38,6 +38,17 @@ def test_the_ranking_puts_the_best_first_marks_the_profiles_setting_and_writes_e
     assert [p["label"] for p in written if p["profile"]] == ["ngram min 2 max 3 K 4"]
 
 
+def test_the_json_file_is_replaced_whole_never_written_in_place(replayed, tmp_path):
+    """Issue 51: --json was written in place (a reader, or a full disk, saw half of it): an earlier file open for
+    reading keeps its whole content, the new one arrives whole."""
+    out_file = tmp_path / "p.json"
+    out_file.write_text('["an earlier replay"]\n')
+    with out_file.open() as earlier:
+        assert main(["replay", "ngram-vllm-serve-cpu", "--grid", "profile", "--json", str(out_file)]) == 0
+        assert earlier.read() == '["an earlier replay"]\n'
+    assert len(json.loads(out_file.read_text())) == 1 and sorted(p.name for p in tmp_path.iterdir()) == ["p.json"]
+
+
 def test_the_profiles_own_setting_alone(replayed, capsys):
     assert main(["replay", "ngram-vllm-serve-cpu", "--set", "method.num_speculative_tokens=8", "--grid", "profile"]) == 0
     assert [s.label() for s in replayed[0]] == ["ngram min 2 max 3 K 8"]

@@ -34,7 +34,10 @@ def test_bad_flags_are_refused_naming_the_flag(given, flag, message):
     assert flag in str(err.value) and message in str(err.value)
 
 
-def test_from_replay_hands_the_count_to_the_flow_after_checking_the_venv(monkeypatch, capsys):
+def test_from_replay_hands_the_count_to_the_flow_after_checking_the_venv(monkeypatch, capsys, tmp_path):
+    monkeypatch.setenv("SPECOPS_ARTIFACTS", str(tmp_path / "artifacts"))  # the checks before Prefect run for real
+    monkeypatch.setenv("SPECOPS_RESULTS_URL", f"sqlite:///{tmp_path / 'results.db'}")
+    monkeypatch.delenv("PREFECT_API_URL", raising=False)
     calls = []
     monkeypatch.setattr("specops.backends.vllm.cpu.preflight", lambda: calls.append("preflight") or [])
     monkeypatch.setattr(commands, "_flow_command", lambda a, load: calls.append(load) or SimpleNamespace(
@@ -45,6 +48,7 @@ def test_from_replay_hands_the_count_to_the_flow_after_checking_the_venv(monkeyp
     import flows.sweep
 
     monkeypatch.setattr(flows.sweep, "sweep", lambda *a, **kw: (a, kw))
-    positional, keywords = calls[1]()()  # what the flow is called with
+    (load,) = [call for call in calls if callable(call)]
+    positional, keywords = load()()  # what the flow is called with
     assert positional[0] == "ngram-vllm-serve-cpu" and keywords == {"ngram_min": [], "ngram_max": [],
                                                                     "from_replay": 3, "prune": False}

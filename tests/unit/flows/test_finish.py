@@ -71,3 +71,14 @@ def test_a_run_whose_report_is_written_ends_ok_once_everywhere(run, published):
     assert [r.status for r in rows] == [Status.OK] and manifest.status is Status.OK
     assert status["state"] == "ok" and published == [Status.OK]
     assert "report" in json.loads((run.path / "timings.json").read_text())["phases"]  # status named the step
+
+
+def test_a_flow_of_runs_none_of_which_measured_ends_failed_with_its_table():
+    """Issue 51: a calibration whose every A/A run failed (a corrupt results database) wrote its table and ended
+    Completed, and `specops calibrate` exited 0: a cron job read success."""
+    failed, interrupted = run_result(status=Status.FAILED), run_result(status=Status.INTERRUPTED)
+    state = finishing.table_or_failed("calibration of ngram-local", "the table", [failed, interrupted])
+    assert state.is_failed() and "none of its 2 runs measured" in state.message
+    none = state.data
+    assert isinstance(none, finishing.NoneMeasured) and none.table == "the table"
+    assert finishing.table_or_failed("comparison", "the table", [failed, run_result(status=Status.OK)]) == "the table"

@@ -121,3 +121,16 @@ def test_a_dead_waiters_ticket_does_not_hold_the_queue(env):
     with hold_host_locks(["cpu:h"], "next", print) as waited:
         assert waited < 1.0
     assert list(queue.iterdir()) == []  # its ticket removed, ours too
+
+
+def test_locks_are_taken_in_one_order_whatever_order_they_are_asked_in(env, monkeypatch):
+    """Two runs wanting GPUs 0 and 1, asked as [1, 0] and [0, 1], must take them in the same order, or each can hold
+    one and wait for the other forever."""
+    claimed: list[str] = []
+    claim = host_lock._claim
+    monkeypatch.setattr(host_lock, "_claim", lambda fh, who: (claimed.append(Path(fh.name).stem), claim(fh, who)))
+    for asked in (["gpu:h:GPU-1", "gpu:h:GPU-0", "cpu:h"], ["cpu:h", "gpu:h:GPU-0", "gpu:h:GPU-1"]):
+        claimed.clear()
+        with hold_host_locks(asked, "a run", print):
+            pass
+        assert claimed == ["cpu:h", "gpu:h:GPU-0", "gpu:h:GPU-1"], (asked, claimed)

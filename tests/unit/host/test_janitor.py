@@ -67,18 +67,23 @@ def test_only_what_dead_runs_left_is_stopped_and_reported_per_kind(live_process)
     left = [dead_run("bench-tool"), dead_run("prefect-server")]
     tracking.set_owner_lookup(lambda: "flow-run-live")
     try:
+        tracking.track_run(Path("/artifacts/ngram-local/r1"), {"kind": "own"})
         mine = tracking.track_process(live_process.pid, "server", "a live run's server")
     finally:
         tracking.set_owner_lookup(lambda: None)
-    assert mine["owner"] == "flow-run-live" and mine["owner_pid"] == psutil.Process().pid
+    me = psutil.Process().pid
+    assert mine["owner"] == "flow-run-live" and mine["owner_pid"] == me
     messages = []
     stopped = janitor.sweep(timeout_s=5, log=messages.append)
     del stopped[janitor.SHM_REGION]  # whatever killed servers elsewhere on this host left (test_janitor covers it)
     assert stopped == {"bench-tool": 1, "prefect-server": 1}
     assert not any(running(pid) for pid in left)
-    assert running(live_process.pid) and janitor.live_records() == 1
-    assert janitor.summary(stopped, kept=1) == (
-        "janitor: stopped 1 bench-tool, 1 prefect-server; left 1 process(es)/container(s) of live runs alone")
+    # whose: the run's directory, its flow run and its specops process (the run's own record is no process it left)
+    whose = f"/artifacts/ngram-local/r1 (flow run flow-run-live, pid {me})"
+    assert running(live_process.pid) and janitor.live_records() == {whose: 1}
+    assert janitor.summary(stopped, kept=janitor.live_records()) == (
+        "janitor: stopped 1 bench-tool, 1 prefect-server; left 1 process(es)/container(s) of 1 live run(s) alone: "
+        f"1 of {whose}")
     assert janitor.sweep(timeout_s=5) - Counter({janitor.SHM_REGION: 1_000_000}) == Counter()
     assert janitor.summary(Counter()) == "janitor: stopped nothing"
 
@@ -141,7 +146,7 @@ def test_the_orchestrator_decides_for_the_flow_runs_it_knows(live_process):
     runs = {"flow-run-running": True, "flow-run-dead": True}
     assert janitor.owners() == {"flow-run-running", "flow-run-dead"}
     assert janitor.sweep(runs=runs, timeout_s=5) == {} and running(gone_pid) and running(live_process.pid)
-    assert janitor.live_records(runs) == 2 and janitor.live_records() == 0
+    assert sum(janitor.live_records(runs).values()) == 2 and janitor.live_records() == {}
     assert janitor.sweep(runs={"flow-run-running": True}, timeout_s=5) == {"bench-tool": 1}
     assert not running(gone_pid) and running(live_process.pid) and unseen_owner.exists()
     assert janitor.sweep(runs={"flow-run-running": False}, timeout_s=5) == {"server": 1}

@@ -139,3 +139,43 @@ def test_an_interrupt_during_teardown_still_propagates():
 
     with pytest.raises(KeyboardInterrupt):
         teardown_quietly(interrupted, "stopping")
+
+
+# A process that starts OpenMP with libiomp5 preloaded, as every vLLM process runs (specops/backends/vllm/cpu.py):
+# the registration appears when torch's first parallel op starts the runtime.
+OPENMP = "import torch, sys, time; torch.ones(300, 300) @ torch.ones(300, 300); print('up', flush=True); time.sleep(300)"
+
+
+def _openmp_process(tmp_path) -> tuple[subprocess.Popen, Path]:
+    from specops.backends.vllm import cpu as vllm_cpu
+    from specops.host.processes import OMP_REGISTRATIONS
+
+    (iomp,) = [p for p in vllm_cpu.venv().preload() if "libiomp5" in p]
+    assert Path(iomp).is_file(), f"{iomp} missing: `make install` builds the vLLM venv that holds it"
+    proc = subprocess.Popen([sys.executable, "-c", OPENMP], env=dict(os.environ, LD_PRELOAD=iomp),
+                            stdout=subprocess.PIPE, text=True, start_new_session=True)
+    assert proc.stdout.readline() == "up\n"
+    registration = OMP_REGISTRATIONS / f"__KMP_REGISTERED_LIB_{proc.pid}_{os.getuid()}"
+    assert registration.exists(), sorted(p.name for p in OMP_REGISTRATIONS.iterdir())
+    return proc, registration
+
+
+def test_a_stopped_process_leaves_no_openmp_registration_in_dev_shm(tmp_path):
+    """Issue 51: libiomp5 removes /dev/shm/__KMP_REGISTERED_LIB_<pid>_<uid> only at a normal exit, and every vLLM
+    process specops stopped left one."""
+    proc, registration = _openmp_process(tmp_path)
+    assert kill_process_tree(proc, timeout_s=5) == []
+    assert not registration.exists()
+
+
+def test_the_janitor_removes_the_registration_a_killed_process_left(tmp_path, monkeypatch):
+    from specops.host import janitor
+
+    monkeypatch.setenv("SPECOPS_CACHE", str(tmp_path / "cache"))
+    proc, registration = _openmp_process(tmp_path)
+    proc.kill()  # as a run's process tree is when the run itself is SIGKILLed: nothing of specops stops it
+    proc.wait()
+    assert registration.exists()
+    messages: list[str] = []
+    janitor.sweep(timeout_s=5, log=messages.append)
+    assert not registration.exists() and any(str(registration) in m for m in messages), messages

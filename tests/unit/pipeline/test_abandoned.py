@@ -1,5 +1,6 @@
-"""The row the janitor writes for a killed run: FAILED (never interrupted, never ok) at the step its status named,
-in the role its record kept, from the run directory alone; the database that refuses it leaves the result pending."""
+"""The row the janitor writes for a killed run: FAILED (never ok) at the step its status named, INTERRUPTED where its
+status said an interrupt had ended it there first, in the role its record kept, from the run directory alone; the
+database that refuses it leaves the result pending."""
 from __future__ import annotations
 
 import pytest
@@ -71,3 +72,21 @@ def test_a_run_killed_while_reporting_keeps_what_it_measured_and_its_ok_row_is_r
         rows = store.history("ngram-local")
     assert [(r.uid, r.status, r.failure.step) for r in rows] == [(measured.uid, Status.FAILED, "report")]
     assert "(killed)" in rows[0].failure.error and rows[0].speedup.point == measured.speedup.point
+
+
+@pytest.mark.parametrize("wrote_its_result", [False, True])
+def test_a_run_killed_after_it_was_interrupted_is_interrupted_never_judged(killed, wrote_its_result):
+    """SIGTERM (a cancellation, `make down`), then SIGKILL when the supervisor's grace ran out during the teardown or
+    the report: the status said interrupted at once, and the row says so too (issue 51: FAILED, which the nightly
+    judged and counted in a streak of failures)."""
+    _, record = killed
+    run_dir = durable.Path(record["run_dir"])
+    if wrote_its_result:
+        measured = run_result(status=Status.OK).model_copy(update={"run_dir": str(run_dir), "run_id": "killed"})
+        durable.save_result(measured, run_dir)
+    RunDir(run_dir).set_status("interrupted", "serve", "speculative", "TerminationSignal: 15")
+    assert record_abandoned(record).endswith("INTERRUPTED at serve, row recorded")
+    with ResultsStore.open() as store:
+        (row,) = store.history("ngram-local")
+    assert (row.status, row.verdict, row.failure.step) == (Status.INTERRUPTED, Verdict.INTERRUPTED, "serve")
+    assert "after it was interrupted" in row.failure.error

@@ -154,3 +154,13 @@ def test_concurrent_renders_of_one_repository_render_it_once(tmp_path):
         got = list(pool.map(lambda _: render.render_repository(Slow(), VARIANT, TARGET, None, tmp_path), range(4)))
     assert Slow.renders == 1 and sorted(g.cached for g in got) == [False, True, True, True]
     assert len({g.value for g in got}) == 1 and (got[0].value / render.COMPLETE).is_file()
+
+
+def test_every_method_setting_is_in_the_repository_key():
+    """A repository rendered for K=4 is never reused after K changes (nor after any other method field)."""
+    key = lambda method: render.repository_key(FakeBackend(), Variant("speculative", method), TARGET, None)  # noqa: E731
+    shipped = NgramMethod()
+    changed = [NgramMethod(num_speculative_tokens=2), NgramMethod(prompt_lookup_min=1), NgramMethod(prompt_lookup_max=5)]
+    keys = [key(shipped), *map(key, changed)]
+    assert len(set(keys)) == len(keys), keys
+    assert key(shipped) == key(NgramMethod())  # and the same settings find their entry

@@ -31,3 +31,60 @@ def test_a_flow_takes_the_profile_its_caller_handed_over_and_loads_any_other(har
         state = toy("no-such-profile", SET, return_state=True)
     assert state.is_failed() and "no-such-profile" in state.message
     assert toy("ngram-local", SET) is not handed and loads[-1] == ("ngram-local", SET)  # the block is over
+
+
+def test_a_taken_or_malformed_run_id_is_refused_before_the_first_run_naming_the_parameter(harness, monkeypatch,
+                                                                                          tmp_path):
+    """Issue 51: a calibration refused its run id after all its A/A runs, and a sweep 26 s in with a traceback."""
+    import flows.calibrate as calibrating
+
+    monkeypatch.setenv("SPECOPS_ARTIFACTS", str(tmp_path / "artifacts"))
+    (tmp_path / "artifacts" / "calibrate" / "ngram-local" / "taken").mkdir(parents=True)
+    ran = []
+    monkeypatch.setattr(calibrating, "run_specdec", lambda *args, **kwargs: ran.append(args))
+    for run_id, said in (("taken", "run_id 'taken': a directory already exists"), ("../esc", "run_id '../esc': use")):
+        state = calibrating.calibrate("ngram-local", 2, [], run_id, return_state=True)
+        assert state.is_failed() and state.message.startswith(said), state.message
+    assert ran == []
+
+
+def test_a_refusal_names_the_runs_overrides_and_profile_not_the_clis_flag_nor_a_clone_path(harness):
+    """Issue 51: a deployment's run refused on the worker named `--set` (a CLI flag) and the worker's temporary clone
+    path."""
+    from specops.profile.loader import profiles_dir
+
+    @flow
+    def toy(profile: str, overrides: list[str]):
+        return refusal.loaded_or_refused(profile, overrides)
+
+    state = toy("ngram-local", ["benchmark.num_requests=-3"], return_state=True)
+    assert state.is_failed() and "profiles/ngram-local.yaml (with overrides benchmark.num_requests=-3)" in state.message
+    assert "--set" not in state.message and str(profiles_dir()) not in state.message, state.message
+    state = toy("ngram-local", ["num_requests 4"], return_state=True)
+    assert "overrides: num_requests 4: expected key=value" in state.message, state.message
+
+
+def test_the_engines_line_for_a_refused_run_carries_no_traceback():
+    """prefect/flow_engine.py run_flow logs every Failed deployment run as "Engine execution exited with unexpected
+    exception" with its traceback; for a refusal the refusal's own line said why."""
+    import logging
+
+    from specops.profile.errors import ProfileError
+
+    seen: list[logging.LogRecord] = []
+    handler = logging.Handler()
+    handler.emit = seen.append
+    logger = logging.getLogger("prefect.flow_runs")
+    logger.addHandler(handler)
+    try:
+        for error in (ProfileError("overrides", [("benchmark.num_requests", "too few")]), RuntimeError("a fault")):
+            try:
+                raise error
+            except Exception:
+                logger.error("Engine execution exited with unexpected exception", exc_info=True)
+    finally:
+        logger.removeHandler(handler)
+    refused, fault = seen
+    assert (refused.levelno, refused.exc_info, refused.getMessage()) == (
+        logging.INFO, None, "Engine execution ended: the run was refused (the line above says why)")
+    assert fault.levelno == logging.ERROR and fault.exc_info is not None  # a fault keeps its traceback

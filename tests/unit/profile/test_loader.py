@@ -299,9 +299,35 @@ def test_duplicate_in_a_flow_mapping_inside_a_list():
         strict_load("items:\n  - {a: 1, a: 2}\n")
 
 
-def test_equal_keys_in_different_mappings_and_merge_keys_are_fine():
-    doc = strict_load("base: &b {x: 1}\na: {x: 1}\nb:\n  <<: *b\n  y: 2\n")
-    assert doc == {"base": {"x": 1}, "a": {"x": 1}, "b": {"x": 1, "y": 2}}
+def test_equal_keys_in_different_mappings_are_fine():
+    assert strict_load("a: {x: 1}\nb: {x: 1, y: 2}\n") == {"a": {"x": 1}, "b": {"x": 1, "y": 2}}
+
+
+# Nine levels of nine aliases each: 9**9 (387 million) strings once expanded (issue 51: `specops plan` grew past 3.4 GB
+# in 80 s on a smaller one inside backend.engine_args).
+BOMB = "{" + ", ".join(["a0: &a0 [x, x, x, x, x, x, x, x, x]"] + [
+    f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 9)}]" for i in range(1, 9)]) + "}"
+
+
+def test_no_alias_is_expanded_in_a_profile_file_nor_in_a_merge_key(tmp_path):
+    write(tmp_path / "bomb.yaml", f"name: bomb\nbackend:\n  engine_args:\n    bomb: {BOMB}\n")
+    with pytest.raises(ProfileError) as err:
+        read_document(tmp_path / "bomb.yaml")
+    assert str(tmp_path / "bomb.yaml") in str(err.value) and "an alias (*a0)" in str(err.value)
+    assert "line 4" in str(err.value)
+    with pytest.raises(yaml.YAMLError, match=r"alias \(\*b\)"):
+        strict_load("base: &b {x: 1}\nb:\n  <<: *b\n  y: 2\n")
+
+
+@pytest.mark.parametrize("key", ["backend.engine_args.bomb", "name"])
+def test_no_alias_is_expanded_in_an_override_as_set_or_as_a_deployment_passes_it(key):
+    """`--set` and a deployment's overrides are both overrides of load_profile: refused at the first alias, at once."""
+    import time
+
+    start = time.monotonic()
+    with pytest.raises(ProfileError) as err:
+        load_profile("ngram-vllm-serve-cpu", [f"{key}={BOMB}"])
+    assert time.monotonic() - start < 5 and f"{key}: value" in str(err.value) and "an alias (*a0)" in str(err.value)
 
 
 def test_it_is_still_a_safe_loader():

@@ -234,3 +234,15 @@ def test_a_drop_in_one_category_while_the_others_hold_is_reported_as_that_catego
     assert [v.metric for v in regressions(evaluate(history, POLICY))] == ["speedup[code]"]
     assert "speedup[code]" in verdict_table(evaluate(history, POLICY))
     assert RegressionPolicy(thresholds={"speedup[code]": 0.9}).threshold("speedup[code]") == 0.9
+
+
+def test_a_primed_drafter_caches_run_is_never_judged_nor_a_baseline():
+    """Issue 51: a suffix run whose cache held the measured prompts' outputs (a replay no user sees) entered the
+    regression baselines and was judged as any other run."""
+    from specops.results.metrics import DrafterCache
+
+    cache = DrafterCache(on=True, max_cached_requests=10000, primed=["rounds 2: the second round replays the first"])
+    primed = run(3, speedup=5.0).model_copy(update={"drafter_cache": cache})
+    assert evaluate([*baseline(3), primed], POLICY) == []  # the newest, never judged
+    judged = {v.metric: v for v in evaluate([*baseline(3), primed, run(4)], POLICY)}
+    assert primed.uid not in judged["speedup"].baseline_uids and judged["speedup"].verdict is Verdict.OK

@@ -165,8 +165,9 @@ def test_aa_runs_are_never_judged_nor_a_baseline_and_set_the_speedups_noise_floo
     assert judged.verdict is Verdict.OK and judged.band[0] < 1.30 < 1.40 < judged.band[1]
     assert series([*aa, *steady, dipped], POLICY)["speedup"][-1].band_kind == AA_BAND  # the trend's legend says so
     assert judged.baseline_uids == [r.uid for r in steady]  # no A/A run in the baseline
-    # fewer A/A runs than min_baseline_runs: no floor
+    # fewer A/A runs than min_baseline_runs: no floor; exactly min_baseline_runs of them: the floor
     assert verdicts([*aa[:2], *steady, dipped])["speedup"].verdict is Verdict.SUSPICIOUS
+    assert POLICY.min_baseline_runs == 3 and verdicts([*aa[:3], *steady, dipped])["speedup"].verdict is Verdict.OK
     # the floor is the speedup's alone; an A/A run as the newest is not judged
     assert verdicts([*aa, *steady, run(5, accept_len=2.0)])["mean_acceptance_length"].verdict is Verdict.SUSPICIOUS
     assert evaluate(aa, POLICY) == [] and evaluate([*steady, aa_run(6, 0.5)], POLICY)[0].run_uid == steady[-1].uid

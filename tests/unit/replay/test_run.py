@@ -63,6 +63,39 @@ def test_greedy_outputs_are_generated_once_per_target_prompts_and_length(stand_i
     assert sorted(c["key"]["output_tokens"] for c in cached) == [5, 6]
 
 
+def _cut_in_half(text: str) -> str:
+    return text[: len(text) // 2]
+
+
+def _no_sequences(text: str) -> str:
+    return json.dumps({"sequences": []})
+
+
+def _other_tokens(text: str) -> str:
+    entry = json.loads(text)
+    entry["sequences"][0]["output"][0] += 1
+    return json.dumps(entry)
+
+
+@pytest.mark.parametrize("damage", [_cut_in_half, _no_sequences, _other_tokens])
+def test_a_damaged_greedy_output_entry_is_named_moved_aside_and_made_again(stand_in, tmp_path, damage):
+    """Issue 51: such an entry failed every later replay of the target and prompts (JSONDecodeError, IndexError) and
+    dropped every run's prediction, for good; one with other tokens was trusted as it was."""
+    small = load_profile("ngram-vllm-serve-cpu", ["benchmark.num_requests=2", "benchmark.output_tokens=5"])
+    first = run.greedy_outputs(small, lambda line: None)
+    (entry,) = (tmp_path / "replay").glob("greedy-*.json")
+    damaged = damage(entry.read_text())
+    entry.write_text(damaged)
+    said: list[str] = []
+    assert run.greedy_outputs(small, said.append) == first and len(stand_in) == 2  # made again
+    assert any(line.startswith(f"cache entry {entry} is damaged: ") and "moved to" in line for line in said), said
+    (moved,) = (tmp_path / "replay").glob("greedy-*.json.corrupt-*")
+    assert moved.read_text() == damaged  # the evidence, as it was found
+    said.clear()
+    assert run.greedy_outputs(small, said.append) == first and len(stand_in) == 2  # and verified next time
+    assert not any("is damaged:" in line for line in said)
+
+
 @pytest.mark.parametrize(("profile", "setting"), [
     ("ngram-vllm-serve-cpu", NgramSetting(min=1, max=5, k=8)),
     ("suffix-vllm-serve-cpu", SuffixSetting(depth=64, factor=2.0, min_prob=0.3, cached=0, k=64)),

@@ -188,3 +188,22 @@ def test_history_of_runs_on_two_cpu_models_warns_before_the_table_naming_the_run
     assert f"AMD EPYC 7B13 ({', '.join(named)} and 2 more); {XEON} ({xeon.run_id})." in flat
     assert table.startswith("when (UTC)") and len(table.splitlines()) == 2 + 9
     assert format_history(epyc).startswith("when (UTC)")  # one CPU model: the table first, no warning
+
+
+def test_a_run_whose_drafter_cache_was_primed_says_so_wherever_its_speedup_is_a_headline():
+    """Issue 51: flagged in report.md and manifest.json only; the summary line, `history`, `compare` and the
+    compare-profiles table took its replayed speedup as any other run's."""
+    from specops.report.writer import summary
+    from specops.results.metrics import DrafterCache
+    from specops.sweep.table import format_compare as format_profiles
+
+    plain = run_result(speedup=1.8)
+    primed = plain.model_copy(update={"drafter_cache": DrafterCache(on=True, max_cached_requests=10000, primed=[
+        "the lossless check ran the measured prompts first"])})
+    said = "none to report: drafter cache primed"
+    assert said in summary(primed) and said not in summary(plain)
+    assert said in summary(primed).split(";")[1] and "measured 1.80x" in summary(primed)
+    (row,) = [line for line in format_history([primed]).splitlines() if primed.run_id in line]
+    assert "drafter cache primed" in row
+    assert _field(format_compare(plain, primed), "speedup")[1].startswith(said)
+    assert "drafter cache primed" in format_profiles([primed]) and "primed" not in format_profiles([plain])

@@ -118,6 +118,14 @@ def test_appending_a_uid_again_updates_its_row(store):
         assert conn.execute(sa.select(runs.c.speedup, runs.c.speedup_high)).one() == (1.5, 1.55)
 
 
+def test_the_write_probe_leaves_no_row_behind(store):
+    """check_writable writes a row and rolls it back: a committed probe would show in history and trends."""
+    store.check_writable()
+    store.check_writable()
+    with store.engine.connect() as conn:
+        assert conn.execute(sa.select(sa.func.count()).select_from(runs)).scalar_one() == 0
+
+
 def test_non_finite_floats_round_trip(store):
     result = run_result()
     odd = result.model_copy(update={"speedup": result.speedup.model_copy(update={"throughput_ratio": float("nan")}),

@@ -41,6 +41,19 @@ def test_a_retried_step_that_succeeds_takes_the_failure_back_and_teardown_keeps_
     assert (run.status()["state"], run.status()["step"]) == ("failed", "check")
 
 
+@pytest.mark.parametrize("interrupt", [KeyboardInterrupt(), SystemExit(143)], ids=["ctrl-c", "signal"])
+def test_an_interrupt_says_interrupted_at_once_not_failed(tmp_path, interrupt):
+    """Before the servers' teardown and the report: a run killed there (a worker's grace ran out) is still one the
+    regression rules never judge (issue 51: such runs were recorded FAILED)."""
+    run = RunDir(tmp_path)
+    run.mark_started()
+    with pytest.raises(type(interrupt)), run.timed("serve", "speculative"):
+        raise interrupt
+    now = run.status()
+    assert (now["state"], now["step"], now["variant"]) == ("interrupted", "serve", "speculative")
+    assert now["error"].startswith(type(interrupt).__name__)
+
+
 def _sweep_tree(tmp_path):
     """A sweep's directory as a sweep opens it: itself, a server directory per K, a cell per concurrency."""
     sweep = RunDir(tmp_path / "sweep")
