@@ -78,6 +78,9 @@ def file_categories(records: Sequence[PromptRecord]) -> dict[str, int]:
 def check_categories(bench, available: dict[str, int], where: str) -> None:
     """The categories asked for against those the file has (`available`: name -> prompts); WorkloadError names the
     field, the file and what it holds."""
+    if unknown := sorted(set(bench.mix) - set(available)):
+        raise WorkloadError("benchmark.mix", f"{unknown} not among the categories of {where}: "
+                            f"{', '.join(available) or 'it has none'}")
     if not bench.categories:
         return
     if not available:

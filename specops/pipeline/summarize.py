@@ -187,7 +187,9 @@ def measured_speedup(facts: RunFacts, asked_mix: dict[str, float]) -> tuple[Spee
     by_name = {v.name: v for v in facts.variants}
     spec, base = by_name.get(SPECULATIVE), by_name.get(BASE)
     w = facts.workload
-    measured = w.named_categories() if w is not None else []
+    # the categories of the requests measured (a later round also measures the warm-up's prompt: the tool wraps)
+    measured = list(dict.fromkeys(c for s in (spec.samples if spec else []) if w is not None
+                                  and (c := w.categories[s.prompt]) is not None))
     mix, mix_note = normalized_mix(asked_mix, measured)
     speedup, figures = None, []
     if spec is not None and base is not None and spec.samples and base.samples:

@@ -51,11 +51,12 @@ def normalized_mix(asked: dict[str, float], measured: list[str]) -> tuple[dict[s
     """The weights of the measured categories: benchmark.mix's (normalized), else equal."""
     if not measured:
         return {}, ""
-    if asked:
-        total = sum(asked.get(c, 0.0) for c in measured)
-        mix = {c: asked.get(c, 0.0) / total for c in measured}
+    total = sum(asked.get(c, 0.0) for c in measured)
+    if asked and total > 0:  # a category the mix leaves out weighs nothing: it is no part of the overall figure
+        mix = {c: asked[c] / total for c in measured if asked.get(c, 0.0) > 0}
         return mix, "weighted by benchmark.mix (" + ", ".join(f"{c} {w:.0%}" for c, w in mix.items()) + ")"
-    return {c: 1 / len(measured) for c in measured}, "weighted equally (benchmark.mix unset)"
+    why = "benchmark.mix names none of the categories measured" if asked else "benchmark.mix unset"
+    return {c: 1 / len(measured) for c in measured}, f"weighted equally ({why})"
 
 
 def measured_acceptance(samples: list[RequestSample]) -> float | None:

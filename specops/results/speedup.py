@@ -63,6 +63,8 @@ def paired_speedup(spec: list[RequestSample], base: list[RequestSample], through
     weight over the category's base tokens, so the pooled ratio is the weighted one at pinned output lengths), and
     with interleaved requests the interval is stratified by category (its variance within categories only)."""
     pairs = paired_units(spec, base)
+    if mix is not None:  # only the prompts of categories the mix weighs
+        pairs = {key: units for key, units in pairs.items() if key[0] in mix}
     if not pairs:
         return None
     keys = list(pairs)

@@ -144,3 +144,29 @@ def test_the_report_csv_plot_and_summary_carry_each_category(tmp_path, monkeypat
     files = write_report(result, tmp_path / "run")
     assert files.plot_png.stat().st_size > 0
     assert normalized_mix({}, []) == ({}, "")
+
+
+def test_a_mix_that_leaves_a_category_out_weighs_only_the_rest_and_one_naming_none_falls_back_to_equal():
+    code_only, record = measured_speedup(facts(CATEGORIES), {"code": 2})
+    alone, _ = measured_speedup(facts(["code", None] * 4), {})
+    assert record.mix == {"code": 1.0} and "benchmark.mix (code 100%)" in record.mix_text()
+    assert code_only.point == pytest.approx(alone.point)  # the chat prompts weigh nothing
+    _, none_named = measured_speedup(facts(CATEGORIES), {"poetry": 1})
+    assert none_named.mix == {"code": 0.5, "chat": 0.5} and "names none of the categories measured" in \
+        none_named.mix_text()
+
+
+def test_the_categories_are_those_of_the_requests_measured_in_any_round():
+    """A later round measures the warm-up's prompt too (the tool wraps around): its category is counted."""
+    f = facts(["warm", *CATEGORIES[1:]])  # prompt 0 belongs to a category only it has
+    _, record = measured_speedup(f, {})
+    assert set(record.mix) == {"warm", "code", "chat"} and record.mix["warm"] == pytest.approx(1 / 3)
+
+
+def test_a_mix_naming_a_category_the_file_lacks_is_refused_at_load():
+    from specops.profile.errors import ProfileError
+    from tests.reference import REFERENCE
+
+    with pytest.raises(ProfileError, match=r"benchmark.mix: \['poetry'\] not among the categories of"):
+        load_profile("ngram-vllm-serve-cpu", [f"benchmark.prompts={REFERENCE / 'spec_bench' / 'question.jsonl'}",
+                                              "benchmark.mix={poetry: 1}"])
