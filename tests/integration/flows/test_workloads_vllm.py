@@ -58,6 +58,8 @@ def test_each_category_has_its_speedup_interval_and_acceptance_beside_the_predic
     assert result.benchmark.api == "openai/chat" and result.verdict.value == "VALID"
     assert [f.category for f in w.categories] == CATEGORIES and all(f.prompts == 2 for f in w.categories)
     for f in w.categories:
+        print(f"{f.category}: {f.speedup.text()}; accepted/step measured {f.accepted_per_step:.3f}, predicted "
+              f"{f.predicted_accepted_per_step:.3f}")
         assert f.speedup.has_interval and f.speedup.low < f.speedup.point < f.speedup.high, f
         assert abs(f.accepted_per_step - f.predicted_accepted_per_step) <= 0.1, f  # replay vs vLLM's own counts
     overall = result.speedup
@@ -93,4 +95,7 @@ def test_the_runs_answers_replayed_as_traffic_predict_what_the_generated_replay_
     for category, value in traffic["by_category"].items():
         assert abs(value - generated.by_category[category]) <= 0.01, category
     counted = result.variant("speculative").acceptance.mean_accepted_per_step
+    print(f"accepted/step: traffic replay {traffic['per_drafted_step']:.4f}, generated replay (drafts past the end "
+          f"not counted) {generated.per_drafted_step:.4f}, with them {result.predicted.accepted_per_step:.4f}, vLLM "
+          f"counted {counted:.4f}; by category {traffic['by_category']} vs {generated.by_category}")
     assert abs(traffic["per_drafted_step"] - counted) <= 0.1, (traffic["per_drafted_step"], counted)
