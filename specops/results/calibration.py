@@ -117,8 +117,9 @@ def host_summary(calibration: Calibration, when: str) -> str:
 
 def format_calibration(calibration: Calibration) -> str:
     """One line per A/A run, then the coverage and the spread."""
+    hosts = sorted({f"{r.host.cpu_model} ({r.host.cores} cores)" for r in [*calibration.results, *calibration.ab]})
     lines = [f"A/A calibration of {calibration.profile}: its base against itself, {len(calibration.results)} runs "
-             f"(true speedup 1.00x)", ""]
+             f"(true speedup 1.00x), on {', '.join(hosts) or 'no host'}", ""]
     for r in calibration.results:
         s = r.speedup
         if r.status.ended_early or s is None:
