@@ -75,7 +75,9 @@ def test_suffix_decoding_runs_valid_with_acceptance_per_position_and_its_cache_p
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
     manifest = json.loads((run / "manifest.json").read_text())
     assert manifest["status"] == "ok" and manifest["verdict"] == "VALID"
-    assert manifest["lossless"]["compared"] == 2 and manifest["lossless"]["mismatches"] == 0
+    # checked on the benchmark's own answers: each of the 4 measured prompts, not a separate check of 2
+    assert manifest["lossless"]["compared"] == 4 and manifest["lossless"]["mismatches"] == 0
+    assert manifest["lossless"]["source"].startswith("the benchmark's own answers: 4 measured prompts")
     # the profile's default: no cross-request cache, so nothing measured could replay an earlier output
     assert manifest["drafter_cache"] == {"on": False, "max_cached_requests": 0, "primed": []}
     spec = next(v for v in manifest["variants"] if v["name"] == "speculative")

@@ -5,6 +5,7 @@ genai-perf generates (by its own input converter, for the exact command specops 
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -15,8 +16,9 @@ from specops.backends import BACKENDS
 from specops.backends.vllm.engine import VllmEngineBackend
 from specops.bench.genai_perf_payload import payloads, requests
 from specops.bench.genai_perf_tool import GenaiPerf
+from specops.bench.sampling import planned
 from specops.pipeline.backend import backend_for
-from specops.pipeline.benchmark import bench_job
+from specops.pipeline.benchmark import bench_job, decided
 from specops.profile.loader import list_profile_names, load_profile
 from specops.run.variant import variants_of
 
@@ -39,8 +41,9 @@ def tokenizer_dir(tmp_path_factory) -> Path:
 
 def _genai_perf_job(profile, backend, variant, tokenizer_dir: Path, tmp_path: Path):
     """The request genai-perf gets for the exact job a run gives it, with its input file written."""
-    job = bench_job(GenaiPerf(), backend, None, variant, tokenizer_dir, profile.benchmark,
-                    ["def add(a, b):", "return x if y else b"], tmp_path, 0)
+    prompts = ["def add(a, b):", "return x if y else b"]  # the words of the tokenizer above
+    workload = replace(decided(profile, planned(profile.benchmark)), prompts=prompts, categories=[None, None])
+    job = bench_job(GenaiPerf(), backend, None, variant, tokenizer_dir, profile.benchmark, workload, tmp_path, 0)
     req = GenaiPerf().request(job)
     req.input_file.parent.mkdir(parents=True, exist_ok=True)
     req.input_file.write_text('{"text": "def add(a, b):"}\n{"text": "return x if y else b"}\n')
