@@ -3,9 +3,9 @@
 "What changed when we bumped the image?": each side runs as `specdec` would run the profile (its
 speculative variant against the base, on that side's engine), with the side's backend overrides on top
 of the shared ones, e.g. backend.image=nvcr.io/nvidia/tritonserver:25.01-vllm-python-py3 before and
-...:25.04-vllm-python-py3 after on a GPU host, or the embedded runtime (`backend={kind: local}`) before
-vLLM's CPU engine on this one. The table names the version facts that differ and what speedup,
-acceptance per draft position, tokens/s and cost did.
+...:25.04-vllm-python-py3 after on a GPU host, or the embedded runtime
+(`backend={kind: local, draft_length: fixed}`) before vLLM's CPU engine on this one. The table names the version
+facts that differ and what speedup, acceptance per draft position, tokens/s and cost did.
 """
 from __future__ import annotations
 
@@ -27,8 +27,9 @@ from tasks.upgrade import publish_upgrade, validate_upgrade
 # Only backend fields: the method, target and benchmark stay the profile's, so a change is the engine's.
 BackendOverrides = Annotated[Sequence[str], described(
     "This side's engine, as backend overrides of the profile, one `key=value` each: e.g. backend.image="
-    "nvcr.io/nvidia/tritonserver:25.04-vllm-python-py3 on a GPU pool, or `backend={kind: local}` (the embedded "
-    "CPU runtime). Backend fields only; empty: the profile as shipped. The two sides must differ.",
+    "nvcr.io/nvidia/tritonserver:25.04-vllm-python-py3 on a GPU pool, or `backend={kind: local, draft_length: "
+    "fixed}` (the embedded CPU runtime, drafting K tokens every step as vLLM does). Backend fields only; empty: the "
+    "profile as shipped. The two sides must differ.",
     examples=[["backend.image=nvcr.io/nvidia/tritonserver:25.04-vllm-python-py3"]])]
 
 

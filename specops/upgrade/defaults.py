@@ -16,8 +16,11 @@ from specops.upgrade.sides import load_sides
 from specops.versions.images import image_info
 from specops.versions.store import parse
 
-# The engine every CPU engine is checked against: specops' own runtime, which serves every method.
-CPU_REFERENCE = "backend={kind: local}"
+# The engine every CPU engine is checked against: specops' own runtime, which serves every method, drafting K tokens
+# every step as vLLM's engines do (its default adaptive length picks lengths by measured step time, so what it drafts
+# at each position would depend on the host's load, not on the engine).
+CPU_REFERENCE_KIND = "local"
+CPU_REFERENCE = f"backend={{kind: {CPU_REFERENCE_KIND}, draft_length: fixed}}"
 # Older images tried, newest first, before giving up on finding one that serves the profile.
 MAX_TRIED = 5
 
@@ -40,6 +43,8 @@ def default_sides(profile: Profile) -> tuple[list[str], list[str]] | None:
     """(before, after) backend overrides for the profile's upgrade check, or None when there is no pair."""
     if needs_gpu(profile.backend):
         candidates = [[f"backend.image={image}"] for image in older_images(profile.backend)[:MAX_TRIED]]
+    elif profile.backend.kind == CPU_REFERENCE_KIND:  # the reference engine itself, in any of its settings
+        return None
     else:
         candidates = [[CPU_REFERENCE]]
     for before in candidates:

@@ -22,10 +22,11 @@ pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(240
 
 KS, CS = [1, 2], [1, 2]
 KNOBS = ["--ngram-min", "1", "--ngram-max", "3"]  # each series' directory: k<K>-min1-max3
-# 8 prompts: a K is named only where its 95% interval clears the base's (issue 39), and with 4 the interval at
-# concurrency 1 (over the prompts) was 0.94-3.03 for a 1.69x K=3; the schedule served needs some K named.
+# 12 prompts: a K is named only where its 95% interval clears the base's (issue 39), and with 4 the interval at
+# concurrency 1 (over the prompts) was 0.94-3.03 for a 1.69x K=3; with 8 a loaded CI host once named none, so no
+# schedule was rendered (2026-12-06); the schedule served needs some K named.
 AGREEMENT = 0.1  # accepted tokens per step, replay vs vLLM's counters (issue 38)
-SHRINK = ["benchmark.num_requests=8", "benchmark.output_tokens=24", "comparison.lossless_prompts=1",
+SHRINK = ["benchmark.num_requests=12", "benchmark.output_tokens=24", "comparison.lossless_prompts=1",
           "comparison.lossless_max_tokens=16"]
 
 
@@ -45,6 +46,7 @@ def test_the_recommended_schedule_is_served_and_measured(embedded_model, tmp_pat
     run = tmp_path / "artifacts" / "ngram-vllm-serve-cpu" / "sweep"
     outcome = SweepOutcome.model_validate_json((run / "sweep.json").read_text())
     r = outcome.recommendation
+    assert r.backend_keys is not None, outcome.table  # some K named: its cells' intervals say why not
     keys = r.backend_keys["speculative_config"]
     schedule = keys["num_speculative_tokens_per_batch_size"]
     # The best K per concurrency, as vLLM's inclusive batch-size ranges from batch size 1.
