@@ -25,10 +25,7 @@ def reap_servers(flow, flow_run, state) -> None:
     stopped = janitor.sweep(owner=str(flow_run.id))
     if containers := janitor.remove_containers(str(flow_run.id)):
         stopped["container"] += containers
-    # Shared-memory regions are any dead process's, not only this run's: said apart, never credited to the run.
-    regions = stopped.pop(janitor.SHM_REGION, 0)
-    what = ", ".join(f"{n} {kind}" for kind, n in sorted(stopped.items()) if n) or "nothing"
-    removed = f"; removed {regions} shared-memory region(s) of processes that are gone" if regions else ""
+    what, removed = janitor.stopped_parts(stopped)
     print(f"{flow.name} {state.name}: stopped {what} left by flow run {flow_run.id}{removed}")
 
 

@@ -39,7 +39,7 @@ _ABANDONED = ("the run's process (pid {}) ended without finishing; specops janit
               "left")
 
 __all__ = ["live_dir", "live_records", "owners", "reap", "record_key", "register", "remove_containers",
-           "run_alive", "summary", "sweep", "unregister"]
+           "run_alive", "stopped_parts", "summary", "sweep", "unregister"]
 
 
 def run_alive(record: dict[str, Any], runs: Mapping[str, bool] | None = None) -> bool:
@@ -118,14 +118,21 @@ def reap(owner: str | None = None, timeout_s: float = 10.0, log: Callable[[str],
     return sum(sweep(owner, timeout_s=timeout_s, log=log).values())
 
 
+def stopped_parts(stopped: Counter[str]) -> tuple[str, str]:
+    """What a sweep stopped per kind ("nothing"), and apart from it the shared-memory regions it removed: those are
+    any dead process's, never credited to one run ("" when none)."""
+    what = ", ".join(f"{n} {kind}" for kind, n in sorted(stopped.items()) if n and kind != SHM_REGION) or "nothing"
+    removed = f"; removed {stopped[SHM_REGION]} shared-memory region(s) of dead specops processes" \
+        if stopped[SHM_REGION] else ""
+    return what, removed
+
+
 def summary(stopped: Counter[str], kept: Mapping[str, int] | None = None) -> str:
     """`specops janitor`'s report: what it stopped per kind, and what it left to live runs, naming each run."""
-    what = ", ".join(f"{n} {kind}" for kind, n in sorted(stopped.items()) if n and kind != SHM_REGION) or "nothing"
+    what, removed = stopped_parts(stopped)
     kept = {who: n for who, n in (kept or {}).items() if n}
     left = (f"; left {sum(kept.values())} process(es)/container(s) of {len(kept)} live run(s) alone: "
             + "; ".join(f"{n} of {who}" for who, n in sorted(kept.items()))) if kept else ""
-    removed = f"; removed {stopped[SHM_REGION]} shared-memory region(s) of dead specops processes" \
-        if stopped[SHM_REGION] else ""
     return f"janitor: stopped {what}{left}{removed}"
 
 

@@ -30,7 +30,7 @@ def test_the_hook_credits_the_run_only_with_what_it_left(monkeypatch, capsys):
     monkeypatch.setattr(reaping.janitor, "remove_containers", lambda owner: 2)
     reaping.reap_servers(SimpleNamespace(name="specdec"), SimpleNamespace(id="run-a"), SimpleNamespace(name="Crashed"))
     assert capsys.readouterr().out == ("specdec Crashed: stopped 2 container, 1 server left by flow run run-a; "
-                                       "removed 6 shared-memory region(s) of processes that are gone\n")
+                                       "removed 6 shared-memory region(s) of dead specops processes\n")
     monkeypatch.setattr(reaping.janitor, "sweep", lambda owner: Counter())
     monkeypatch.setattr(reaping.janitor, "remove_containers", lambda owner: 0)
     reaping.reap_servers(SimpleNamespace(name="specdec"), SimpleNamespace(id="run-a"), SimpleNamespace(name="Crashed"))
