@@ -12,6 +12,10 @@ import argparse
 import copy
 import logging
 import os
+from collections.abc import Sequence
+from typing import Any, get_args, get_origin
+
+from pydantic.fields import FieldInfo
 
 # Every exit status a command ends with, and what it means: the one table the commands return from (by name, below)
 # and the docs' reference prints.
@@ -40,6 +44,41 @@ EXIT_PREREQUISITES, EXIT_INTERRUPTED = EXIT_CODES["prerequisites"][0], EXIT_CODE
 EXIT_PIPE_CLOSED = EXIT_CODES["pipe closed"][0]
 
 
+def add_flow_inputs(parser: argparse.ArgumentParser, inputs: dict[str, Any]) -> None:
+    """A flow's inputs (prefect_adapters/parameters.py) as the subcommand's arguments: each under its Flag, with
+    the description the deployment's form shows as its help, its bounds checked as the form checks them, the
+    flow's default as its own; the argument's dest is the flow's parameter."""
+    from prefect_adapters.parameters import input_parts  # it reads the shipped profiles: only for these commands
+
+    for dest, annotated in inputs.items():
+        base, flag, field = input_parts(annotated)
+        text = field.description.replace("%", "%%")
+        if flag.name is None:
+            parser.add_argument(dest, metavar=flag.metavar, help=text)
+        elif base is bool:
+            action = argparse.BooleanOptionalAction if flag.default else "store_true"
+            parser.add_argument(flag.name, dest=dest, action=action, default=flag.default, help=text)
+        elif base is int:
+            parser.add_argument(flag.name, dest=dest, type=_whole(*_bounds(field)), default=flag.default,
+                                metavar=flag.metavar, help=f"{text} (default: {flag.default})")
+        elif get_origin(base) is Sequence and get_args(base)[0] is str:  # a repeated key=value
+            parser.add_argument(flag.name, dest=dest, action="append", default=list(flag.default),
+                                metavar=flag.metavar, help=f"{text} Repeatable.")
+        elif get_origin(base) is Sequence:  # whole numbers, comma-separated
+            item = get_args(get_args(base)[0])[1]
+            shown = ",".join(map(str, flag.default)) or "none"
+            parser.add_argument(flag.name, dest=dest, type=_int_list_within(*_bounds(item)),
+                                default=list(flag.default), metavar=flag.metavar, help=f"{text} (default: {shown})")
+        else:
+            parser.add_argument(flag.name, dest=dest, default=flag.default, metavar=flag.metavar, help=text)
+
+
+def _bounds(field: FieldInfo) -> tuple[int, int]:
+    """The (ge, le) bounds of a flow input's Field."""
+    low = max(m.ge for m in field.metadata if hasattr(m, "ge"))
+    return low, min(m.le for m in field.metadata if hasattr(m, "le"))
+
+
 def profile_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("profile", help="profile name (profiles/<name>.yaml) or a YAML path")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
@@ -52,6 +91,25 @@ def _int_list(text: str) -> list[int]:
     if not all(item.isdigit() and int(item) > 0 for item in items):
         raise argparse.ArgumentTypeError(f"{text!r}: give positive whole numbers separated by commas, e.g. 1,2,4")
     return [int(item) for item in items]
+
+
+def _int_list_within(low: int, high: int):
+    """Comma-separated whole numbers, each from low to high (the form's bounds)."""
+    def whole_numbers(text: str) -> list[int]:
+        values = _int_list(text)
+        if bad := [v for v in values if not low <= v <= high]:
+            raise argparse.ArgumentTypeError(f"{bad}: takes {low} to {high}")
+        return values
+    return whole_numbers
+
+
+def _whole(low: int, high: int):
+    """One whole number from low to high (the form's bounds)."""
+    def whole_number(text: str) -> int:
+        if not text.strip().isdigit() or not low <= int(text) <= high:
+            raise argparse.ArgumentTypeError(f"{text!r}: give a whole number from {low} to {high}")
+        return int(text)
+    return whole_number
 
 
 def _positive(text: str) -> int:

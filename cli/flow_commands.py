@@ -6,8 +6,8 @@ import sys
 
 from cli.common import (
     EXIT_FAILED,
-    _int_list,
     _positive,
+    add_flow_inputs,
     drop_console_tracebacks,
     prefect_defaults,
     profile_args,
@@ -19,25 +19,11 @@ MAX_SWEEP_CELLS = 64
 
 
 def add_parser(sub) -> None:
+    from prefect_adapters.parameters import CALIBRATE_INPUTS, SWEEP_INPUTS
+
     sweep = sub.add_parser("sweep", help="a profile over draft length x concurrency (Prefect flow `sweep`): the "
                            "table, where speculation stops paying, the best draft length per concurrency")
-    profile_args(sweep)
-    sweep.add_argument("--k", type=_int_list, metavar="K,K,...",
-                       help="draft lengths (method.num_speculative_tokens), default 1,2,4")
-    sweep.add_argument("--ngram-min", type=_int_list, default=[], metavar="N,N,...",
-                       help="n-gram profiles: method.prompt_lookup_min values, crossed with --k and --ngram-max "
-                       "(min > max dropped); default: the profile's")
-    sweep.add_argument("--ngram-max", type=_int_list, default=[], metavar="N,N,...",
-                       help="n-gram profiles: method.prompt_lookup_max values, crossed with --k and --ngram-min")
-    sweep.add_argument("--from-replay", type=_positive, metavar="N",
-                       help="sweep the N settings `specops replay` ranks best for the profile's method (n-gram, or "
-                       "suffix with its cache off) instead of --k/--ngram-*; needs the vLLM venv")
-    sweep.add_argument("--prune", action="store_true", help="with --from-replay: serve only the settings whose "
-                       "predicted speedup interval reaches the best one's (the replay weighs its steps by this host's "
-                       "measured step cost); the sweep says why each other is left out")
-    sweep.add_argument("--concurrency", type=_int_list, default=[1, 2, 4], metavar="C,C,...",
-                       help="benchmark.concurrency values, default 1,2,4")
-    sweep.add_argument("--run-id", help="name of the sweep's run directory (default: timestamp)")
+    add_flow_inputs(sweep, SWEEP_INPUTS)  # what the deployment's form shows, under the same names
     sweep.add_argument("--max-cells", type=_positive, default=MAX_SWEEP_CELLS, metavar="N",
                        help=f"refuse a grid of more cells than this (default {MAX_SWEEP_CELLS}): each cell is a "
                        "benchmark of its own")
@@ -61,12 +47,7 @@ def add_parser(sub) -> None:
     upgrade.set_defaults(handler=cmd_upgrade_check)
     calibrate = sub.add_parser("calibrate", help="the profile's base against itself, RUNS times (Prefect flow "
                                "`calibrate`): how many intervals contain 1.00x, and the false speedups' spread")
-    profile_args(calibrate)
-    calibrate.add_argument("--runs", type=int, default=20, help="A/A runs (default 20: about 19 intervals of "
-                           "20 should contain 1.00x)")
-    calibrate.add_argument("--run-id", help="name of the calibration's directory under artifacts/calibrate/<profile>/")
-    calibrate.add_argument("--ab", type=int, default=0, help="then run the profile itself AB times back to back (A/B): "
-                           "do its intervals hold the runs' median speedup? (default 0)")
+    add_flow_inputs(calibrate, CALIBRATE_INPUTS)
     calibrate.set_defaults(handler=cmd_calibrate)
 
 
@@ -119,48 +100,55 @@ def _flow_command(args, load):
         return call()
 
 
+def _flag(name: str) -> str:
+    """The sweep's flag of a flow input: what a refusal names."""
+    from prefect_adapters.parameters import SWEEP_INPUTS, input_parts
+
+    return input_parts(SWEEP_INPUTS[name])[1].name or name
+
+
 def _sweep_grid(args, method: str):
     """The grid the flags give, each refusal naming its flag (exit 2), before any work."""
     from pydantic import ValidationError
 
+    from prefect_adapters.parameters import SWEEP_INPUTS, default_of
     from specops.sweep.grid import MAX_KEY, MIN_KEY, SweepGrid, knob_settings, knob_values
-    from specops.sweep.replayed import FLAG, check_count
+    from specops.sweep.replayed import check_count
 
-    if args.from_replay is not None:
-        given = [flag for flag, value in (("--k", args.k), ("--ngram-min", args.ngram_min),
-                                          ("--ngram-max", args.ngram_max)) if value]
-        if given:
-            raise ProfileError("sweep grid", [(FLAG, f"the replay's settings carry their own values: drop "
-                                                     f"{', '.join(given)}")])
+    knobs = {"draft_lengths": args.draft_lengths, "ngram_min": args.ngram_min, "ngram_max": args.ngram_max}
+    if args.from_replay:
+        if given := [_flag(name) for name, value in knobs.items() if value != list(default_of(SWEEP_INPUTS[name]))]:
+            raise ProfileError("sweep grid", [(_flag("from_replay"), f"the replay's settings carry their own values: "
+                                                                    f"drop {', '.join(given)}")])
         check_count(args.from_replay)
-    ks = args.k or [1, 2, 4]
-    knobs = {key: knob_values(flag, key, values, method) if values else []
-             for flag, key, values in (("--ngram-min", MIN_KEY, args.ngram_min), ("--ngram-max", MAX_KEY,
-                                                                                  args.ngram_max))}
-    flags = {"draft_lengths": "--k", "concurrencies": "--concurrency"}
+    ks = args.draft_lengths
+    knobs = {key: knob_values(_flag(name), key, args_value, method) if args_value else []
+             for name, key, args_value in (("ngram_min", MIN_KEY, args.ngram_min),
+                                           ("ngram_max", MAX_KEY, args.ngram_max))}
     try:
-        return SweepGrid(draft_lengths=ks, concurrencies=args.concurrency, settings=knob_settings(ks, knobs))
+        return SweepGrid(draft_lengths=ks, concurrencies=args.concurrencies, settings=knob_settings(ks, knobs))
     except ValidationError as err:
-        raise ProfileError("sweep grid", [(flags.get(str(e["loc"][0]) if e["loc"] else "", "--k"), e["msg"])
+        raise ProfileError("sweep grid", [(_flag(str(e["loc"][0]) if e["loc"] else "draft_lengths"), e["msg"])
                                           for e in err.errors()]) from None
 
 
 def cmd_sweep(args) -> int:
+    from prefect_adapters.parameters import SWEEP_INPUTS
     from specops.profile.loader import load_profile
     from specops.sweep.grid import validate_grid
     from specops.sweep.replayed import check_replayable
 
     given = load_profile(args.profile, args.overrides)
     grid = _sweep_grid(args, given.profile.method.kind)
-    if args.from_replay is not None:  # the flow replays it: its method has a replay, the vLLM venv is there
+    if args.from_replay:  # the flow replays it: its method has a replay, the vLLM venv is there
         check_replayable(given)
-    cells = len(grid.cells()) if args.from_replay is None else args.from_replay * len(grid.concurrencies)
-    series = len(grid.series()) if args.from_replay is None else args.from_replay
+    cells = args.from_replay * len(grid.concurrencies) if args.from_replay else len(grid.cells())
+    series = args.from_replay or len(grid.series())
     if cells > args.max_cells:
         raise ProfileError("sweep grid", [("--k x --concurrency", f"{series} series x {len(grid.concurrencies)} "
                                            f"concurrencies are {cells} cells, more than --max-cells "
                                            f"{args.max_cells}; narrow the grid, or raise --max-cells")])
-    loaded = validate_grid(args.profile, args.overrides, grid)  # fail fast, before Prefect starts
+    loaded = validate_grid(given, grid)  # fail fast, before Prefect starts
     _check_before_prefect([loaded], args.run_id, loaded.profile.name)
     bench = loaded.profile.benchmark
     print(f"sweep of {loaded.profile.name}: {cells} cells ({series} series x {len(grid.concurrencies)} "
@@ -168,9 +156,12 @@ def cmd_sweep(args) -> int:
           "per cell; cells measured before are reused", file=sys.stderr)
     def load():
         from flows.sweep import sweep
-        return lambda: sweep(args.profile, grid.draft_lengths, grid.concurrencies, args.overrides, args.run_id,
-                             ngram_min=args.ngram_min, ngram_max=args.ngram_max, from_replay=args.from_replay or 0,
-                             prune=args.prune)
+        from prefect_adapters.refusal import handed_over
+
+        def call():
+            with handed_over(args.profile, args.overrides, loaded):  # the flow's profile: this load, not another
+                return sweep(**{name: getattr(args, name) for name in SWEEP_INPUTS})
+        return call
 
     outcome = _flow_command(args, load)
     print(f"\n{outcome.table}\n\nsweep: {outcome.run_dir}  (measured now: {', '.join(outcome.measured) or 'none'}; "
@@ -206,12 +197,13 @@ def cmd_upgrade_check(args) -> int:
 
 
 def cmd_calibrate(args) -> int:
+    from prefect_adapters.parameters import CALIBRATE_INPUTS
     from specops.profile.calibration import load_calibration
 
-    loaded = load_calibration(args.profile, args.overrides, args.runs, args.ab)  # fail fast, before Prefect starts
+    loaded = load_calibration(args.profile, args.overrides, args.runs, args.ab_runs)  # fail fast, before Prefect
     _check_before_prefect([loaded], args.run_id, "calibrate", loaded.profile.name)
     def load():
         from flows.calibrate import calibrate
-        return lambda: calibrate(args.profile, args.runs, args.overrides, args.run_id, args.ab)
+        return lambda: calibrate(**{name: getattr(args, name) for name in CALIBRATE_INPUTS})
 
     return _table_command(args, load)

@@ -42,7 +42,12 @@ def main(argv: list[str] | None = None) -> int:
     from specops.settings import SettingsError
 
     argv = sys.argv[1:] if argv is None else argv
-    args = _parser(argv).parse_args(argv)
+    try:
+        parser = _parser(argv)  # a flow's subcommand offers its form's choices: the shipped profiles, read here
+    except SettingsError as err:
+        print(f"specops: {err}", file=sys.stderr)
+        return EXIT_PREREQUISITES
+    args = parser.parse_args(argv)
     try:
         return args.handler(args)
     except (ProfileError, RunDirError, ManifestError, TrafficFileError) as err:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from cli.common import _positive, profile_args
 from specops.backends.base import PrerequisiteError
+from specops.replay.grid import GRIDS
 
 
 def add_parser(sub) -> None:
@@ -15,7 +16,7 @@ def add_parser(sub) -> None:
                             "prompts, from the target's greedy outputs (offline, in the vLLM venv), or on recorded "
                             "traffic (--traffic)")
     profile_args(replay)
-    replay.add_argument("--grid", choices=("ngram", "suffix", "all", "profile"), default="all",
+    replay.add_argument("--grid", choices=(*GRIDS, "profile"), default="all",
                         help="which settings (profile: the profile's own only); the profile's own is always added")
     replay.add_argument("--top", type=_positive, help="print only the N best settings")
     replay.add_argument("--json", type=Path, metavar="FILE", help="also write every prediction to FILE as JSON")
@@ -39,7 +40,7 @@ def cmd_replay(args) -> int:
     from specops.backends.vllm import cpu as vllm_cpu
     from specops.profile.errors import ProfileError
     from specops.profile.loader import load_profile
-    from specops.replay.grid import GRIDS, category_table, ranking_table
+    from specops.replay.grid import category_table, ranking_table, replayable
     from specops.replay.run import predict, predict_traffic, profile_setting, workload_of
     from specops.replay.traffic import read_traffic
 
@@ -47,7 +48,7 @@ def cmd_replay(args) -> int:
     mine = profile_setting(loaded)
     if mine is None and args.grid == "profile":
         raise ProfileError(str(loaded.path), [("method.kind", f"{loaded.profile.method.kind!r} has no replay: "
-                                                              "ngram and suffix do")])
+                                                              f"{' and '.join(replayable())} do")])
     say = lambda line: print(line, file=sys.stderr, flush=True)  # noqa: E731 - progress beside the table on stdout
     # What is replayed, read before any work: a bad log names its line, a bad prompt source its field
     records = read_traffic(args.traffic) if args.traffic is not None else None

@@ -12,7 +12,7 @@ from prefect.states import State
 
 from flows.finish import table_or_failed
 from flows.specdec import RunFailed, run_specdec
-from prefect_adapters.parameters import ABRuns, CalibrationRuns, Overrides, ProfileName, RunId
+from prefect_adapters.parameters import ABRuns, CalibrationRuns, Overrides, ProfileName, RunId, default_of
 from prefect_adapters.refusal import refused_profiles, refused_run_id
 from specops.results.calibration import AA_OVERRIDE, Calibration
 from specops.results.model import RunResult
@@ -21,8 +21,9 @@ from tasks.calibrate import publish_calibration, validate_calibration
 
 
 @flow(name="calibrate", log_prints=True)
-def calibrate(profile: ProfileName = "ngram-local", runs: CalibrationRuns = 20, overrides: Overrides = (),
-              run_id: RunId = "", ab_runs: ABRuns = 0) -> str | State:
+def calibrate(profile: ProfileName = default_of(ProfileName), runs: CalibrationRuns = default_of(CalibrationRuns),
+              overrides: Overrides = default_of(Overrides), run_id: RunId = default_of(RunId),
+              ab_runs: ABRuns = default_of(ABRuns)) -> str | State:
     """Run the profile's A/A measurement `runs` times, then (ab_runs) the profile itself back to back, and return
     the calibration table: whether the intervals hold from run to run, not only within one."""
     overrides = list(overrides or [])

@@ -34,9 +34,10 @@ from prefect_adapters.parameters import (
     Prune,
     RunId,
     ServeSchedule,
+    default_of,
 )
 from prefect_adapters.reaping import reap_servers
-from prefect_adapters.refusal import refused_profiles, refused_run_id
+from prefect_adapters.refusal import loaded_or_refused, refused_run_id
 from prefect_adapters.slot_limits import Held, hold_slots
 from specops.host import tracking
 from specops.host.slots import run_slots
@@ -148,24 +149,25 @@ def measure_server(sweep: SweepRun, group: ServerGroup, servers: SweepServers) -
 
 
 @flow(name="sweep", on_cancellation=[reap_servers], on_crashed=[reap_servers], log_prints=True)
-def sweep(profile: ProfileName = "ngram-local", draft_lengths: DraftLengths = (1, 2, 4),
-          concurrencies: Concurrencies = (1, 2, 4), overrides: Overrides = (), run_id: RunId = "",
-          serve_schedule: ServeSchedule = True, ngram_min: NgramMins = (), ngram_max: NgramMaxes = (),
-          from_replay: FromReplay = 0, prune: Prune = False) -> SweepOutcome | State:
+def sweep(profile: ProfileName = default_of(ProfileName), draft_lengths: DraftLengths = default_of(DraftLengths),
+          concurrencies: Concurrencies = default_of(Concurrencies), overrides: Overrides = default_of(Overrides),
+          run_id: RunId = default_of(RunId), serve_schedule: ServeSchedule = default_of(ServeSchedule),
+          ngram_min: NgramMins = default_of(NgramMins), ngram_max: NgramMaxes = default_of(NgramMaxes),
+          from_replay: FromReplay = default_of(FromReplay), prune: Prune = default_of(Prune)) -> SweepOutcome | State:
     """Measure the profile at every draft length (x n-gram lengths, or the replay's best settings) x concurrency
     (cells measured before come from the cache), then serve the recommended per-load schedule where the backend
     takes one (serve_schedule: false skips that)."""
     overrides, ks = list(overrides or []), list(draft_lengths)
     grid = SweepGrid(draft_lengths=ks, concurrencies=list(concurrencies),
                      settings=knob_settings(ks, {MIN_KEY: list(ngram_min), MAX_KEY: list(ngram_max)}))
-    if (refused := refused_profiles([profile], overrides)) is not None:
-        return refused
-    loaded = validate_sweep(profile, overrides, grid)
+    if isinstance(loaded := loaded_or_refused(profile, overrides), State):  # the CLI's load, where it made one
+        return loaded
+    validate_sweep(loaded, grid)
     if (refused := refused_run_id(run_id, loaded.profile.name)) is not None:  # before the replay's minutes
         return refused
     if from_replay:  # the replay's best settings are the series instead
         grid = replay_series(loaded, from_replay, grid, prune)
-        loaded = validate_sweep(profile, overrides, grid)
+        validate_sweep(loaded, grid)
     run = create_run_dir(loaded, run_id)
     state = SweepRun(loaded, tuple(overrides), backend_for(loaded.profile), tool_for(loaded.profile), run,
                      CellStore(cache_root() / "sweeps"))

@@ -7,6 +7,10 @@ parameter in a Field(description=<its docstring Args entry, else None>) that rep
 description, but merges json_schema_extra, which pydantic writes into the schema last: so each
 description is written there too (`described`).
 
+Each also carries its `Flag`: how `specops <flow>` takes it, and the flow's default. The CLI builds a flow's
+subcommand from a flow's inputs (e.g. SWEEP_INPUTS, which tests/unit/prefect_adapters/test_parameters.py holds
+equal to the flow's signature), so the form and `--help` show the same names, bounds, help and defaults.
+
 A profile is a choice of the shipped profiles: an `enum` in the schema only. The server checks a
 deployment run's parameters against the schema (enforce_parameter_schema, true by default:
 prefect/server/api/deployments.py create_flow_run_from_deployment answers 409), and a worker runs a
@@ -16,7 +20,8 @@ Python validates the type alone, a str: `specops run path/to/x.yaml` still runs 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Annotated, Any
+from dataclasses import dataclass
+from typing import Annotated, Any, get_args
 
 from annotated_types import Le
 from pydantic import BaseModel, Field, WithJsonSchema
@@ -43,6 +48,28 @@ def upper_bound(model: type[BaseModel], field: str) -> int:
     return min(m.le for m in model.model_fields[field].metadata if isinstance(m, Le))
 
 
+@dataclass(frozen=True)
+class Flag:
+    """A flow input on the command line: its flag (None: the positional argument), the flow's default, and the
+    placeholder the help shows."""
+
+    name: str | None
+    default: Any = None
+    metavar: str | None = None
+
+
+def input_parts(annotated: Any) -> tuple[Any, Flag, FieldInfo]:
+    """(the type under the annotations, its Flag, its described Field) of one flow input."""
+    base, *marks = get_args(annotated)
+    return (base, next(m for m in marks if isinstance(m, Flag)),
+            next(m for m in marks if isinstance(m, FieldInfo) and m.description))
+
+
+def default_of(annotated: Any) -> Any:
+    """The flow's default for this input: what its signature and the CLI both take."""
+    return input_parts(annotated)[1].default
+
+
 SHIPPED = list_profile_names()
 MAX_K = max(upper_bound(METHODS.get(name), K_KEY.rsplit(".", 1)[1]) for name in swept_methods())
 MAX_CONCURRENCY = upper_bound(Benchmark, C_KEY.rsplit(".", 1)[1])
@@ -52,7 +79,8 @@ _choice = {"enum": SHIPPED}
 
 ProfileName = Annotated[str, described(
     "The profile to run: one of `profiles/<name>.yaml`. A deployment runs the shipped profiles (its worker "
-    "runs a clone of the deployed commit); `specops run` also takes a path to a profile file.", _choice)]
+    "runs a clone of the deployed commit); `specops run` also takes a path to a profile file.", _choice),
+    Flag(None, "ngram-local", "PROFILE")]
 
 ProfileNames = Annotated[list[Annotated[str, Field(json_schema_extra=_choice)]], described(
     "Two or more different profiles of one target model, run one after another (each against the base "
@@ -61,47 +89,59 @@ ProfileNames = Annotated[list[Annotated[str, Field(json_schema_extra=_choice)]],
 Overrides = Annotated[Sequence[str], described(
     f"Profile fields to change for this run, one `key=value` each: a dotted key of the profile and a YAML "
     f"value, e.g. {OVERRIDE_EXAMPLE} or benchmark.concurrency=4. Empty: the profile as shipped.",
-    examples=[[OVERRIDE_EXAMPLE]])]
+    examples=[[OVERRIDE_EXAMPLE]]), Flag("--set", (), "KEY=VALUE")]
 
 # A string in the form (a `str | None` would show a str/None switch), None or "" in Python: every flow
 # names its directory `run_id or new_run_id()`.
 RunId = Annotated[str | None, WithJsonSchema({"type": "string"}), described(
     "The name of the directory this run writes its files to (1-128 letters, digits, '.', '_' or '-'); "
-    "empty: a timestamp. A name already used is refused.")]
+    "empty: a timestamp. A name already used is refused."), Flag("--run-id", "", "NAME")]
 
 DraftLengths = Annotated[Sequence[Annotated[int, Field(ge=1, le=MAX_K)]], described(
     f"Draft lengths K to measure ({K_KEY}), each once, 1 to {MAX_K}: one speculative server per K.",
-    {"uniqueItems": True}, min_length=1)]
+    {"uniqueItems": True}, min_length=1), Flag("--k", (1, 2, 4), "K,K,...")]
 
 Concurrencies = Annotated[Sequence[Annotated[int, Field(ge=1, le=MAX_CONCURRENCY)]], described(
     f"Concurrent requests to measure each K at ({C_KEY}), each once, 1 to {MAX_CONCURRENCY}; the table says "
-    "where speculation stops paying.", {"uniqueItems": True}, min_length=1)]
+    "where speculation stops paying.", {"uniqueItems": True}, min_length=1),
+    Flag("--concurrency", (1, 2, 4), "C,C,...")]
 
 NgramMins = Annotated[Sequence[Annotated[int, Field(ge=1, le=MAX_LOOKUP)]], described(
     f"n-gram profiles: shortest n-gram lengths to sweep ({MIN_KEY}), each once, 1 to {MAX_LOOKUP}; every one x "
-    f"every draft length (x {MAX_KEY}'s values), min > max dropped. Empty: the profile's own.", {"uniqueItems": True})]
+    f"every draft length (x {MAX_KEY}'s values), min > max dropped. Empty: the profile's own.", {"uniqueItems": True}),
+    Flag("--ngram-min", (), "N,N,...")]
 
 NgramMaxes = Annotated[Sequence[Annotated[int, Field(ge=1, le=MAX_LOOKUP)]], described(
     f"n-gram profiles: longest n-gram lengths to sweep ({MAX_KEY}), each once, 1 to {MAX_LOOKUP}; crossed with "
-    "the draft lengths and the shortest. Empty: the profile's own.", {"uniqueItems": True})]
+    "the draft lengths and the shortest. Empty: the profile's own.", {"uniqueItems": True}),
+    Flag("--ngram-max", (), "N,N,...")]
 
 FromReplay = Annotated[int, described(
     f"0: sweep the draft lengths (and n-gram lengths) given. 1 to {MAX_REPLAYED}: sweep instead the N settings "
     "`specops replay` ranks best for the profile's method (n-gram or suffix, suffix with its cache off), best "
-    "first; needs the vLLM venv.", ge=0, le=MAX_REPLAYED)]
+    "first; needs the vLLM venv.", ge=0, le=MAX_REPLAYED), Flag("--from-replay", 0, "N")]
 
 Prune = Annotated[bool, described(
     "With from_replay: serve only the settings whose predicted speedup interval reaches the best one's (the replay "
-    "weighs its steps by this host's measured step cost); the sweep says why each other is left out.")]
+    "weighs its steps by this host's measured step cost); the sweep says why each other is left out."),
+    Flag("--prune", False)]
 
 ServeSchedule = Annotated[bool, described(
     "Serve the recommended per-load draft-length schedule and measure it at every concurrency, where the "
-    "backend's pinned version takes one; false skips that step.")]
+    "backend's pinned version takes one; false skips that step."), Flag("--serve-schedule", True)]
 
 CalibrationRuns = Annotated[int, described(
     f"How many A/A runs (the base against itself), {MIN_RUNS} to {MAX_RUNS}: about 19 of 20 intervals should "
-    "contain 1.00x; 20 give a coverage worth reading.", ge=MIN_RUNS, le=MAX_RUNS)]
+    "contain 1.00x; 20 give a coverage worth reading.", ge=MIN_RUNS, le=MAX_RUNS), Flag("--runs", 20, "N")]
 ABRuns = Annotated[int, described(
     f"How many runs of the profile itself after them (A/B), 0 or 2 to {MAX_RUNS}: about 9 of 10 intervals should "
     "contain the runs' median speedup; fewer says the speedup moves from run to run more than its interval says.",
-    ge=0, le=MAX_RUNS)]
+    ge=0, le=MAX_RUNS), Flag("--ab", 0, "N")]
+
+
+# The sweep flow's inputs, in its signature's order (flows/sweep.py takes its defaults from here).
+SWEEP_INPUTS = {"profile": ProfileName, "draft_lengths": DraftLengths, "concurrencies": Concurrencies,
+                "overrides": Overrides, "run_id": RunId, "serve_schedule": ServeSchedule, "ngram_min": NgramMins,
+                "ngram_max": NgramMaxes, "from_replay": FromReplay, "prune": Prune}
+CALIBRATE_INPUTS = {"profile": ProfileName, "runs": CalibrationRuns, "overrides": Overrides, "run_id": RunId,
+                    "ab_runs": ABRuns}

@@ -22,9 +22,9 @@ from specops.sweep.table import sweep_markdown
 
 
 @step
-def validate_sweep(profile: str, overrides: list[str], grid: SweepGrid) -> LoadedProfile:
-    """The profile loaded with every cell's overrides, before anything starts; a sweep needs the base."""
-    loaded = validate_grid(profile, overrides, grid)
+def validate_sweep(loaded: LoadedProfile, grid: SweepGrid) -> LoadedProfile:
+    """The loaded profile with every cell's overrides, before anything starts; a sweep needs the base."""
+    validate_grid(loaded, grid)
     if not loaded.profile.comparison.baseline:
         raise ValueError(f"{loaded.path}: comparison.baseline is false, and a sweep measures the base beside each "
                          "cell (its speedups are against it): drop that override")

@@ -19,6 +19,9 @@ class MethodConfig(BaseModel):
     # Whether the method needs a `draft` section (a draft model or trained heads).
     needs_draft: ClassVar[bool] = False
     summary: ClassVar[str] = ""
+    # The engine proposer `specops replay` runs for it offline (specops/replay/grid.py REPLAYS holds its settings,
+    # specops/replay/worker.py PROPOSERS the proposer; a test holds the three equal); None: it has no replay.
+    replay: ClassVar[str | None] = None
 
     @property
     def speculative(self) -> bool:
@@ -52,6 +55,7 @@ class NgramMethod(MethodConfig):
     # form (prefect_adapters/parameters.py MAX_LOOKUP) read these bounds.
     kind: Literal["ngram"] = "ngram"
     summary: ClassVar[str] = "prompt lookup (n-gram) drafts, no draft model"
+    replay: ClassVar[str | None] = "vLLM's n-gram matcher"
     num_speculative_tokens: Count = Field(4, ge=1, le=64, description="max draft tokens per step")
     prompt_lookup_min: Count | None = Field(
         None, ge=1, le=16, description="shortest n-gram matched; default: the backend's own (2 on the embedded "
@@ -75,6 +79,7 @@ class SuffixMethod(MethodConfig):
 
     kind: Literal["suffix"] = "suffix"
     summary: ClassVar[str] = "suffix decoding: drafts from suffix trees of the prompt and outputs, no draft model"
+    replay: ClassVar[str | None] = "arctic-inference's suffix trees"
     num_speculative_tokens: Count = Field(24, ge=1, le=64, description="max draft tokens per step (vLLM's own "
                                           "default is max_tree_depth)")
     max_tree_depth: Count = Field(24, ge=1, le=64, description="deepest suffix tree: prefix match plus draft")

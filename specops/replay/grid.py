@@ -9,10 +9,13 @@ from __future__ import annotations
 import itertools
 import statistics
 import textwrap
+from collections.abc import Callable
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from specops.methods import METHODS
+from specops.methods.specs import NgramMethod, SuffixMethod
 from specops.results.figures import interval_text, shown
 from specops.results.history import text_table
 from specops.results.paired import Speedup
@@ -32,6 +35,11 @@ class NgramSetting(BaseModel):
     max: int = Field(ge=1, description="prompt_lookup_max")
     k: int = Field(ge=1, le=64, description="num_speculative_tokens")
 
+    @classmethod
+    def of(cls, m: NgramMethod) -> NgramSetting:
+        """The profile's method as vLLM serves it (prompt_lookup_min unset: vLLM sets it to the max)."""
+        return cls(min=m.prompt_lookup_min or m.prompt_lookup_max, max=m.prompt_lookup_max, k=m.num_speculative_tokens)
+
     def label(self) -> str:
         return f"ngram min {self.min} max {self.max} K {self.k}"
 
@@ -49,6 +57,11 @@ class SuffixSetting(BaseModel):
     min_prob: float = Field(0.1, ge=0, le=1, description="suffix_decoding_min_token_prob")
     cached: int = Field(0, ge=0, description="suffix_decoding_max_cached_requests (0: no cross-request cache)")
     k: int = Field(24, ge=1, description="num_speculative_tokens (vLLM's default: the tree depth)")
+
+    @classmethod
+    def of(cls, m: SuffixMethod) -> SuffixSetting:
+        return cls(depth=m.max_tree_depth, factor=m.max_spec_factor, min_prob=m.min_token_prob,
+                   cached=m.max_cached_requests, k=m.num_speculative_tokens)
 
     def label(self) -> str:
         cache = "on" if self.cached else "off"
@@ -75,7 +88,16 @@ def suffix_grid() -> list[SuffixSetting]:
             for k in sorted({8, depth})]
 
 
-GRIDS = {"ngram": ngram_grid, "suffix": suffix_grid, "all": lambda: [*ngram_grid(), *suffix_grid()]}
+# The replay of each method whose spec names one (MethodConfig.replay): its setting type and the grid it ranks.
+REPLAYS: dict[str, tuple[type[NgramSetting] | type[SuffixSetting], Callable[[], list]]] = {
+    "ngram": (NgramSetting, ngram_grid), "suffix": (SuffixSetting, suffix_grid)}
+GRIDS = {kind: grid for kind, (_, grid) in REPLAYS.items()} | {
+    "all": lambda: [s for _, grid in REPLAYS.values() for s in grid()]}
+
+
+def replayable() -> list[str]:
+    """The methods `specops replay` replays, as their specs say."""
+    return [kind for kind in METHODS.names() if METHODS.get(kind).replay]
 
 
 class Prediction(BaseModel):

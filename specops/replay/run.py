@@ -18,7 +18,7 @@ from specops.cost.nvml import host_record
 from specops.pipeline.benchmark import workload_for
 from specops.profile.errors import ProfileError
 from specops.profile.loader import LoadedProfile
-from specops.replay.grid import NgramSetting, Prediction, Setting, SuffixSetting
+from specops.replay.grid import REPLAYS, Prediction, Setting
 from specops.replay.step_cost import CostStore, StepCost, cost_key, observations, predicted_speedup
 from specops.replay.traffic import read_traffic, worker_requests
 from specops.results.metrics import RequestSample
@@ -28,7 +28,6 @@ from specops.sources.json_entry import read_entry, write_entry
 from specops.sources.schemes import fetch
 
 WORKER = Path(__file__).with_name("worker.py")
-PROPOSER = {"ngram": "vLLM's n-gram matcher", "suffix": "arctic-inference's suffix trees"}  # worker.PROPOSERS
 # Engine args that change which tokens the target picks (or whether it starts); the rest of a served profile's
 # (ports, GPU memory) mean nothing offline. Eager unless the profile says otherwise: the served CPU profiles run
 # eager, and a compiled start costs ~100 s here (data/vllm_cpu.yaml).
@@ -45,15 +44,9 @@ class ReplayError(RuntimeError):
 
 
 def profile_setting(loaded: LoadedProfile) -> Setting | None:
-    """The profile's own setting as vLLM serves it (n-gram prompt_lookup_min unset: vLLM sets it to the max)."""
+    """The profile's own setting as vLLM serves it; None: its method has no replay."""
     m = loaded.profile.method
-    if m.kind == "ngram":
-        return NgramSetting(min=m.prompt_lookup_min or m.prompt_lookup_max, max=m.prompt_lookup_max,
-                            k=m.num_speculative_tokens)
-    if m.kind == "suffix":
-        return SuffixSetting(depth=m.max_tree_depth, factor=m.max_spec_factor, min_prob=m.min_token_prob,
-                             cached=m.max_cached_requests, k=m.num_speculative_tokens)
-    return None
+    return REPLAYS[m.kind][0].of(m) if m.kind in REPLAYS else None
 
 
 def engine_args(loaded: LoadedProfile) -> dict:
@@ -212,7 +205,7 @@ def predicted_for_run(loaded: LoadedProfile, workload: Workload | None = None, s
     b = loaded.profile.benchmark
     warm = f"; the engine's count also holds {b.warmup_requests} warm-up request(s), not replayed" \
         if b.warmup_requests else ""
-    source = (f"specops replay: {PROPOSER[setting.method]} (vLLM {vllm_cpu.version()}) over the target's greedy "
+    source = (f"specops replay: {loaded.profile.method.replay} (vLLM {vllm_cpu.version()}) over the target's greedy "
               f"outputs, {len(p.prompt_tokens_per_step)} prompts x {b.output_tokens} tokens, each request alone{warm}")
     return Predicted(setting=p.label, accepted_per_step=p.per_drafted_step, tokens_per_step=p.tokens_per_step,
                      source=source, by_category={c: v for c, v in p.by_category.items() if v is not None},

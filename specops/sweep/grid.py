@@ -7,14 +7,13 @@ import itertools
 import json
 import re
 from dataclasses import dataclass
-from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, ValidationInfo, field_validator, model_validator
 
 from specops.fields import Count
 from specops.methods import METHODS
 from specops.profile.errors import ProfileError
-from specops.profile.loader import LoadedProfile, load_profile, overridden
+from specops.profile.loader import LoadedProfile, overridden
 from specops.results.role import SCHEDULE_SERIES
 
 # Bump when what a cell measures changes for the same inputs, so old cells are measured again.
@@ -186,10 +185,10 @@ def swept_methods() -> list[str]:
     return [n for n in METHODS.names() if "num_speculative_tokens" in METHODS.get(n).model_fields]
 
 
-def validate_grid(profile: str | Path, overrides: list[str], grid: SweepGrid) -> LoadedProfile:
-    """Load the profile with every cell's overrides, so a bad value fails before any server starts; returns
-    the profile as the user's overrides give it."""
-    loaded = load_profile(profile, overrides)
+def validate_grid(loaded: LoadedProfile, grid: SweepGrid) -> LoadedProfile:
+    """The loaded profile (the user's overrides given) with every cell's overrides, so a bad value fails before any
+    server starts; returns it as loaded."""
+    overrides = list(loaded.overrides)
     origin = str(loaded.path) + (f" (with --set {' '.join(overrides)})" if overrides else "")
     owned = [o for o in overrides if o.partition("=")[0].strip() in (K_KEY, C_KEY)]
     if owned:

@@ -8,7 +8,7 @@ from specops.backends.base import PrerequisiteError
 from specops.backends.vllm import cpu as vllm_cpu
 from specops.profile.errors import ProfileError
 from specops.profile.loader import LoadedProfile
-from specops.replay.grid import GRIDS, Prediction, Setting, pruned, ranked
+from specops.replay.grid import GRIDS, Prediction, Setting, pruned, ranked, replayable
 from specops.sweep.grid import K_KEY, MAX_REPLAYED, SweepSetting
 
 Predict = Callable[[LoadedProfile, list[Setting]], list[Prediction]]
@@ -18,9 +18,9 @@ FLAG = "--from-replay"
 def replay_family(loaded: LoadedProfile) -> list[Setting]:
     """The replay's settings of the profile's method (cache-off only), or the refusal naming the flag."""
     kind = loaded.profile.method.kind
-    if kind not in ("ngram", "suffix"):
+    if kind not in replayable():
         raise ProfileError(str(loaded.path), [(FLAG, f"method {kind!r} of profile {loaded.profile.name!r} has no "
-                                                     "replay: ngram and suffix do")])
+                                                     f"replay: {' and '.join(replayable())} do")])
     return [s for s in GRIDS[kind]() if getattr(s, "cached", 0) == 0]
 
 

@@ -1,5 +1,6 @@
 """Size budgets of the source: no module over 300 lines, no function or method over 50, at most five modules at
-the root of specops/, and one folder per engine family under specops/backends/.
+the root of specops/, one folder per engine family under specops/backends/, and a total (every tracked .py outside
+tests/, tools/ included) that only a commit saying why raises.
 
 Every tracked .py file counts, as it is in the working tree, but the tests', tools/ and what a build or an
 environment leaves (.venv*, .cache, artifacts/, build/, dist/). A function's lines run from its `def` (its
@@ -15,6 +16,8 @@ from specops.backends import BACKENDS
 
 ROOT = Path(__file__).resolve().parents[2]
 MODULE_LINES, FUNCTION_LINES, SPECOPS_ROOT_MODULES = 300, 50, 5
+# 32,117 on 2026-12-06 (issues 49-54 added ~3,800 to 28,252); issue 52 asks 28,000: lower it as the code shrinks.
+SOURCE_LINES = 32_200
 EXEMPT_TOP = {"tests", "tools", ".cache", "artifacts"}
 BUILD_DIRS = {"build", "dist", "__pycache__"}
 
@@ -90,3 +93,16 @@ def test_every_backend_is_implemented_in_the_folder_of_its_engine_family():
         if parts[:3] != ["specops", "backends", family] or len(parts) != 4 or not path.is_file():
             wrong.append(f"{kind}: {module} (want specops.backends.{family}.<module>, a file that exists)")
     assert BACKENDS.names() and not wrong, "\n".join(wrong)
+
+
+def source_lines() -> int:
+    """Lines of every tracked .py outside tests/ (tools/ and benchmarks/ included), as the working tree holds them."""
+    listed = subprocess.run(["git", "ls-files", "-z", "*.py"], cwd=ROOT, capture_output=True, text=True, check=True)
+    files = [ROOT / rel for rel in listed.stdout.split("\0") if rel and not rel.startswith("tests/")]
+    return sum(len(path.read_text(encoding="utf-8").splitlines()) for path in files if path.is_file())
+
+
+def test_the_source_total_stays_within_its_budget():
+    total = source_lines()
+    assert total > 20_000, total  # the count reads the source, not an empty listing
+    assert total <= SOURCE_LINES, f"{total} source lines, budget {SOURCE_LINES}: shrink, or raise it saying why"

@@ -78,7 +78,8 @@ def test_every_file_and_name_a_recipe_gives_exists(title):
 
 def test_placeholders_match_the_files_they_stand_for():
     text = recipe("A backend")
-    assert names_path(text, "specops/backends/toy.py") and names_path(text, "specops/backends/toy_config.py")
+    assert names_path(text, "specops/backends/toy/backend.py") and names_path(text, "specops/backends/toy/config.py")
+    assert names_path(text, "specops/backends/toy/__init__.py") and not names_path(text, "specops/backends/toy.py")
     assert names_path(text, "specops/backends/__init__.py")
     assert not names_path(text, "specops/profile/schema.py/x") and not names_path(text, "specops/bench/tool.py")
     assert names_path(recipe("A flow"), "specops/toy/__init__.py") and not names_path(recipe("A flow"), "specops")
@@ -125,7 +126,10 @@ def refused(name, overrides):
 """
 
 TOY_BACKEND = {
-    "specops/backends/toy_config.py": '''
+    "specops/backends/toy/__init__.py": '''
+        """The toy engine family."""
+    ''',
+    "specops/backends/toy/config.py": '''
         """Config of the toy backend: one OpenAI-completions server, n-gram or plain."""
         from __future__ import annotations
 
@@ -149,7 +153,7 @@ TOY_BACKEND = {
                     raise FieldError("method.kind", f"toy serves {', '.join(sorted(METHODS))}")
                 return {"speculation": method.kind, "draft_tokens": method.draft_length()}
     ''',
-    "specops/backends/toy.py": '''
+    "specops/backends/toy/backend.py": '''
         """Backend `toy`: renders and plans; it serves nothing."""
         from __future__ import annotations
 
@@ -189,11 +193,11 @@ TOY_BACKEND = {
                 return {"image": None, "framework": "toy 0", "version_source": "the toy"}
     ''',
     "specops/backends/__init__.py": '''
-        from specops.backends.toy_config import METHODS as TOY_METHODS  # noqa: E402
-        from specops.backends.toy_config import ToyBackendConfig  # noqa: E402
+        from specops.backends.toy.config import METHODS as TOY_METHODS  # noqa: E402
+        from specops.backends.toy.config import ToyBackendConfig  # noqa: E402
 
-        BACKENDS.register("toy", BackendSpec("toy", ToyBackendConfig, TOY_METHODS, "specops.backends.toy:ToyBackend",
-                                             (Api.OPENAI_COMPLETIONS,)))
+        BACKENDS.register("toy", BackendSpec("toy", ToyBackendConfig, TOY_METHODS,
+                                             "specops.backends.toy.backend:ToyBackend", (Api.OPENAI_COMPLETIONS,)))
     ''',
     "profiles/ngram-toy.yaml": '''
         name: ngram-toy
@@ -203,6 +207,21 @@ TOY_BACKEND = {
         target: {source: hf://org/target}
     ''',
 }
+
+# The layout and size budgets (tests/unit/test_code_budgets.py, copied beside the toy) over the copy's backends
+# and the toy's files: what they report, empty where the toy passes.
+BUDGETS = """
+def budgets(files):
+    import sys
+    sys.path.insert(0, "tests/unit")
+    from test_code_budgets import ROOT, over_budget, test_every_backend_is_implemented_in_the_folder_of_its_engine_family
+    found = [line for rel in files for line in over_budget(ROOT / rel, rel)]
+    try:
+        test_every_backend_is_implemented_in_the_folder_of_its_engine_family()
+    except AssertionError as err:
+        found.append(str(err))
+    return found
+"""
 
 # The recipe's regenerate step, as `make schema` and `specops deployments -o prefect.yaml` run it.
 REGENERATE = """
@@ -218,7 +237,9 @@ deployments = {(d["entrypoint"], d["name"]): d for d in yaml.safe_load(open("pre
 
 def test_a_backend_registered_as_the_recipe_says_loads_validates_and_plans(tmp_path):
     repo = follow(tmp_path, "A backend", TOY_BACKEND)
-    out = run_in(repo, tmp_path, REFUSE, REGENERATE, """
+    (repo / "tests" / "unit").mkdir(parents=True)  # the layout and size budgets, run on the copy the toy is in
+    shutil.copy(ROOT / "tests" / "unit" / "test_code_budgets.py", repo / "tests" / "unit")
+    out = run_in(repo, tmp_path, REFUSE, REGENERATE, BUDGETS, """
         from specops.profile.catalog import matrix_lines
         from specops.pipeline.backend import backend_for
         from specops.pipeline.plan import format_plan
@@ -231,8 +252,10 @@ def test_a_backend_registered_as_the_recipe_says_loads_validates_and_plans(tmp_p
             "method": refused("ngram-toy", ["method.kind=medusa", "draft.source=hf://org/draft"]),
             "key": refused("ngram-toy", ["backend.workers=9"]), "unknown": refused("ngram-toy", ["backend.port=1"]),
             "schema": "ToyBackendConfig" in schema, "pool": d["work_pool"]["name"], "tags": d["tags"],
-            "matrix": matrix_lines()}))
+            "matrix": matrix_lines(), "budgets": budgets(["specops/backends/toy/config.py",
+                                                           "specops/backends/toy/backend.py"])}))
     """)
+    assert out["budgets"] == [], out["budgets"]  # in its family's folder, within the size budgets
     plan = out["plan"]
     assert plan.startswith("plan for ngram-toy: method ngram on backend toy") and out["class"] == "ToyBackend"
     assert "toy-server --workers 2 speculative" in plan and "toy-server --workers 2 base" in plan

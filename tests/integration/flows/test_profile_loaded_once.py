@@ -1,6 +1,6 @@
-"""A `specops run` loads its profile from disk once: the CLI's load, which refuses a bad profile before Prefect
-starts, is handed to the `specdec` flow (prefect_adapters/refusal.py handed_over), which hands it to every step;
-neither the flow nor any step loads it again.
+"""A `specops run` and a `specops sweep` load their profile from disk once: the CLI's load, which refuses a bad
+profile before Prefect starts, is handed to the flow (prefect_adapters/refusal.py handed_over), which hands it to
+every step (a sweep's cells apply their overrides to it in memory); neither the flow nor any step loads it again.
 
 A real run of ngram-local, shrunk by overrides, through the CLI's own entry point in this process (its flow under
 Prefect's test harness, a server of its own), so that the one loader, specops.profile.loader.load_profile, is
@@ -19,6 +19,9 @@ from cli.main import main
 from specops.profile import loader
 from specops.results.model import Status
 from specops.run.rundir import read_status
+from specops.sweep.cells import CellStore
+from specops.sweep.grid import cell_key
+from tests.integration.support import SHARED_CACHE
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 OURS = ("specops", "flows", "tasks", "prefect_adapters", "cli")
@@ -28,7 +31,7 @@ SHRINK = ["benchmark.num_requests=2", "benchmark.output_tokens=8", "comparison.l
           "comparison.lossless_max_tokens=8"]
 
 
-def test_a_run_loads_its_profile_once(embedded_model, tmp_path, monkeypatch):
+def test_a_run_and_a_sweep_load_their_profile_once(embedded_model, tmp_path, monkeypatch):
     loads: list[tuple] = []
     load_profile = loader.load_profile
 
@@ -40,6 +43,9 @@ def test_a_run_loads_its_profile_once(embedded_model, tmp_path, monkeypatch):
         if name.split(".")[0] in OURS and vars(module).get("load_profile") is load_profile:
             monkeypatch.setattr(module, "load_profile", counted)
     monkeypatch.setenv("SPECOPS_ARTIFACTS", str(tmp_path / "artifacts"))  # the cache stays the suite's shared one
+    # but for the sweep's cell, which an earlier session's would answer: this sweep measures it
+    CellStore(SHARED_CACHE / "sweeps").path(cell_key(load_profile("ngram-local", SHRINK).sha256, SHRINK, 1, 1)
+                                            ).unlink(missing_ok=True)
     monkeypatch.setenv("PREFECT_SERVER_ANALYTICS_ENABLED", "false")  # the harness server: no telemetry heartbeat
     monkeypatch.setenv("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "180")  # what `specops run` would set
     sigterm = signal.getsignal(signal.SIGTERM)  # `specops run` turns SIGTERM into an interrupt
@@ -49,9 +55,16 @@ def test_a_run_loads_its_profile_once(embedded_model, tmp_path, monkeypatch):
             # --debug: the console keeps its tracebacks (the CLI would drop them from this process's logging)
             code = main(["--debug", "run", "ngram-local", *[a for o in SHRINK for a in ("--set", o)],
                          "--run-id", "once"])
+            ran, loads[:] = list(loads), []
+            print(f"one shrunk ngram-local run: {time.monotonic() - t0:.0f}s, {len(ran)} profile load(s)")
+            swept = main(["--debug", "sweep", "ngram-local", "--k", "1", "--concurrency", "1",
+                          *[a for o in SHRINK for a in ("--set", o)], "--run-id", "sweep-once"])
     finally:
         signal.signal(signal.SIGTERM, sigterm)
-    print(f"one shrunk ngram-local run: {time.monotonic() - t0:.0f}s, {len(loads)} profile load(s)")
+    print(f"and a sweep of one cell: {time.monotonic() - t0:.0f}s in all, {len(loads)} profile load(s)")
     status = read_status(tmp_path / "artifacts" / "ngram-local" / "once")
     assert code == 0 and status["state"] == Status.OK, status
+    assert ran == [("ngram-local", SHRINK)]
+    sweep_status = read_status(tmp_path / "artifacts" / "ngram-local" / "sweep-once")
+    assert swept == 0 and sweep_status["state"] == Status.OK, sweep_status
     assert loads == [("ngram-local", SHRINK)]

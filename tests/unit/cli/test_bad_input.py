@@ -137,7 +137,7 @@ CASES = {
     "sweep from the replay with --k": Case(["sweep", "ngram-local", "--from-replay", "2", "--k", "1"], EXIT_PROFILE,
                                            ["--from-replay", "drop --k"]),
     "sweep from the replay of too many": Case(["sweep", "ngram-local", "--from-replay", "17"], EXIT_PROFILE,
-                                              ["--from-replay", "give 1 to 16 settings"]),
+                                              ["--from-replay", "'17'", "from 0 to 16"]),
     "sweep from the replay of a method without one": Case(["sweep", "eagle-vllm-nested", "--from-replay", "2"],
                                                           EXIT_PROFILE, ["--from-replay", "'eagle'", "has no replay"]),
     "history with a negative limit": Case(["history", "-n", "-5"], EXIT_PROFILE, ["--limit", "'-5'", "1 or more"]),

@@ -1,9 +1,17 @@
-"""`specops upgrade-check` refuses sides it cannot compare before Prefect starts: one message, exit 2."""
+"""The flow subcommands: `specops upgrade-check` refuses sides it cannot compare before Prefect starts (one message,
+exit 2); a flow none of whose runs measured prints its table and exits 1; `sweep` and `calibrate` take the inputs
+their deployment's form shows."""
 from __future__ import annotations
+
+import argparse
+from typing import get_type_hints
 
 import pytest
 
-from cli.main import main
+from cli.main import _parser, main
+from flows.calibrate import calibrate
+from flows.sweep import sweep
+from prefect_adapters.parameters import CALIBRATE_INPUTS, SWEEP_INPUTS
 
 
 @pytest.mark.parametrize(("sides", "named"), [
@@ -37,3 +45,35 @@ def test_a_flow_none_of_whose_runs_measured_prints_its_table_and_exits_1(args, m
     assert main(args) == 1
     out, err = capsys.readouterr()
     assert "| run | FAILED (preflight) |" in out and "none of its 2 runs measured" in err
+
+
+def _subcommand(command: str) -> argparse.ArgumentParser:
+    parser = _parser([command])
+    (sub,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    return sub.choices[command]
+
+
+@pytest.mark.parametrize(("command", "flow", "inputs"), [("sweep", sweep, SWEEP_INPUTS),
+                                                         ("calibrate", calibrate, CALIBRATE_INPUTS)])
+def test_the_subcommand_and_the_deployments_form_show_the_same_inputs(command, flow, inputs):
+    """The flow's signature is its declared inputs; `specops <command> --help` shows each under its flag with the
+    form's description and default; at each of the form's bounds the CLI takes the bound and refuses past it."""
+    hints = get_type_hints(flow.fn, include_extras=True)
+    assert {name: hint for name, hint in hints.items() if name != "return"} == inputs
+    form = flow.parameters.model_dump_for_openapi()["properties"]
+    parser = _subcommand(command)
+    actions = {a.dest: a for a in parser._actions}
+    assert list(form) == list(inputs)
+    for name, prop in form.items():
+        action = actions[name]
+        assert action.help.replace("%%", "%").startswith(prop["description"]), name
+        given = action.default if name != "profile" else prop["default"]
+        assert given == prop["default"] or list(given or []) == prop["default"], (name, given, prop["default"])
+        bounds = prop.get("items", prop)
+        if "maximum" not in bounds:
+            continue
+        flag = action.option_strings[0]
+        parser.parse_args(["ngram-local", flag, str(bounds["maximum"])])
+        for outside in (bounds["maximum"] + 1, bounds.get("minimum", 0) - 1):
+            with pytest.raises(SystemExit):
+                parser.parse_args(["ngram-local", flag, str(outside)])

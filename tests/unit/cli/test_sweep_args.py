@@ -7,17 +7,18 @@ from types import SimpleNamespace
 import pytest
 
 import cli.flow_commands as commands
+from prefect_adapters.parameters import SWEEP_INPUTS
 from specops.profile.errors import ProfileError
 
 
 def args(**given) -> SimpleNamespace:
-    return SimpleNamespace(**({"profile": "ngram-vllm-serve-cpu", "overrides": [], "k": None, "concurrency": [1, 2],
-                               "ngram_min": [], "ngram_max": [], "from_replay": None, "max_cells": 64,
-                               "run_id": None, "prune": False} | given))
+    return SimpleNamespace(**({"profile": "ngram-vllm-serve-cpu", "overrides": [], "draft_lengths": [1, 2, 4],
+                               "concurrencies": [1, 2], "ngram_min": [], "ngram_max": [], "from_replay": 0,
+                               "max_cells": 64, "run_id": "", "prune": False, "serve_schedule": True} | given))
 
 
 def test_ngram_flags_cross_the_draft_lengths_dropping_min_above_max():
-    grid = commands._sweep_grid(args(k=[2, 4], ngram_min=[1, 3], ngram_max=[2, 5]), "ngram")
+    grid = commands._sweep_grid(args(draft_lengths=[2, 4], ngram_min=[1, 3], ngram_max=[2, 5]), "ngram")
     assert [s.name for s in grid.series()] == ["k2-min1-max2", "k2-min1-max5", "k2-min3-max5", "k4-min1-max2",
                                                "k4-min1-max5", "k4-min3-max5"]
     assert [s.name for s in commands._sweep_grid(args(), "ngram").series()] == ["k1", "k2", "k4"]  # the default
@@ -26,7 +27,7 @@ def test_ngram_flags_cross_the_draft_lengths_dropping_min_above_max():
 @pytest.mark.parametrize(("given", "flag", "message"), [
     ({"from_replay": 2, "ngram_min": [1]}, "--from-replay", "drop --ngram-min"),
     ({"ngram_min": [0]}, "--ngram-min", "takes 1 to 16"),
-    ({"k": [2, 2]}, "--k", "[2] given more than once"),
+    ({"draft_lengths": [2, 2]}, "--k", "[2] given more than once"),
 ])
 def test_bad_flags_are_refused_naming_the_flag(given, flag, message):
     with pytest.raises(ProfileError) as err:
@@ -49,6 +50,6 @@ def test_from_replay_hands_the_count_to_the_flow_after_checking_the_venv(monkeyp
 
     monkeypatch.setattr(flows.sweep, "sweep", lambda *a, **kw: (a, kw))
     (load,) = [call for call in calls if callable(call)]
-    positional, keywords = load()()  # what the flow is called with
-    assert positional[0] == "ngram-vllm-serve-cpu" and keywords == {"ngram_min": [], "ngram_max": [],
-                                                                    "from_replay": 3, "prune": False}
+    positional, keywords = load()()  # what the flow is called with: every input by its name
+    assert positional == () and keywords["profile"] == "ngram-vllm-serve-cpu" and keywords["from_replay"] == 3
+    assert set(keywords) == set(SWEEP_INPUTS)

@@ -24,8 +24,11 @@ def test_too_few_runs_and_no_base_arm_are_refused():
 
 
 def test_the_cli_refuses_before_prefect_starts(capsys):
-    assert main(["calibrate", "ngram-local", "--runs", "0"]) == EXIT_PROFILE
-    assert "runs: 0: a calibration needs 2 A/A runs or more" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as refused:  # at the flag, with the form's bounds (argparse's usage error)
+        main(["calibrate", "ngram-local", "--runs", "0"])
+    assert refused.value.code == EXIT_PROFILE and "--runs: '0': give a whole number from 2 to" in capsys.readouterr().err
+    assert main(["calibrate", "ngram-local", "--ab", "1"]) == EXIT_PROFILE  # a bound the form cannot show: the loader's
+    assert "a/b" in capsys.readouterr().err.lower()
 
 
 @pytest.mark.parametrize("overrides", [

@@ -56,3 +56,16 @@ def test_a_setting_outside_the_engines_bounds_is_refused_naming_the_field():
         SuffixSetting(min_prob=1.5)
     with pytest.raises(ValidationError, match="k"):
         NgramSetting(min=1, max=2, k=0)
+
+
+def test_a_method_has_a_replay_exactly_where_its_spec_names_one():
+    """A method's spec names its replay (MethodConfig.replay) or has none: the replay's settings and the worker's
+    proposers are those methods', so a new method with no replay is refused by `specops replay`, never missed."""
+    from specops.methods import METHODS
+    from specops.replay.grid import GRIDS, REPLAYS, replayable
+    from specops.replay.worker import PROPOSERS
+
+    named = {kind for kind in METHODS.names() if METHODS.get(kind).replay}
+    assert named and set(replayable()) == named == set(REPLAYS) == set(PROPOSERS) == set(GRIDS) - {"all"}
+    for kind, (setting, grid) in REPLAYS.items():  # each grid's settings are of its method's own type
+        assert {type(s) for s in grid()} == {setting} and setting.model_fields["method"].default == kind

@@ -5,6 +5,7 @@ import pytest
 from pydantic import ValidationError
 
 from specops.profile.errors import ProfileError
+from specops.profile.loader import load_profile
 from specops.sweep.grid import (
     BASE_SERIES,
     MAX_KEY,
@@ -85,27 +86,27 @@ def test_cell_key_changes_with_the_cell_version(monkeypatch):
 
 
 def test_validate_grid_returns_the_profile_with_the_user_overrides():
-    loaded = validate_grid("ngram-local", ["benchmark.num_requests=4"],
+    loaded = validate_grid(load_profile("ngram-local", ["benchmark.num_requests=4"]),
                            SweepGrid(draft_lengths=[1, 2, 4], concurrencies=[1, 2]))
     assert loaded.profile.name == "ngram-local" and loaded.profile.benchmark.num_requests == 4
 
 
 def test_a_draft_length_the_method_refuses_fails_before_any_server_starts():
     with pytest.raises(ProfileError) as err:
-        validate_grid("ngram-local", [], SweepGrid(draft_lengths=[4, 65], concurrencies=[1]))
+        validate_grid(load_profile("ngram-local", []), SweepGrid(draft_lengths=[4, 65], concurrencies=[1]))
     assert "method.num_speculative_tokens" in str(err.value) and "65" in str(err.value)
     assert "ngram-local.yaml" in str(err.value)
 
 
 def test_a_concurrency_the_schema_refuses_fails_too():
     with pytest.raises(ProfileError) as err:
-        validate_grid("ngram-local", [], SweepGrid(draft_lengths=[1], concurrencies=[1, 2048]))
+        validate_grid(load_profile("ngram-local", []), SweepGrid(draft_lengths=[1], concurrencies=[1, 2048]))
     assert "benchmark.concurrency" in str(err.value)
 
 
 def test_a_method_without_draft_length_cannot_be_swept_over_k():
     with pytest.raises(ProfileError) as err:
-        validate_grid("ngram-local", ["method={kind: none}"], SweepGrid(draft_lengths=[1], concurrencies=[1]))
+        validate_grid(load_profile("ngram-local", ["method={kind: none}"]), SweepGrid(draft_lengths=[1], concurrencies=[1]))
     text = str(err.value)
     assert "ngram-local" in text and "method.num_speculative_tokens" in text and "'none'" in text
     assert "ngram" in text.split("methods with one:")[1]
@@ -113,7 +114,7 @@ def test_a_method_without_draft_length_cannot_be_swept_over_k():
 
 def test_the_grid_owns_draft_length_and_concurrency():
     with pytest.raises(ProfileError) as err:
-        validate_grid("ngram-local", ["benchmark.concurrency=8"], SweepGrid(draft_lengths=[1], concurrencies=[1]))
+        validate_grid(load_profile("ngram-local", ["benchmark.concurrency=8"]), SweepGrid(draft_lengths=[1], concurrencies=[1]))
     assert "--set" in str(err.value) and "benchmark.concurrency=8" in str(err.value)
 
 
@@ -162,4 +163,4 @@ def test_bad_knob_values_name_the_flag_and_the_bounds_of_the_method_spec(values,
 def test_validate_grid_loads_every_setting_of_the_profile():
     grid = SweepGrid(draft_lengths=[], concurrencies=[1], settings=[SweepSetting(k=2, overrides=(f"{MAX_KEY}=99",))])
     with pytest.raises(ProfileError, match="prompt_lookup_max"):
-        validate_grid("ngram-local", [], grid)
+        validate_grid(load_profile("ngram-local", []), grid)

@@ -35,7 +35,7 @@ def test_the_top_n_ngram_settings_in_rank_order_become_the_series():
         (k, ("method.prompt_lookup_min=1", "method.prompt_lookup_max=5")) for k in (4, 5, 6)]
     grid = SweepGrid(draft_lengths=[], concurrencies=[1, 2], settings=got)
     assert [s.name for s in grid.series()] == ["k4-min1-max5", "k5-min1-max5", "k6-min1-max5"]
-    validate_grid(loaded.path, [], grid)  # every replayed setting loads as the profile's overrides
+    validate_grid(loaded, grid)  # every replayed setting loads as the profile's overrides
 
 
 def test_suffix_takes_only_cache_off_settings():
