@@ -26,7 +26,7 @@ class SweepOutcome(BaseModel):
     choices: dict[int, Choice]  # concurrency -> the K (and setting) to serve there (None: none beat the base), why
     recommendation: Recommendation
     # The recommended schedule served once and measured at each concurrency (k = its largest K); empty where the
-    # backend takes no schedule from the profile or the best K does not vary with load.
+    # backend takes no schedule from the profile, no K was named, or the sweep measured one concurrency.
     schedule_cells: list[Cell] = []
     measured: list[str]  # cells measured by this run, e.g. "k2-c4", "base-c4"; the rest came from the cache
     server_starts: dict[str, int]  # variant -> servers this run started ("speculative" once per draft length)

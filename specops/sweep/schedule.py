@@ -31,8 +31,8 @@ class Recommendation(BaseModel):
     backend_keys: dict[str, Any] | None  # the backend's own schedule, in its config's keys
     backend_source: str | None  # the data entry and upstream files the keys follow
     # The schedule as profile overrides (the largest K, and the profile field that renders it), where the backend
-    # takes it from the profile: what a sweep serves and measures after the grid (None where one K is named at
-    # every load: that is the chosen series, measured already).
+    # takes it from the profile: what a sweep serves and measures after the grid (None where the sweep measured one
+    # concurrency: the schedule is the series chosen there, measured already).
     schedule_overrides: list[str] | None = None
     notes: list[str] = []
 
@@ -202,10 +202,10 @@ def recommend(loaded: LoadedProfile, best: dict[int, int | None], why: Mapping[i
         notes.append(f"the schedule keeps speculation off at concurrency {', '.join(map(str, undecided))}, where "
                      "the sweep could not tell: measure it again before serving it there")
     served = schedule_overrides(loaded.profile.backend.kind, keys)
-    if served and len({k or 0 for k in best.values()}) == 1:  # one K at every load: the chosen series itself
+    if served and len(best) == 1:  # a schedule over the one load measured is the series chosen there
         served = None
-        notes.append(f"the schedule names K={next(iter(best.values()))} at every concurrency measured: the series "
-                     "chosen, measured in the grid, so it is not served again")
+        notes.append(f"one concurrency measured: the schedule is K={next(iter(best.values()))}, the series chosen "
+                     "there, measured in the grid, so it is not served again")
     return Recommendation(profile=loaded.profile.name, backend=loaded.profile.backend.kind, framework=framework,
                           profile_overrides=overrides, base=base, undecided=undecided, backend_keys=keys,
                           backend_source=source,
