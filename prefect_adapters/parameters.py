@@ -8,7 +8,7 @@ description, but merges json_schema_extra, which pydantic writes into the schema
 description is written there too (`described`).
 
 Each also carries its `Flag`: how `specops <flow>` takes it, and the flow's default. The CLI builds a flow's
-subcommand from a flow's inputs (e.g. SWEEP_INPUTS, which tests/unit/prefect_adapters/test_parameters.py holds
+subcommand from a flow's inputs (e.g. SWEEP_INPUTS, which tests/unit/cli/test_flow_commands.py holds
 equal to the flow's signature), so the form and `--help` show the same names, bounds, help and defaults.
 
 A profile is a choice of the shipped profiles: an `enum` in the schema only. The server checks a
