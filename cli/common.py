@@ -15,8 +15,6 @@ import os
 from collections.abc import Sequence
 from typing import Any, get_args, get_origin
 
-from pydantic.fields import FieldInfo
-
 # Every exit status a command ends with, and what it means: the one table the commands return from (by name, below)
 # and the docs' reference prints.
 EXIT_CODES: dict[str, tuple[int, str]] = {
@@ -49,6 +47,7 @@ def add_flow_inputs(parser: argparse.ArgumentParser, inputs: dict[str, Any]) -> 
     the description the deployment's form shows as its help, its bounds checked as the form checks them, the
     flow's default as its own; the argument's dest is the flow's parameter."""
     from prefect_adapters.parameters import input_parts  # it reads the shipped profiles: only for these commands
+    from specops.fields import bounds
 
     for dest, annotated in inputs.items():
         base, flag, field = input_parts(annotated)
@@ -59,7 +58,7 @@ def add_flow_inputs(parser: argparse.ArgumentParser, inputs: dict[str, Any]) -> 
             action = argparse.BooleanOptionalAction if flag.default else "store_true"
             parser.add_argument(flag.name, dest=dest, action=action, default=flag.default, help=text)
         elif base is int:
-            parser.add_argument(flag.name, dest=dest, type=_whole(*_bounds(field)), default=flag.default,
+            parser.add_argument(flag.name, dest=dest, type=_whole(*bounds(field)), default=flag.default,
                                 metavar=flag.metavar, help=f"{text} (default: {flag.default})")
         elif get_origin(base) is Sequence and get_args(base)[0] is str:  # a repeated key=value
             parser.add_argument(flag.name, dest=dest, action="append", default=list(flag.default),
@@ -67,16 +66,10 @@ def add_flow_inputs(parser: argparse.ArgumentParser, inputs: dict[str, Any]) -> 
         elif get_origin(base) is Sequence:  # whole numbers, comma-separated
             item = get_args(get_args(base)[0])[1]
             shown = ",".join(map(str, flag.default)) or "none"
-            parser.add_argument(flag.name, dest=dest, type=_int_list_within(*_bounds(item)),
+            parser.add_argument(flag.name, dest=dest, type=_int_list_within(*bounds(item)),
                                 default=list(flag.default), metavar=flag.metavar, help=f"{text} (default: {shown})")
         else:
             parser.add_argument(flag.name, dest=dest, default=flag.default, metavar=flag.metavar, help=text)
-
-
-def _bounds(field: FieldInfo) -> tuple[int, int]:
-    """The (ge, le) bounds of a flow input's Field."""
-    low = max(m.ge for m in field.metadata if hasattr(m, "ge"))
-    return low, min(m.le for m in field.metadata if hasattr(m, "le"))
 
 
 def profile_args(p: argparse.ArgumentParser) -> None:
@@ -86,17 +79,13 @@ def profile_args(p: argparse.ArgumentParser) -> None:
 
 
 # argparse names a type function in the error when it raises ValueError (int('²') does): these names are shown.
-def _int_list(text: str) -> list[int]:
-    items = [v.strip() for v in text.split(",")]
-    if not all(item.isdigit() and int(item) > 0 for item in items):
-        raise argparse.ArgumentTypeError(f"{text!r}: give positive whole numbers separated by commas, e.g. 1,2,4")
-    return [int(item) for item in items]
-
-
 def _int_list_within(low: int, high: int):
     """Comma-separated whole numbers, each from low to high (the form's bounds)."""
     def whole_numbers(text: str) -> list[int]:
-        values = _int_list(text)
+        items = [v.strip() for v in text.split(",")]
+        if not all(item.isdigit() and int(item) > 0 for item in items):
+            raise argparse.ArgumentTypeError(f"{text!r}: give positive whole numbers separated by commas, e.g. 1,2,4")
+        values = [int(item) for item in items]
         if bad := [v for v in values if not low <= v <= high]:
             raise argparse.ArgumentTypeError(f"{bad}: takes {low} to {high}")
         return values

@@ -23,10 +23,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any, get_args
 
-from annotated_types import Le
 from pydantic import BaseModel, Field, WithJsonSchema
 from pydantic.fields import FieldInfo
 
+from specops.fields import bounds
 from specops.methods import METHODS
 from specops.methods.specs import NgramMethod
 from specops.profile.loader import list_profile_names
@@ -45,7 +45,7 @@ def described(text: str, json_schema_extra: dict[str, Any] | None = None, **cons
 
 def upper_bound(model: type[BaseModel], field: str) -> int:
     """The field's `le` bound in the profile schema: the form offers what a profile accepts."""
-    return min(m.le for m in model.model_fields[field].metadata if isinstance(m, Le))
+    return bounds(model.model_fields[field])[1]
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Annotated
 
 from pydantic import Field, Strict
+from pydantic.fields import FieldInfo
 
 # A day: every deadline specops waits on (a build, a benchmark run, a server start) fits in it,
 # and a larger one is a unit mistake (milliseconds given as seconds) rather than a wish.
@@ -23,3 +24,10 @@ Real = Annotated[float, Strict(), Field(allow_inf_nan=False)]
 
 Seconds = Annotated[float, Strict(), Field(gt=0, le=MAX_TIMEOUT_S, allow_inf_nan=False)]
 """A timeout: finite, positive, at most a day."""
+
+
+def bounds(field: FieldInfo) -> tuple[float | None, float | None]:
+    """A field's (ge, le) bounds, the tightest its constraints state; None for a side they leave open."""
+    lows = [m.ge for m in field.metadata if getattr(m, "ge", None) is not None]
+    highs = [m.le for m in field.metadata if getattr(m, "le", None) is not None]
+    return max(lows, default=None), min(highs, default=None)

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict, ValidationInfo, field_validator, model_validator
 
-from specops.fields import Count
+from specops.fields import Count, bounds
 from specops.methods import METHODS
 from specops.profile.errors import ProfileError
 from specops.profile.loader import LoadedProfile, overridden
@@ -115,9 +115,7 @@ def knob_settings(draft_lengths: list[int], knobs: dict[str, list[int]]) -> list
 def knob_values(flag: str, key: str, values: list[int], method: str) -> list[int]:
     """A knob's sweep values checked against the method spec's own bounds (NgramMethod cites the engines'), the
     refusal naming the flag: each once, within bounds, and a field of the profile's method."""
-    field = METHODS.get("ngram").model_fields[key.rsplit(".", 1)[1]]
-    low = max(m.ge for m in field.metadata if hasattr(m, "ge"))
-    high = min(m.le for m in field.metadata if hasattr(m, "le"))
+    low, high = bounds(METHODS.get("ngram").model_fields[key.rsplit(".", 1)[1]])
     problem = None
     if method != "ngram":
         problem = f"{key} is a knob of method 'ngram'; the profile's method is {method!r}"
