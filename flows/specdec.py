@@ -121,7 +121,8 @@ def measure(loaded: LoadedProfile, backend: Backend, tool: BenchTool, run: RunDi
                                              facts, f"render {v.name}")
             serve_and_benchmark(loaded, backend, tool, run, facts, variants, repos, workload, tokenizer, checked)
             facts.predicted = predict_acceptance(loaded, backend, run, workload)  # on the cores the servers freed
-            keep_step_cost(loaded, backend, facts.variants, run)  # after the prediction, which used the earlier
+            # after the prediction, which used the earlier runs' cost; its replay gives the requests' steps
+            keep_step_cost(loaded, backend, facts.variants, run, facts.predicted)
         finally:
             facts.window = Window(started_at=held.started_at, finished_at=time.time(), slots=held.names,
                                   waited_s=round(held.waited_s, 3))

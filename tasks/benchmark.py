@@ -121,7 +121,8 @@ def read_acceptance(backend: Backend, server: Server, variant: Variant, settle: 
 
 
 @step(timed="predict", label="speculative")
-def keep_step_cost(loaded: LoadedProfile, backend: Backend, variants: list[VariantRecord], run: RunDir) -> None:
+def keep_step_cost(loaded: LoadedProfile, backend: Backend, variants: list[VariantRecord], run: RunDir,
+                   predicted: Predicted | None) -> None:
     """The run's requests into this host's step-cost store (replay.step_cost), which later replays and runs predict
     their speedups with; only where the backend runs the replay's drafters here."""
     by_name = {v.name: v for v in variants}
@@ -129,7 +130,7 @@ def keep_step_cost(loaded: LoadedProfile, backend: Backend, variants: list[Varia
     if not backend.replays_here() or spec is None or base is None:
         return
     try:
-        added = record_step_cost(loaded, spec.samples, base.samples, str(run.path))
+        added = record_step_cost(loaded, spec.samples, base.samples, str(run.path), predicted)
     except (OSError, ValueError) as exc:  # a reading for later runs, never a step this run needs
         get_run_logger().warning("step cost not kept: %s", exc)
         return

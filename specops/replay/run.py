@@ -158,8 +158,9 @@ NO_COST = ("no step cost measured for this engine, target and host yet (a served
 
 def cost_key_of(loaded: LoadedProfile) -> dict[str, str]:
     target = fetch(loaded.profile.target.source, cache_root(), log=lambda m: None)
-    return cost_key(f"vLLM {vllm_cpu.version()}", target.sha256, str(engine_args(loaded).get("dtype", "auto")),
-                    host_record().cpu_model, loaded.profile.benchmark.concurrency)
+    return cost_key(f"vLLM {vllm_cpu.version()}", loaded.profile.method.kind, target.sha256,
+                    str(engine_args(loaded).get("dtype", "auto")), host_record().cpu_model,
+                    loaded.profile.benchmark.concurrency)
 
 
 def step_cost(loaded: LoadedProfile) -> StepCost | None:
@@ -176,10 +177,12 @@ def with_speedup(p: Prediction, cost: StepCost | None, categories: list[str | No
                                 "category_speedups": {c: s for c, s in by.items() if s is not None}})
 
 
-def record_step_cost(loaded: LoadedProfile, spec: list[RequestSample], base: list[RequestSample], run: str) -> int:
+def record_step_cost(loaded: LoadedProfile, spec: list[RequestSample], base: list[RequestSample], run: str,
+                     predicted: Predicted | None = None) -> int:
     """A served run's requests into the host's step-cost store (after its own prediction, which used the ones
-    before); how many it added."""
-    found = observations(spec, base, run)
+    before; its replay's steps are the requests' own, where it has one); how many it added."""
+    replayed = predicted.prompt_counts if predicted else None
+    found = observations(spec, base, run, loaded.profile.benchmark.concurrency, replayed or None)
     CostStore(cache_root()).add(cost_key_of(loaded), found, time.time())
     return len(found)
 

@@ -1,17 +1,22 @@
 """What a decode step costs on a served engine, measured from its own served runs; and the speedup a setting's replay
 predicts with it.
 
-A step's time is modelled as fixed + draft_s x [the step verifies a draft] + per_token_s x (tokens it verifies): on a
-CPU a forward over several tokens is a matrix product where one token is a vector product (the jump), then grows
-with the tokens. A served request's decode time (its latency less its time to first token) is the sum of its steps,
-so each request of a run at concurrency 1 is one equation in the three unknowns: its steps S (output tokens - 1 -
-accepted drafts), its drafted steps D (vLLM's per-request num_spec_steps; 0 for the base) and the tokens it verified
-N (S + the drafts it was given). Times are kept in units of the same run's base step (its base requests' decode
-time per step): a host's speed moves from run to run (2x between days here), and a speedup needs only what a step
-costs relative to the base's, which a run measures on both arms in the same minutes. The store keeps each request's
-(S, D, N, decode time, prefill time) per engine, target, dtype, CPU model and concurrency, from every served run on
-the host, and fits the three by non-negative least squares; a run's own prediction uses what was measured before
-it. The replay gives a setting's S, D and N per prompt (its greedy steps), so each prompt's time on both arms
+A step's time is modelled as fixed + proposer_s x [the speculative engine proposes] + draft_s x [the step verifies a
+draft] + per_token_s x (drafted tokens it verifies): the proposer runs on every step of a speculative engine, found
+or not (n-gram's lookup scans the context each step), and on a CPU a forward over several tokens is a matrix product
+where one token is a vector product (the jump), then grows with the tokens. At concurrency c a step is batched: each
+request's step also carries its c - 1 partners' proposals and drafts, taken at the run's (or setting's) mean rate per
+step. A served request's decode time (its latency less its time to first token) is the sum of its steps, so each
+request is one equation in the four unknowns: its steps S, its drafted steps D (vLLM's per-request num_spec_steps; 0
+for the base) and its drafted tokens. Where the run holds its replay (the same prompts' greedy steps, which match the
+engine's drafted counts exactly), S is the replay's: the engine's accepted count also holds drafts accepted past the
+request's last token (11 a request at suffix K 64), so output - 1 - accepted undercounts its steps. Times are kept in
+units of the same run's base step (its base requests' decode time per step): a host's speed moves from run to run
+(2x between days here), and a speedup needs only what a step costs relative to the base's, which a run measures on
+both arms in the same minutes. The store keeps each request's equation per engine, method, target, dtype, CPU model
+and concurrency (each proposer has its own cost: one fit over n-gram and suffix missed each by 2-3%, 2026-12-06),
+from every served run on the host, and fits the four by non-negative least squares; a run's own prediction uses what
+was measured before it. The replay gives a setting's S, D and drafts per prompt, so each prompt's time on both arms
 follows, and their ratio with its interval over the prompts (results.speedup) is the predicted speedup.
 """
 from __future__ import annotations
@@ -33,9 +38,12 @@ MIN_DRAFTED = 4  # speculative requests a fit needs (base requests alone cannot 
 
 
 class Observation(Record):
+    """One request's equation: its terms as the fit weighs them (partners' shares included at concurrency > 1)."""
+
     steps: int
-    drafted_steps: int
-    verified: int
+    proposed: float  # steps the proposer ran in: the request's and its partners' (0 on the base)
+    drafted_steps: float
+    drafted: float  # drafted tokens verified
     decode: float  # decode time, in base steps of its run
     prefill: float  # time to first token, in base steps of its run
     run: str  # the run directory it came from
@@ -46,6 +54,7 @@ class StepCost(Record):
 
     key: dict[str, str]
     fixed_s: float
+    proposer_s: float
     draft_s: float
     per_token_s: float
     prefill_s: float  # mean time to first token
@@ -56,47 +65,65 @@ class StepCost(Record):
 
     def describe(self) -> str:
         when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(self.measured_at))
-        return (f"a step with a draft = {1 + self.draft_s:.2f} base steps + {self.per_token_s:.3f} per drafted token "
-                f"verified ({self.key['engine']}, {self.key['cpu']}, "
+        return (f"a step with a draft = {1 + self.proposer_s + self.draft_s:.2f} base steps + "
+                f"{self.per_token_s:.3f} per drafted token verified, {1 + self.proposer_s:.2f} without "
+                f"({self.key['engine']}, {self.key['method']}, {self.key['cpu']}, "
                 f"concurrency {self.key['concurrency']}; {self.requests} requests of {self.runs} runs, last {when}, "
                 f"fit within {self.residual:.0%})")
 
 
-def cost_key(engine: str, target_sha256: str, dtype: str, cpu: str, concurrency: int) -> dict[str, str]:
-    return {"engine": engine, "target": target_sha256[:16], "dtype": dtype, "cpu": cpu, "concurrency": str(concurrency)}
+def cost_key(engine: str, method: str, target_sha256: str, dtype: str, cpu: str, concurrency: int) -> dict[str, str]:
+    return {"engine": engine, "method": method, "target": target_sha256[:16], "dtype": dtype, "cpu": cpu,
+            "concurrency": str(concurrency)}
 
 
-def observations(spec: list[RequestSample], base: list[RequestSample], run: str) -> list[Observation]:
+def _rates(counts: list[dict]) -> tuple[float, float]:
+    """Drafted steps and drafted tokens per step over a setting's requests: what a partner adds to a batched step."""
+    steps = sum(c["steps"] for c in counts) or 1
+    return sum(c["drafted_steps"] for c in counts) / steps, sum(c["drafted"] for c in counts) / steps
+
+
+def _terms(c: dict, partners: int, rates: tuple[float, float]) -> dict[str, float]:
+    """A speculative request's terms: its own counts and, per step, its partners' proposals and drafts."""
+    s = c["steps"]
+    return {"steps": s, "proposed": s * (1 + partners), "drafted_steps": c["drafted_steps"] + partners * rates[0] * s,
+            "drafted": c["drafted"] + partners * rates[1] * s}
+
+
+def observations(spec: list[RequestSample], base: list[RequestSample], run: str, concurrency: int = 1,
+                 replayed: list[dict] | None = None) -> list[Observation]:
     """Each request's equation in units of the run's base step, where it carries what the fit needs (its time to
-    first token, and for the speculative arm the engine's per-request counts); none without a base to measure the
-    unit by."""
+    first token, and for the speculative arm its counts: the run's replay per prompt, `replayed`, else the engine's
+    per-request counts); none without a base to measure the unit by."""
     timed = [s for s in base if s.ttft_s is not None and s.output_tokens > 1]
     if not timed:
         return []
     unit = sum(s.latency_s - s.ttft_s for s in timed) / sum(s.output_tokens - 1 for s in timed)
-    out = []
-    for s in [*(s for s in spec if s.spec_steps is not None), *timed]:
-        if s.ttft_s is None or s.output_tokens < 2:
-            continue
-        steps = s.output_tokens - 1 - (s.accepted_tokens or 0)
-        out.append(Observation(steps=steps, drafted_steps=s.spec_steps or 0, verified=steps + (s.draft_tokens or 0),
-                               decode=(s.latency_s - s.ttft_s) / unit, prefill=s.ttft_s / unit, run=run))
-    return out
+    drafted = [s for s in spec if s.spec_steps is not None and s.ttft_s is not None and s.output_tokens > 1]
+    counts = [replayed[s.prompt] if replayed else
+              {"steps": s.output_tokens - 1 - (s.accepted_tokens or 0), "drafted_steps": s.spec_steps,
+               "drafted": s.draft_tokens or 0} for s in drafted]
+    rates = _rates(counts)
+    terms = [_terms(c, concurrency - 1, rates) for c in counts]
+    terms += [{"steps": s.output_tokens - 1, "proposed": 0, "drafted_steps": 0, "drafted": 0} for s in timed]
+    return [Observation(**t, decode=(s.latency_s - s.ttft_s) / unit, prefill=s.ttft_s / unit, run=run)
+            for s, t in zip([*drafted, *timed], terms)]
 
 
 def fit(found: list[Observation], key: dict[str, str], measured_at: float) -> StepCost | None:
-    """The three costs by non-negative least squares; None with too few speculative requests to tell them."""
+    """The four costs by non-negative least squares; None with too few speculative requests to tell them."""
     from scipy.optimize import nnls  # noqa: PLC0415 - only a prediction needs it
 
     if sum(o.drafted_steps > 0 for o in found) < MIN_DRAFTED or len(found) < 2 * MIN_DRAFTED:
         return None
-    a = np.array([[o.steps, o.drafted_steps, o.verified - o.steps] for o in found], dtype=float)
-    # columns: every step (fixed + its own token), steps with a draft, drafted tokens verified
+    a = np.array([[o.steps, o.proposed, o.drafted_steps, o.drafted] for o in found], dtype=float)
+    # columns: every step (fixed + its batch's own tokens), proposals, steps with a draft, drafted tokens verified
     y = np.array([o.decode for o in found])
-    (per_step, draft, per_token), _ = nnls(a, y)
-    rms = float(np.sqrt(np.mean(((a @ [per_step, draft, per_token]) - y) ** 2)) / np.mean(y))
+    coef, _ = nnls(a, y)
+    rms = float(np.sqrt(np.mean(((a @ coef) - y) ** 2)) / np.mean(y))
+    per_step, proposer, draft, per_token = (float(x) for x in coef)
     # per_step holds fixed + one verified token; split it by the drafted tokens' rate
-    return StepCost(key=key, fixed_s=float(per_step - per_token), draft_s=float(draft), per_token_s=float(per_token),
+    return StepCost(key=key, fixed_s=per_step - per_token, proposer_s=proposer, draft_s=draft, per_token_s=per_token,
                     prefill_s=float(np.mean([o.prefill for o in found])), requests=len(found),
                     runs=len({o.run for o in found}), measured_at=measured_at, residual=rms)
 
@@ -106,11 +133,13 @@ def predicted_speedup(cost: StepCost, counts: list[dict], prompts: list[int] | N
     the tokens after the prefill's) and the step cost: each prompt's time on the base (`emitted` steps of one
     token) and on the setting, paired prompt by prompt (results.speedup: its interval over the prompts)."""
     chosen = range(len(counts)) if prompts is None else prompts
-    one = cost.fixed_s + cost.per_token_s
+    one, partners, rates = cost.fixed_s + cost.per_token_s, int(cost.key["concurrency"]) - 1, _rates(counts)
     spec, base = [], []
     for i in chosen:
         c, tokens = counts[i], counts[i]["emitted"] + 1
-        spec_s = cost.prefill_s + one * c["steps"] + cost.draft_s * c["drafted_steps"] + cost.per_token_s * c["drafted"]
+        t = _terms(c, partners, rates)  # partners: any of the setting's requests, whatever the category asked
+        spec_s = (cost.prefill_s + one * t["steps"] + cost.proposer_s * t["proposed"]
+                  + cost.draft_s * t["drafted_steps"] + cost.per_token_s * t["drafted"])
         spec.append(RequestSample(prompt=i, round=0, latency_s=spec_s, output_tokens=tokens))
         base.append(RequestSample(prompt=i, round=0, latency_s=cost.prefill_s + one * c["emitted"],
                                   output_tokens=tokens))
