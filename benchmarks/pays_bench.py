@@ -8,11 +8,11 @@ suffix-vllm-serve-cpu) `specops replay` ranks the settings on the target's greed
 n-gram is then served at K 1, 2, 4 and the best setting's K (its best prompt-lookup lengths), suffix at K 8 and its
 best setting's K, each against vLLM's base at concurrency 1 with requests interleaved by AIPerf (the interval is over
 the prompts); above it (in alternating round blocks, 3 rounds: the interval is over the rounds, each run three times
-as long) the best K and one shorter of each method. Before a
-setting is served the replay predicts its speedup from this host's step cost (replay/step_cost.py: what a step
-costs, with the proposer, with a draft and per verified token, fitted from the requests of the method's runs served
-before it at that concurrency); a method and concurrency with no cost yet is first measured by serving the profile as shipped, whose own
-prediction is not counted. One table: the setting, the predicted speedup with its 95% interval beside the measured
+as long) the best K and one shorter of each method. Before a setting is served the replay predicts its speedup from
+this host's step cost (replay/step_cost.py: what a step costs, with the proposer, with a draft and per verified
+token, fitted from the requests of the method's runs served before it at that concurrency); a method and
+concurrency with no cost yet is first measured by serving the profile as shipped, whose own prediction is not
+counted. One table: the setting, the predicted speedup with its 95% interval beside the measured
 one, whether the measured interval holds the prediction, and accepted tokens per step predicted and served.
 Nothing here asserts a target.
 """
