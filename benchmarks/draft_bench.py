@@ -59,11 +59,11 @@ def _num(value) -> float:
 
 
 def hf_rows(rows: list[dict], overrides: list[str]) -> list[dict]:
-    from specops.bench.hf_compare import HF_SPECULATION, compare
     from specops.bench.prompts import load_prompts
+    from specops.host.roots import cache_root
     from specops.profile.loader import load_profile
-    from specops.run.roots import cache_root
-    from specops.sources.schemes import fetch
+    from specops.runtime.hf_compare import HF_SPECULATION, compare
+    from specops.sources.fetch import fetch
 
     out = []
     for row in rows:
@@ -110,7 +110,7 @@ def main() -> None:
     provenance.add_argument(parser)
     args = parser.parse_args()
     from cli.common import prefect_defaults
-    from specops.run.roots import artifacts_root
+    from specops.host.roots import artifacts_root
 
     prefect_defaults()
     overrides = args.overrides or DEFAULTS

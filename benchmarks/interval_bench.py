@@ -41,7 +41,7 @@ def main() -> None:
 
     prefect_defaults()
     from flows.specdec import run_specdec
-    from specops.run.roots import artifacts_root
+    from specops.host.roots import artifacts_root
 
     rows = []
     for design in args.designs:

@@ -63,14 +63,14 @@ def main() -> None:
     args = parser.parse_args()
 
     from specops.bench.tool import bench_tool
+    from specops.host.roots import cache_root
     from specops.pipeline.backend import backend_for
     from specops.pipeline.benchmark import bench_job, workload_for
     from specops.pipeline.check import Pace, smoke
     from specops.pipeline.render import render_repository, stage_repository
     from specops.profile.loader import load_profile
-    from specops.run.roots import cache_root
     from specops.run.variant import SPECULATIVE, variants_of
-    from specops.sources.schemes import fetch
+    from specops.sources.fetch import fetch
 
     overrides = [f"benchmark.num_requests={args.requests}", f"benchmark.output_tokens={args.output_tokens}",
                  f"benchmark.concurrency={args.concurrency}", "benchmark.warmup_requests=0"]

@@ -14,7 +14,7 @@ import time
 
 import torch
 
-from specops.run.roots import cache_root
+from specops.host.roots import cache_root
 from specops.runtime.engine import DecodingEngine
 from specops.runtime.proposers import make_proposer
 from specops.sources.embedded import fetch_embedded

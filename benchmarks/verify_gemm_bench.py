@@ -17,7 +17,7 @@ import provenance
 import torch
 import torch.nn.functional as F
 
-from specops.run.roots import cache_root
+from specops.host.roots import cache_root
 from specops.runtime.verify_gemm import use_verify_gemm, verify_linear
 from specops.sources.embedded import fetch_embedded
 

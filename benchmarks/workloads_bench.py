@@ -60,7 +60,7 @@ def table(method: str, prediction, result) -> list[str]:
 
 
 def plot(results: dict[str, object], path: Path) -> Path:
-    from specops.report.plot import plt, save_figure
+    from specops.charts.figure import plt, save_figure
 
     fig, ax = plt.subplots(figsize=(9, 3.8))
     for offset, (method, result) in zip((-0.15, 0.15), results.items()):

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 from cli.common import EXIT_FAILED, EXIT_PREREQUISITES, profile_args
-from specops.run.roots import ROOT_VARIABLES
+from specops.host.roots import ROOT_VARIABLES
 
 
 def add_parser(sub) -> None:
@@ -42,7 +42,7 @@ def add_parser(sub) -> None:
 
 
 def cmd_janitor(args) -> int:
-    from specops.host import janitor
+    from specops.pipeline import janitor
 
     runs = None
     if not args.all:  # a flow run the Prefect API calls running is left alone, whatever its process looks like here
@@ -71,7 +71,7 @@ def _write_row(record: dict) -> None:
 
 
 def cmd_settings(args) -> int:
-    from specops.run.roots import roots
+    from specops.host.roots import roots
     from specops.settings import table
 
     print(roots()[args.get] if args.get else "\n".join(table()))

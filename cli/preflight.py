@@ -13,11 +13,11 @@ import socket
 import tempfile
 from pathlib import Path
 
+from specops.host.roots import artifacts_root, cache_root, existing_ancestor, free_space_problem
 from specops.http_client import Client, HttpError, StatusError, is_loopback
 from specops.profile.errors import ProfileError
 from specops.profile.loader import LoadedProfile
 from specops.results.store import results_problems
-from specops.run.roots import artifacts_root, cache_root, existing_ancestor, free_space_problem
 from specops.run.rundir import check_free_run_id
 from specops.settings import env_name, settings
 from specops.sources.schemes import missing_target_files, parse_source

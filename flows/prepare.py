@@ -9,8 +9,8 @@ from pathlib import Path
 from flows.serving import served
 from prefect_adapters.slot_limits import hold_slots
 from specops.backends.base import Backend
+from specops.cost.slots import run_slots
 from specops.draft.spec import TrainResult
-from specops.host.slots import run_slots
 from specops.pipeline.answer_sources import answer_source
 from specops.pipeline.summarize import RunFacts
 from specops.profile.loader import LoadedProfile

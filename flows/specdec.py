@@ -24,14 +24,14 @@ from prefect_adapters.slot_limits import hold_slots
 from specops.backends.base import Backend
 from specops.bench.sampling import Workload
 from specops.bench.tool import BenchTool
-from specops.host.slots import run_slots
+from specops.cost.slots import run_slots
+from specops.host.roots import cache_root
 from specops.pipeline.backend import backend_for, tool_for
 from specops.pipeline.check import Checked
 from specops.pipeline.summarize import RunFacts
 from specops.profile.loader import LoadedProfile
 from specops.results.model import RunResult, Status, Window
 from specops.results.role import RunRole
-from specops.run.roots import cache_root
 from specops.run.rundir import RunDir
 from specops.run.variant import BASE, SPECULATIVE, Variant, variants_of
 from tasks.benchmark import keep_step_cost, predict_acceptance

@@ -39,15 +39,15 @@ from prefect_adapters.parameters import (
 from prefect_adapters.reaping import reap_servers
 from prefect_adapters.refusal import loaded_or_refused, refused_run_id
 from prefect_adapters.slot_limits import Held, hold_slots
+from specops.cost.slots import run_slots
 from specops.host import tracking
-from specops.host.slots import run_slots
+from specops.host.roots import cache_root
 from specops.pipeline.backend import backend_for, tool_for
 from specops.pipeline.check import separate_check
 from specops.profile.loader import overridden
 from specops.replay.run import priced_at
 from specops.results.model import RunResult, Window
 from specops.results.role import SWEEP_CELL, RunRole
-from specops.run.roots import cache_root
 from specops.run.rundir import INTERRUPTED, end_open_statuses
 from specops.run.variant import BASE, SPECULATIVE, Variant, base_method
 from specops.sweep.analysis import Cell, choose_k

@@ -10,7 +10,8 @@ from uuid import UUID
 
 from prefect import runtime
 
-from specops.host import janitor, tracking
+from specops.host import tracking
+from specops.pipeline import janitor
 
 
 def _flow_run_id() -> str | None:

@@ -1,4 +1,4 @@
-"""Hold a run's slots (specops/host/slots.py): its accelerator slots as Prefect global concurrency limits of
+"""Hold a run's slots (specops/cost/slots.py): its accelerator slots as Prefect global concurrency limits of
 1 (a second run on the same GPU waits, and its log says for which slot and behind which flow run),
 then its host locks (specops/host/host_lock.py), which also order runs that use another Prefect API.
 
@@ -22,8 +22,8 @@ from prefect.client.schemas.objects import ConcurrencyLeaseHolder, StateType
 from prefect.concurrency.sync import concurrency
 from prefect.exceptions import ObjectAlreadyExists, ObjectNotFound
 
+from specops.cost.slots import RunSlots
 from specops.host.host_lock import hold_host_locks
-from specops.host.slots import RunSlots
 from specops.run.rundir import RUNNING, RunDir
 
 TAG = "slot:"

@@ -1,4 +1,4 @@
-"""Number types shared by every profile section.
+"""Number types shared by every profile section, and the GPU request a profile's `gpus` names.
 
 pydantic's lax mode takes YAML's `true` as 1 for an int or a float (so `num_requests: true`
 would run one request), and a float field takes `.inf`/`.nan` (a timeout of "wait forever").
@@ -31,3 +31,15 @@ def bounds(field: FieldInfo) -> tuple[float | None, float | None]:
     lows = [m.ge for m in field.metadata if getattr(m, "ge", None) is not None]
     highs = [m.le for m in field.metadata if getattr(m, "le", None) is not None]
     return max(lows, default=None), min(highs, default=None)
+
+
+GpuRequest = str | int | list[str] | None  # the Docker launcher's GPU request: "all", a count, device ids; None
+
+
+def parse_gpus(value: str) -> GpuRequest:
+    """A profile's `gpus`: "all", a count ("2"), or device ids ("0,2"); "" and "none" ask for no GPU."""
+    if value in ("", "none"):
+        return None
+    if value == "all":
+        return "all"
+    return int(value) if value.isdigit() else [v.strip() for v in value.split(",") if v.strip()]

@@ -13,9 +13,10 @@ from specops.bench.sampling import Workload
 from specops.pipeline.benchmark import workload_for
 from specops.profile.schema import Profile
 from specops.run.rundir import RunDir
+from specops.sources.fetch import fetch
 from specops.sources.hub_files import CHECKPOINT, HubFiles
 from specops.sources.integrity import CacheCorruptError
-from specops.sources.schemes import ModelArtifact, fetch, has_chat_template, missing_target_files
+from specops.sources.schemes import ModelArtifact, has_chat_template, missing_target_files
 
 
 def _unless_corrupt(task, task_run, state) -> bool:

@@ -7,13 +7,13 @@ from prefect_adapters.step import step
 from specops.backends.base import Backend, PrerequisiteError
 from specops.bench.tool import BenchTool
 from specops.host import tracking
+from specops.host.roots import free_space_problem
 from specops.pipeline.abandoned import run_profile
 from specops.pipeline.backend import preflight
 from specops.profile.loader import LoadedProfile
 from specops.results.database import masked, results_url
 from specops.results.role import RunRole
 from specops.results.store import results_problems
-from specops.run.roots import free_space_problem
 from specops.run.rundir import RunDir
 
 

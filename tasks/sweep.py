@@ -10,13 +10,13 @@ from prefect.artifacts import create_link_artifact, create_markdown_artifact
 from prefect_adapters.step import step
 from specops.atomic_file import write_text
 from specops.profile.loader import LoadedProfile
-from specops.report.plot import write_sweep_plots
 from specops.report.writer import artifact_key, link_markdown, public_url
 from specops.results.model import RunResult
 from specops.run.rundir import RunDir
 from specops.sweep.cells import CellStore
 from specops.sweep.grid import SweepGrid, validate_grid
 from specops.sweep.outcome import SweepOutcome
+from specops.sweep.plot import write_sweep_plots
 from specops.sweep.replayed import check_replayable, replayed_settings
 from specops.sweep.table import sweep_markdown
 

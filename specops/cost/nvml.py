@@ -24,22 +24,11 @@ from typing import Any
 
 import psutil
 
+from specops.fields import parse_gpus
 from specops.results.model import GpuRecord, HostRecord
 
 CPUINFO = Path("/proc/cpuinfo")
 NO_DRIVER = "no NVIDIA driver (libnvidia-ml.so.1 not found)"
-
-
-GpuRequest = str | int | list[str] | None  # the Docker launcher's GPU request: "all", a count, device ids; None
-
-
-def parse_gpus(value: str) -> GpuRequest:
-    """A profile's `gpus`: "all", a count ("2"), or device ids ("0,2"); "" and "none" ask for no GPU."""
-    if value in ("", "none"):
-        return None
-    if value == "all":
-        return "all"
-    return int(value) if value.isdigit() else [v.strip() for v in value.split(",") if v.strip()]
 
 
 class EnergyCounterError(RuntimeError):

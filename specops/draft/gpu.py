@@ -45,7 +45,7 @@ class _Section(BaseModel):
 
 
 def _docker_gpus(value: str) -> str:
-    from specops.cost.nvml import parse_gpus
+    from specops.fields import parse_gpus
 
     parsed = parse_gpus(value)
     if parsed is None:

@@ -4,7 +4,7 @@ Each record is a JSON file under <cache>/live/: what was started (`kind`: server
 prefect-server, ...; pid + create_time, so a recycled pid is never taken for it; or a
 container id), the run that owns it (`owner`, the flow run id when there is one) and the specops
 process that started it (`owner_pid` + `owner_create_time`). A normal stop removes the record;
-specops.host.janitor stops what is recorded for owners that are gone.
+specops.pipeline.janitor stops what is recorded for owners that are gone.
 """
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from typing import Any
 import psutil
 
 from specops.atomic_file import write_text
-from specops.run.roots import cache_root
+from specops.host.roots import cache_root
 
 CREATE_TIME_TOLERANCE_S = 1.0  # psutil derives create_time from boot time + start ticks
 # A run's own record, from its first moment (its directory, this process): never stopped by the janitor, which ends

@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from specops.cost.nvml import GpuRequest
+from specops.fields import GpuRequest
 from specops.host.tracking import current_owner
 
 LABEL_MANAGED = "specops.managed"
@@ -20,7 +20,6 @@ LABEL_PROFILE = "specops.profile"
 LABEL_ROLE = "specops.role"
 LABEL_SECRET_NAMES = "specops.secret_env"
 LABEL_FLOW_RUN = "specops.flow_run"  # the run that started it (servers and one-shot builds alike)
-
 
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 

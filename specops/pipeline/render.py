@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 from specops.backends.base import Backend, Server
-from specops.host import janitor
+from specops.pipeline import janitor
 from specops.run.rundir import RunDir
 from specops.run.variant import Variant
 from specops.sources.entry_lock import Stored, produce_once

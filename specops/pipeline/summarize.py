@@ -12,6 +12,7 @@ from specops.backends.base import Backend
 from specops.bench.sampling import Workload
 from specops.bench.tool import BenchTool
 from specops.cost.nvml import host_record
+from specops.host.roots import cache_root
 from specops.pipeline.check import cache_primed
 from specops.profile.loader import LoadedProfile
 from specops.results.calibration import host_calibration
@@ -35,7 +36,6 @@ from specops.results.paired import Design, Speedup
 from specops.results.predicted import Predicted
 from specops.results.role import RunRole
 from specops.results.speedup import paired_speedup
-from specops.run.roots import cache_root
 from specops.run.rundir import RunDir
 from specops.run.variant import BASE, SPECULATIVE, Variant
 from specops.sources.schemes import ModelArtifact

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from specops.results.figures import figure
 from specops.results.model import RunResult
-from specops.upgrade.table import wilson
+from specops.results.speedup import wilson
 
 POSITION_PREFIX = "acceptance_rate_pos"
 SPEEDUP = "speedup"  # also the metric an A/A calibration sets the noise floor of

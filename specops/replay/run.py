@@ -15,6 +15,7 @@ from pathlib import Path
 from specops.backends.vllm import cpu as vllm_cpu
 from specops.bench.sampling import Workload, WorkloadError
 from specops.cost.nvml import host_record
+from specops.host.roots import cache_root
 from specops.pipeline.benchmark import workload_for
 from specops.profile.errors import ProfileError
 from specops.profile.loader import LoadedProfile
@@ -23,9 +24,8 @@ from specops.replay.step_cost import CostStore, StepCost, cost_key, observations
 from specops.replay.traffic import read_traffic, worker_requests
 from specops.results.metrics import RequestSample
 from specops.results.predicted import Predicted
-from specops.run.roots import cache_root
+from specops.sources.fetch import fetch
 from specops.sources.json_entry import read_entry, write_entry
-from specops.sources.schemes import fetch
 
 WORKER = Path(__file__).with_name("worker.py")
 # Engine args that change which tokens the target picks (or whether it starts); the rest of a served profile's

@@ -17,7 +17,7 @@ from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy.engine import URL, Connection, Engine
 
-from specops.run.roots import artifacts_root
+from specops.host.roots import artifacts_root
 from specops.settings import secret, settings
 
 MIGRATIONS = Path(__file__).with_name("migrations")

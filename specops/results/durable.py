@@ -14,10 +14,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from specops.atomic_file import write_text
+from specops.host.roots import artifacts_root
 from specops.results.compat import describe, load_record
 from specops.results.model import SCHEMA_VERSION, RunResult
 from specops.results.store import ResultsStore
-from specops.run.roots import artifacts_root
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +39,9 @@ def _newer(manifest: Path, data: dict) -> NewerManifest:
 
 
 MANIFEST = "manifest.json"  # the whole RunResult: what produced the run and what it measured
+# What report.writer writes into a run's directory beside it (and `specops plan` promises)
+REPORT_MD, COMPARISON_CSV, PLOT_PNG = "report.md", "comparison.csv", "comparison.png"
+REPORT_NAMES = (REPORT_MD, COMPARISON_CSV, PLOT_PNG, MANIFEST)
 
 
 def save_result(result: RunResult, run_path: Path) -> Path:

@@ -24,8 +24,10 @@ pooled ratio's own (linearized) variance: a percentile bootstrap over the demo's
 """
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from collections.abc import Iterable
+from statistics import NormalDist
 
 import numpy as np
 from scipy.special import stdtrit
@@ -140,3 +142,14 @@ def _t_interval(units: np.ndarray, unit_of: list[int], point: float, level: floa
     t = float(stdtrit(df, 1 - (1 - level) / 2))
     return (point * float(np.exp(-t * se)), point * float(np.exp(t * se)),
             f"{name} (t-interval over {len(ids)} {name}; {why})")
+
+
+def wilson(successes: float, trials: float, level: float = LEVEL) -> tuple[float, float] | None:
+    """Wilson score interval of a proportion; None without trials."""
+    if trials <= 0:
+        return None
+    z = NormalDist().inv_cdf(0.5 + level / 2)
+    p = min(max(successes / trials, 0.0), 1.0)
+    centre = (p + z * z / (2 * trials)) / (1 + z * z / trials)
+    half = z * math.sqrt(p * (1 - p) / trials + z * z / (4 * trials * trials)) / (1 + z * z / trials)
+    return max(0.0, centre - half), min(1.0, centre + half)

@@ -18,7 +18,7 @@ from typing import Any
 import yaml
 
 from specops.atomic_file import RunFileError, write_text
-from specops.run.roots import artifacts_root
+from specops.host.roots import artifacts_root
 from specops.run.spans import wall_shares
 
 log = logging.getLogger(__name__)

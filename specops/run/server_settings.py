@@ -18,4 +18,4 @@ class Serving(BaseModel):
         description="hold the host's slot(s) from the first engine build to the last server stop, so runs queue "
                     "instead of sharing a device: null = a host lock per GPU, or one for the host's CPU, which orders "
                     "every run of the host (CLI or worker), plus a Prefect slot per GPU; true = a Prefect slot on CPU "
-                    "too; false = neither (see specops/host/slots.py)")
+                    "too; false = neither (see specops/cost/slots.py)")

@@ -9,13 +9,8 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from specops.sources.hub_files import HubFiles
 
 EMBEDDED_MODELS = ("smollm2-135m",)
 HF_SCHEME = "hf://"
@@ -150,18 +145,3 @@ def fetch_local(path: Path) -> ModelArtifact:
             f"local model path has no config.json (not an HF checkpoint dir?): {resolved}"
         )
     return ModelArtifact(path=resolved, source=f"local:{resolved}", sha256=hash_dir(resolved))
-
-
-def fetch(source: str, cache_dir: Path, log: Callable[[str], None] = print,
-          files: HubFiles | None = None) -> ModelArtifact:
-    """The checkpoint `source` names; of a hub repository only `files` (a backend's HubFiles) when given."""
-    ref = parse_source(source)
-    if ref.scheme == "embedded":
-        from specops.sources.embedded import fetch_embedded
-
-        return fetch_embedded(cache_dir, log=log)
-    if ref.scheme == "hf":
-        from specops.sources.hf import fetch_hf
-
-        return fetch_hf(ref.name, ref.revision, cache_dir, log=log, files=files)
-    return fetch_local(Path(ref.name))  # not a cache: the user may change it between runs, so hashed on every fetch

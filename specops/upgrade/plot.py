@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from specops.report.plot import label_acceptance_axes, plt, save_figure
+from specops.charts.figure import label_acceptance_axes, plt, save_figure
 from specops.results.model import RunResult
 from specops.results.paired import LEVEL
 from specops.upgrade.sides import Side

@@ -7,14 +7,13 @@ intervals are "no change" (not proof of equality: the check then cannot tell the
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from enum import StrEnum
-from statistics import NormalDist
 
 from specops.results.figures import MISSING, figure, interval_text, shown
 from specops.results.model import RunResult
 from specops.results.paired import LEVEL
+from specops.results.speedup import wilson
 from specops.upgrade.sides import Side
 
 
@@ -45,17 +44,6 @@ def change(before: Estimate | None, after: Estimate | None) -> Change:
     if after.low > before.high:  # type: ignore[operator]
         return Change.RISE
     return Change.NONE
-
-
-def wilson(successes: float, trials: float, level: float = LEVEL) -> tuple[float, float] | None:
-    """Wilson score interval of a proportion; None without trials."""
-    if trials <= 0:
-        return None
-    z = NormalDist().inv_cdf(0.5 + level / 2)
-    p = min(max(successes / trials, 0.0), 1.0)
-    centre = (p + z * z / (2 * trials)) / (1 + z * z / trials)
-    half = z * math.sqrt(p * (1 - p) / trials + z * z / (4 * trials * trials)) / (1 + z * z / trials)
-    return max(0.0, centre - half), min(1.0, centre + half)
 
 
 # ---- version facts -------------------------------------------------------------------------------------

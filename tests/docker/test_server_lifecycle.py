@@ -128,7 +128,7 @@ def test_missing_image_says_docker_pull(launcher, dockerd, tmp_path):
 
 def test_flow_janitor_reaps_a_recorded_container(dockerd, launcher, test_image, tmp_path, monkeypatch):
     """The records the pipeline keeps for the Prefect hooks cover containers too (by id)."""
-    from specops.host import janitor
+    from specops.pipeline import janitor
 
     monkeypatch.setenv("SPECOPS_CACHE", str(tmp_path / "cache"))
     handle = launcher.start(_spec(test_image, "echo marker-recorded; sleep 1000", run_id="flow-run"),
@@ -147,7 +147,7 @@ def test_janitor_stops_a_dead_runs_container_and_keeps_a_live_runs(dockerd, laun
     """`specops janitor` without an owner: containers whose specops process is gone, not a live run's."""
     import subprocess
 
-    from specops.host import janitor
+    from specops.pipeline import janitor
 
     monkeypatch.setenv("SPECOPS_CACHE", str(tmp_path / "cache"))
     dead, live = (launcher.start(_spec(test_image, "sleep 1000", run_id=name), tmp_path / f"{name}.log")

@@ -24,8 +24,9 @@ from specops.backends.base import Backend
 from specops.backends.container.config import ContainerBackendConfig
 from specops.backends.container.placement import SIDECAR, Placed, PlacedModel, placeholder, read_sidecar, sidecar
 from specops.backends.container.server import ContainerServer
-from specops.cost.nvml import parse_gpus
+from specops.fields import parse_gpus
 from specops.host.processes import pick_free_ports, teardown_quietly
+from specops.host.roots import cache_root
 from specops.launch import (
     LABEL_PROFILE,
     LABEL_ROLE,
@@ -36,7 +37,6 @@ from specops.launch import (
     describe_line,
 )
 from specops.run.plan_step import PlanStep
-from specops.run.roots import cache_root
 from specops.run.variant import Variant
 from specops.settings import env_name
 from specops.sources.hf import HUB_CACHE

@@ -51,7 +51,7 @@ class ContainerServer:
 
     def record(self) -> dict[str, Any]:
         # No create_time: the process janitor never signals a container pid; it stops the
-        # container by id (specops.host.janitor), and the launcher's janitor finds it by label.
+        # container by id (specops.pipeline.janitor), and the launcher's janitor finds it by label.
         e = self.endpoint
         return {"pid": 0, "tool": "docker", "image": self.image, **self.handle.record(),
                 "ports": sorted({e.http_port, e.grpc_port, e.metrics_port})}

@@ -11,9 +11,9 @@ from typing import Any
 from specops.acceptance.model import Acceptance
 from specops.backends.base import Backend
 from specops.backends.triton_process import TritonProcessServer, start_triton
+from specops.host.roots import cache_root
 from specops.methods import MethodConfig
 from specops.run.plan_step import PlanStep
-from specops.run.roots import cache_root
 from specops.run.variant import Variant
 from specops.sources.schemes import ModelArtifact
 from specops.triton import client

@@ -18,7 +18,7 @@ STOP_ALLOWED = (
     "specops/backends/",  # a backend's servers and their launch() clean-up
     "specops/launch/",  # the Docker launcher stops its containers
     "specops/triton/",  # the tritonserver process wrapper
-    "specops/host/janitor.py",  # reaps what a dead run left, by record rather than by server
+    "specops/pipeline/janitor.py",  # reaps what a dead run left, by record rather than by server
     "specops/cost/meter.py",  # a cost meter's sampler, not a server
 )
 

@@ -169,7 +169,7 @@ def test_a_stopped_process_leaves_no_openmp_registration_in_dev_shm(tmp_path):
 
 
 def test_the_janitor_removes_the_registration_a_killed_process_left(tmp_path, monkeypatch):
-    from specops.host import janitor
+    from specops.pipeline import janitor
 
     monkeypatch.setenv("SPECOPS_CACHE", str(tmp_path / "cache"))
     proc, registration = _openmp_process(tmp_path)

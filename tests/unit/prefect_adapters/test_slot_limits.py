@@ -5,8 +5,8 @@ from __future__ import annotations
 from prefect.logging import disable_run_logger
 
 from prefect_adapters.slot_limits import hold_slots
+from specops.cost.slots import run_slots
 from specops.host.host_lock import LOCK_DIR_ENV, holder_of
-from specops.host.slots import run_slots
 
 
 def test_a_cpu_run_holds_its_host_lock_while_it_runs_and_releases_it_after(tmp_path, monkeypatch):

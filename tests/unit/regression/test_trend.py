@@ -6,11 +6,11 @@ import pytest
 from matplotlib import dates as mdates
 from matplotlib.colors import to_rgb
 
+from specops.charts.figure import plt
 from specops.regression.metrics import METRICS
 from specops.regression.policy import RegressionPolicy
 from specops.regression.trend import BAND_COLORS, VERDICT_COLORS, png_figure, trend_figure, write_trend
 from specops.regression.verdict import Verdict
-from specops.report.plot import plt
 from specops.results.model import Status
 from tests.results_factory import T0
 from tests.unit.regression.runs import aa_run, baseline, run

@@ -19,7 +19,7 @@ from specops.regression.verdict import (
     log_band,
     series,
 )
-from specops.upgrade.table import wilson
+from specops.results.speedup import wilson
 from tests.unit.regression.runs import aa_run, baseline, run
 
 POLICY = RegressionPolicy()

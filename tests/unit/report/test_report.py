@@ -8,7 +8,8 @@ import pandas as pd
 
 from specops.acceptance.model import Acceptance
 from specops.report.plot import _per_prompt_panel
-from specops.report.writer import REPORT_NAMES, summary, write_report
+from specops.report.writer import summary, write_report
+from specops.results.durable import REPORT_NAMES
 from specops.results.metrics import PromptSpread
 from specops.results.model import RunResult, Status
 from specops.results.paired import Design

@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from specops.sources.schemes import fetch, fetch_local, hash_dir
+from specops.sources.fetch import fetch
+from specops.sources.schemes import fetch_local, hash_dir
 
 
 def _checkpoint(path):

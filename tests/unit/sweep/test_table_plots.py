@@ -2,9 +2,10 @@
 from __future__ import annotations
 
 from specops.profile.loader import load_profile
-from specops.report.plot import write_compare_plot, write_sweep_plots
+from specops.report.plot import write_compare_plot
 from specops.results.model import Status
 from specops.sweep.analysis import Cell, best_k, choose_k, crossover
+from specops.sweep.plot import write_sweep_plots
 from specops.sweep.schedule import recommend
 from specops.sweep.table import format_compare, format_sweep, sweep_markdown
 from tests.results_factory import run_result

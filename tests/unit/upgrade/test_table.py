@@ -7,9 +7,10 @@ import pytest
 from specops.acceptance.model import Acceptance
 from specops.results.model import RunResult, ServedRecord, Status
 from specops.results.paired import Speedup
+from specops.results.speedup import wilson
 from specops.upgrade.plot import write_upgrade_plot
 from specops.upgrade.sides import AFTER, BEFORE, Side
-from specops.upgrade.table import Change, Estimate, change, format_upgrade, speedup_line, wilson
+from specops.upgrade.table import Change, Estimate, change, format_upgrade, speedup_line
 from tests.results_factory import run_result
 
 BEFORE_SIDE = Side(BEFORE, ("backend={kind: local}",), ("backend={kind: local}",), "local", {})

@@ -19,8 +19,8 @@ def prompts() -> list[str]:
 
 @pytest.mark.parametrize("method", ["ngram", "draft-target"])
 def test_runtime_and_hf_speculation_produce_the_same_tokens(smollm2_dir, prompts, method):
-    from specops.bench.hf_compare import HF_SPECULATION, _hf
     from specops.runtime.engine import DecodingEngine
+    from specops.runtime.hf_compare import HF_SPECULATION, _hf
 
     # draft-target with the target as its own draft: HF's assistant path and ours both run, and
     # every proposal is accepted, so a wrong rollback or offset would show up as a different token
@@ -35,7 +35,7 @@ def test_runtime_and_hf_speculation_produce_the_same_tokens(smollm2_dir, prompts
 
 
 def test_compare_reports_both_implementations(smollm2_dir, prompts):
-    from specops.bench.hf_compare import compare
+    from specops.runtime.hf_compare import compare
 
     timing = compare(smollm2_dir, "ngram", {"num_speculative_tokens": 4}, prompts[:2], 16)
     for rate in (timing.runtime_tok_s, timing.hf_tok_s, timing.runtime_greedy_tok_s, timing.hf_greedy_tok_s):
@@ -44,8 +44,8 @@ def test_compare_reports_both_implementations(smollm2_dir, prompts):
 
 
 def test_methods_without_an_hf_counterpart_are_not_compared():
-    from specops.bench.hf_compare import HF_SPECULATION
     from specops.methods import METHODS
+    from specops.runtime.hf_compare import HF_SPECULATION
 
     assert set(HF_SPECULATION) <= set(METHODS)
     assert not {"eagle", "eagle3", "medusa"} & set(HF_SPECULATION)

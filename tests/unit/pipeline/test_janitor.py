@@ -12,7 +12,8 @@ from pathlib import Path
 import psutil
 import pytest
 
-from specops.host import janitor, tracking
+from specops.host import tracking
+from specops.pipeline import janitor
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 # A run that starts a process with nothing tying it to its own life, records it, then idles.

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from specops.host.slots import RunSlots, run_slots, slot_names
+from specops.cost.slots import RunSlots, run_slots, slot_names
 from specops.pipeline.backend import backend_for
 from specops.profile.errors import ProfileError
 from specops.profile.loader import load_profile

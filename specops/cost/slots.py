@@ -20,6 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from specops.cost import nvml
+from specops.fields import parse_gpus
 
 # Prefect refuses these in a limit's name (prefect/types/names.py, BANNED_CHARACTERS).
 _BANNED = re.compile(r"[/%&<>]")
@@ -55,7 +56,7 @@ def slot_names(exclusive: bool | None, gpus: str, hostname: str | None = None,
     if value.startswith("device="):  # docker's form: ids only, even a single one ("device=3" is GPU 3)
         request: str | int | list[str] | None = [d.strip() for d in value[len("device="):].split(",") if d.strip()]
     else:
-        request = nvml.parse_gpus(value)  # a lone number is a count, as docker's --gpus reads it
+        request = parse_gpus(value)  # a lone number is a count, as docker's --gpus reads it
     if request is None or request == []:
         return [f"cpu:{host}"] if exclusive else []
     return [f"gpu:{host}:{_clean(d)}" for d in _devices(request, uuids())]

@@ -5,7 +5,7 @@ import pytest
 from matplotlib.colors import to_rgba
 from matplotlib.container import ErrorbarContainer
 
-from specops.report import plot
+from specops.sweep import plot
 from specops.sweep.analysis import Cell
 
 
