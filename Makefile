@@ -28,7 +28,7 @@ PREFECT_DB_URL ?=
 # setting). `make up`'s worker is this host: its runs keep what `specops run` here would.
 up: WORKER_ARTIFACTS ?= $(abspath $(or $(SPECOPS_ARTIFACTS),artifacts))
 # The cache: one per host, the one `specops run` here uses ($SPECOPS_CACHE, else specops's default,
-# ~/.cache/specops), asked of specops (specops/host/roots.py cache_root) rather than restated here.
+# ~/.cache/specops), asked of specops (specops/settings.py cache_root) rather than restated here.
 up: WORKER_CACHE ?= $(abspath $(or $(SPECOPS_CACHE),$(shell $(BIN)/specops settings --get SPECOPS_CACHE 2>/dev/null)))
 up: RESULTS_URL ?= $(or $(SPECOPS_RESULTS_URL),sqlite:///$(WORKER_ARTIFACTS)/results.db)
 # `make up` serves WORKER_ARTIFACTS over HTTP (specops serve-artifacts): the UI's plots and links; optional

@@ -60,9 +60,9 @@ def _num(value) -> float:
 
 def hf_rows(rows: list[dict], overrides: list[str]) -> list[dict]:
     from specops.bench.prompts import load_prompts
-    from specops.host.roots import cache_root
     from specops.profile.loader import load_profile
     from specops.runtime.hf_compare import HF_SPECULATION, compare
+    from specops.settings import cache_root
     from specops.sources.fetch import fetch
 
     out = []
@@ -109,8 +109,8 @@ def main() -> None:
     parser.add_argument("--no-hf", action="store_true", help="skip the HF transformers comparison")
     provenance.add_argument(parser)
     args = parser.parse_args()
-    from cli.common import prefect_defaults
-    from specops.host.roots import artifacts_root
+    from prefect_adapters.ephemeral import prefect_defaults
+    from specops.settings import artifacts_root
 
     prefect_defaults()
     overrides = args.overrides or DEFAULTS

@@ -24,8 +24,8 @@ ROWS = Path("artifacts") / "eagle3-study" / "rows.jsonl"
 
 def _target():
     """The target `eagle3-local` trains on, from its profile."""
-    from specops.host.roots import cache_root
     from specops.profile.loader import load_profile
+    from specops.settings import cache_root
     from specops.sources.fetch import fetch
 
     source = load_profile("eagle3-local").profile.target.source

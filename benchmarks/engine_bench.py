@@ -52,7 +52,7 @@ def main() -> None:
     parser.add_argument("--set", dest="overrides", action="append", default=None)
     provenance.add_argument(parser)
     args = parser.parse_args()
-    from cli.common import prefect_defaults
+    from prefect_adapters.ephemeral import prefect_defaults
 
     prefect_defaults()
     from flows.specdec import run_specdec

@@ -37,11 +37,11 @@ def main() -> None:
     parser.add_argument("--designs", nargs="+", default=list(DESIGNS), choices=list(DESIGNS))
     provenance.add_argument(parser)
     args = parser.parse_args()
-    from cli.common import prefect_defaults
+    from prefect_adapters.ephemeral import prefect_defaults
 
     prefect_defaults()
     from flows.specdec import run_specdec
-    from specops.host.roots import artifacts_root
+    from specops.settings import artifacts_root
 
     rows = []
     for design in args.designs:

@@ -63,13 +63,13 @@ def main() -> None:
     args = parser.parse_args()
 
     from specops.bench.tool import bench_tool
-    from specops.host.roots import cache_root
     from specops.pipeline.backend import backend_for
     from specops.pipeline.benchmark import bench_job, workload_for
     from specops.pipeline.check import Pace, smoke
     from specops.pipeline.render import render_repository, stage_repository
     from specops.profile.loader import load_profile
     from specops.run.variant import SPECULATIVE, variants_of
+    from specops.settings import cache_root
     from specops.sources.fetch import fetch
 
     overrides = [f"benchmark.num_requests={args.requests}", f"benchmark.output_tokens={args.output_tokens}",

@@ -70,7 +70,7 @@ def main() -> None:
     provenance.add_argument(parser)
     args = parser.parse_args()
     loads = [int(c) for c in args.concurrency.split(",")]
-    from cli.common import prefect_defaults
+    from prefect_adapters.ephemeral import prefect_defaults
 
     prefect_defaults()
     from flows.specdec import run_specdec

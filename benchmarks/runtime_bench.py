@@ -14,9 +14,9 @@ import time
 
 import torch
 
-from specops.host.roots import cache_root
 from specops.runtime.engine import DecodingEngine
 from specops.runtime.proposers import make_proposer
+from specops.settings import cache_root
 from specops.sources.embedded import fetch_embedded
 
 

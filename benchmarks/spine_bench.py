@@ -45,7 +45,7 @@ def main() -> None:
     parser.add_argument("--set", dest="overrides", action="append", default=None)
     parser.add_argument("--runs", type=int, default=1, help="repeat to see run-to-run spread (later runs are cached)")
     args = parser.parse_args()
-    from cli.common import prefect_defaults
+    from prefect_adapters.ephemeral import prefect_defaults
 
     prefect_defaults()
     for _ in range(args.runs):

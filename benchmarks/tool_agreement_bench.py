@@ -35,12 +35,12 @@ def main() -> None:
     args = parser.parse_args()
 
     from specops.bench.tool import bench_tool
-    from specops.host.roots import cache_root
     from specops.pipeline.backend import backend_for, preflight
     from specops.pipeline.benchmark import bench_job, workload_for
     from specops.pipeline.render import render_repository, stage_repository
     from specops.profile.loader import load_profile
     from specops.run.variant import BASE, variants_of
+    from specops.settings import cache_root
     from specops.sources.fetch import fetch
     from specops.triton.client import read_metrics
 

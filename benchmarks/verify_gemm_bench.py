@@ -17,8 +17,8 @@ import provenance
 import torch
 import torch.nn.functional as F
 
-from specops.host.roots import cache_root
 from specops.runtime.verify_gemm import use_verify_gemm, verify_linear
+from specops.settings import cache_root
 from specops.sources.embedded import fetch_embedded
 
 

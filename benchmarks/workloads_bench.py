@@ -90,7 +90,7 @@ def main() -> None:
     provenance.add_argument(parser)
     args = parser.parse_args()
     overrides = [*sized(args.categories.split(","), args.per_category), *args.overrides]
-    from cli.common import prefect_defaults
+    from prefect_adapters.ephemeral import prefect_defaults
 
     prefect_defaults()
     from flows.specdec import run_specdec

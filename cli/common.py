@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import copy
 import logging
-import os
 from collections.abc import Sequence
 from typing import Any, get_args, get_origin
 
@@ -105,14 +104,6 @@ def _positive(text: str) -> int:
     if not text.strip().isdigit() or int(text) < 1:
         raise argparse.ArgumentTypeError(f"{text!r}: give a whole number of 1 or more")
     return int(text)
-
-
-def prefect_defaults() -> None:
-    """Settings for running flows without a Prefect server (an ephemeral one is started)."""
-    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
-    # A fresh PREFECT_HOME migrates its SQLite database first: on 2 busy cores that outlasts
-    # the 20 s default and the run dies before it starts.
-    os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "180")
 
 
 def terminate_as_interrupt(signum, frame):  # so `finally` teardown runs on SIGTERM too

@@ -9,10 +9,10 @@ from cli.common import (
     _positive,
     add_flow_inputs,
     drop_console_tracebacks,
-    prefect_defaults,
     profile_args,
     terminate_as_interrupt,
 )
+from prefect_adapters.ephemeral import prefect_defaults
 from specops.profile.errors import ProfileError
 
 MAX_SWEEP_CELLS = 64

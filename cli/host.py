@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 from cli.common import EXIT_FAILED, EXIT_PREREQUISITES, profile_args
-from specops.host.roots import ROOT_VARIABLES
+from specops.settings import ROOT_VARIABLES
 
 
 def add_parser(sub) -> None:
@@ -71,8 +71,7 @@ def _write_row(record: dict) -> None:
 
 
 def cmd_settings(args) -> int:
-    from specops.host.roots import roots
-    from specops.settings import table
+    from specops.settings import roots, table
 
     print(roots()[args.get] if args.get else "\n".join(table()))
     return 0

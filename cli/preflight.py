@@ -13,13 +13,12 @@ import socket
 import tempfile
 from pathlib import Path
 
-from specops.host.roots import artifacts_root, cache_root, existing_ancestor, free_space_problem
 from specops.http_client import Client, HttpError, StatusError, is_loopback
 from specops.profile.errors import ProfileError
 from specops.profile.loader import LoadedProfile
 from specops.results.store import results_problems
 from specops.run.rundir import check_free_run_id
-from specops.settings import env_name, settings
+from specops.settings import artifacts_root, cache_root, env_name, existing_ancestor, free_space_problem, settings
 from specops.sources.schemes import missing_target_files, parse_source
 
 PROBE_TIMEOUT_S = 3.0  # a hub or a Prefect server that needs longer to answer is not there for us

@@ -12,10 +12,10 @@ from cli.common import (
     EXIT_INVALID,
     EXIT_PREREQUISITES,
     drop_console_tracebacks,
-    prefect_defaults,
     profile_args,
     terminate_as_interrupt,
 )
+from prefect_adapters.ephemeral import prefect_defaults
 from specops.backends.base import PrerequisiteError
 
 

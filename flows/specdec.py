@@ -25,7 +25,6 @@ from specops.backends.base import Backend
 from specops.bench.sampling import Workload
 from specops.bench.tool import BenchTool
 from specops.cost.slots import run_slots
-from specops.host.roots import cache_root
 from specops.pipeline.backend import backend_for, tool_for
 from specops.pipeline.check import Checked
 from specops.pipeline.summarize import RunFacts
@@ -34,6 +33,7 @@ from specops.results.model import RunResult, Status, Window
 from specops.results.role import RunRole
 from specops.run.rundir import RunDir
 from specops.run.variant import BASE, SPECULATIVE, Variant, variants_of
+from specops.settings import cache_root
 from tasks.benchmark import keep_step_cost, predict_acceptance
 from tasks.check import compare_check_outputs
 from tasks.models import download_workload

@@ -41,7 +41,6 @@ from prefect_adapters.refusal import loaded_or_refused, refused_run_id
 from prefect_adapters.slot_limits import Held, hold_slots
 from specops.cost.slots import run_slots
 from specops.host import tracking
-from specops.host.roots import cache_root
 from specops.pipeline.backend import backend_for, tool_for
 from specops.pipeline.check import separate_check
 from specops.profile.loader import overridden
@@ -50,6 +49,7 @@ from specops.results.model import RunResult, Window
 from specops.results.role import SWEEP_CELL, RunRole
 from specops.run.rundir import INTERRUPTED, end_open_statuses
 from specops.run.variant import BASE, SPECULATIVE, Variant, base_method
+from specops.settings import cache_root
 from specops.sweep.analysis import Cell, choose_k
 from specops.sweep.cells import CellStore
 from specops.sweep.grid import CELL_ROUNDS, MAX_KEY, MIN_KEY, Series, SweepGrid, knob_settings

@@ -12,8 +12,8 @@ from prefect_adapters.parameters import Overrides, ProfileName, RunId
 from prefect_adapters.reaping import reap_servers
 from prefect_adapters.refusal import loaded_or_refused
 from specops.host import tracking
-from specops.host.roots import cache_root
 from specops.pipeline.backend import backend_for, tool_for
+from specops.settings import cache_root
 from tasks.models import download_model
 from tasks.profile import check_prerequisites, create_run_dir
 

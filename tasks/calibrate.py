@@ -8,12 +8,12 @@ from prefect.artifacts import create_markdown_artifact
 
 from prefect_adapters.step import step
 from specops.atomic_file import write_text
-from specops.host.roots import artifacts_root, cache_root
 from specops.profile.calibration import load_calibration
 from specops.profile.loader import LoadedProfile
 from specops.report.writer import artifact_key, link_markdown
 from specops.results.calibration import Calibration, format_calibration, host_summary, save_host_calibration
 from specops.run.rundir import new_run_id, validate_run_id
+from specops.settings import artifacts_root, cache_root
 
 
 @step

@@ -6,12 +6,12 @@ from prefect.artifacts import create_markdown_artifact
 
 from prefect_adapters.step import step
 from specops.atomic_file import write_text
-from specops.host.roots import artifacts_root
 from specops.profile.loader import check_comparable, load_profile
 from specops.report.plot import write_compare_plot
 from specops.report.writer import artifact_key, link_markdown
 from specops.results.model import RunResult
 from specops.run.rundir import new_run_id, validate_run_id
+from specops.settings import artifacts_root
 from specops.sweep.table import format_compare
 
 

@@ -7,7 +7,6 @@ from prefect_adapters.step import step
 from specops.backends.base import Backend, PrerequisiteError
 from specops.bench.tool import BenchTool
 from specops.host import tracking
-from specops.host.roots import free_space_problem
 from specops.pipeline.abandoned import run_profile
 from specops.pipeline.backend import preflight
 from specops.profile.loader import LoadedProfile
@@ -15,6 +14,7 @@ from specops.results.database import masked, results_url
 from specops.results.role import RunRole
 from specops.results.store import results_problems
 from specops.run.rundir import RunDir
+from specops.settings import free_space_problem
 
 
 @step(timed="preflight", label="{backend.config.kind}")

@@ -6,10 +6,10 @@ from prefect.artifacts import create_markdown_artifact
 
 from prefect_adapters.step import step
 from specops.atomic_file import write_text
-from specops.host.roots import artifacts_root
 from specops.report.writer import artifact_key, link_markdown
 from specops.results.model import RunResult
 from specops.run.rundir import new_run_id, validate_run_id
+from specops.settings import artifacts_root
 from specops.upgrade.plot import write_upgrade_plot
 from specops.upgrade.sides import Side, load_sides
 from specops.upgrade.table import format_upgrade, speedup_line

@@ -18,7 +18,7 @@ from typing import Any
 import psutil
 
 from specops.atomic_file import write_text
-from specops.host.roots import cache_root
+from specops.settings import cache_root
 
 CREATE_TIME_TOLERANCE_S = 1.0  # psutil derives create_time from boot time + start ticks
 # A run's own record, from its first moment (its directory, this process): never stopped by the janitor, which ends

@@ -9,7 +9,6 @@ from specops.bench.sampling import planned
 from specops.bench.tool import BenchJob, BenchTool
 from specops.draft.gpu_plan import synthesis_commands, training_step
 from specops.draft.modes import MODE_SUMMARY
-from specops.host.roots import cache_root
 from specops.pipeline.backend import backend_for, synthesis_backend_for, tool_for
 from specops.pipeline.benchmark import bench_job, choose_design, decided, interleaved_job
 from specops.profile.loader import LoadedProfile
@@ -18,6 +17,7 @@ from specops.results.durable import REPORT_NAMES
 from specops.results.paired import Design
 from specops.run.plan_step import PlanStep
 from specops.run.variant import BASE, SPECULATIVE, Variant, base_method, variants_of
+from specops.settings import cache_root
 
 
 def _benchmark_step(p: Profile, backend: Backend, tool: BenchTool, variant: Variant) -> PlanStep:

@@ -12,7 +12,6 @@ from specops.backends.base import Backend
 from specops.bench.sampling import Workload
 from specops.bench.tool import BenchTool
 from specops.cost.nvml import host_record
-from specops.host.roots import cache_root
 from specops.pipeline.check import cache_primed
 from specops.profile.loader import LoadedProfile
 from specops.results.calibration import host_calibration
@@ -38,6 +37,7 @@ from specops.results.role import RunRole
 from specops.results.speedup import paired_speedup
 from specops.run.rundir import RunDir
 from specops.run.variant import BASE, SPECULATIVE, Variant
+from specops.settings import cache_root
 from specops.sources.schemes import ModelArtifact
 
 MEASURED_PHASES = ("serve", "check", "benchmark", "draft")  # draft: synthesis + training, when not cached

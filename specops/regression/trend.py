@@ -18,7 +18,6 @@ from plotly.subplots import make_subplots
 
 from specops.atomic_file import replacing
 from specops.charts.figure import plt, save_figure
-from specops.host.roots import artifacts_root
 from specops.regression.metrics import metric, metric_values, order_key
 from specops.regression.policy import RegressionPolicy
 from specops.regression.runs import baseline_key, chronological, lossless_failed
@@ -34,6 +33,7 @@ from specops.regression.verdict import (
 )
 from specops.results.calibration import is_calibration
 from specops.results.model import RunResult
+from specops.settings import artifacts_root
 
 HTML_NAME, PNG_NAME = "trend.html", "trend.png"
 COLORS = ["#4c72b0", "#dd8452", "#55a868", "#8172b3", "#937860"]  # one per baseline key

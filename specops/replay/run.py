@@ -15,7 +15,6 @@ from pathlib import Path
 from specops.backends.vllm import cpu as vllm_cpu
 from specops.bench.sampling import Workload, WorkloadError
 from specops.cost.nvml import host_record
-from specops.host.roots import cache_root
 from specops.pipeline.benchmark import workload_for
 from specops.profile.errors import ProfileError
 from specops.profile.loader import LoadedProfile
@@ -24,6 +23,7 @@ from specops.replay.step_cost import CostStore, StepCost, cost_key, observations
 from specops.replay.traffic import read_traffic, worker_requests
 from specops.results.metrics import RequestSample
 from specops.results.predicted import Predicted
+from specops.settings import cache_root
 from specops.sources.fetch import fetch
 from specops.sources.json_entry import read_entry, write_entry
 

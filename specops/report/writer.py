@@ -8,7 +8,6 @@ from pathlib import Path
 from urllib.parse import quote
 
 from specops.atomic_file import replacing, write_text
-from specops.host.roots import artifacts_root
 from specops.report.costs import overhead_shown, queued_s
 from specops.report.plot import write_plot
 from specops.report.tables import comparison_frame, report_markdown
@@ -16,7 +15,7 @@ from specops.results.durable import COMPARISON_CSV, PLOT_PNG, REPORT_MD, save_re
 from specops.results.figures import interval_text
 from specops.results.history import headline_speedup
 from specops.results.model import RunResult
-from specops.settings import settings
+from specops.settings import artifacts_root, settings
 
 
 # Where a browser finds a run's file: an http(s) URL under SPECOPS_ARTIFACTS_URL (`make up` serves the artifacts

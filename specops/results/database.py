@@ -17,8 +17,7 @@ from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy.engine import URL, Connection, Engine
 
-from specops.host.roots import artifacts_root
-from specops.settings import secret, settings
+from specops.settings import artifacts_root, secret, settings
 
 MIGRATIONS = Path(__file__).with_name("migrations")
 _PG_MIGRATION_LOCK = 0x5EC0_95  # advisory lock key: concurrent opens migrate one at a time

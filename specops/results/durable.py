@@ -14,10 +14,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from specops.atomic_file import write_text
-from specops.host.roots import artifacts_root
 from specops.results.compat import describe, load_record
 from specops.results.model import SCHEMA_VERSION, RunResult
 from specops.results.store import ResultsStore
+from specops.settings import artifacts_root
 
 log = logging.getLogger(__name__)
 

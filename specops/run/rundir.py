@@ -18,8 +18,8 @@ from typing import Any
 import yaml
 
 from specops.atomic_file import RunFileError, write_text
-from specops.host.roots import artifacts_root
 from specops.run.spans import wall_shares
+from specops.settings import artifacts_root
 
 log = logging.getLogger(__name__)
 

@@ -26,7 +26,6 @@ from specops.backends.container.placement import SIDECAR, Placed, PlacedModel, p
 from specops.backends.container.server import ContainerServer
 from specops.fields import parse_gpus
 from specops.host.processes import pick_free_ports, teardown_quietly
-from specops.host.roots import cache_root
 from specops.launch import (
     LABEL_PROFILE,
     LABEL_ROLE,
@@ -38,7 +37,7 @@ from specops.launch import (
 )
 from specops.run.plan_step import PlanStep
 from specops.run.variant import Variant
-from specops.settings import env_name
+from specops.settings import cache_root, env_name
 from specops.sources.hf import HUB_CACHE
 from specops.sources.schemes import ModelArtifact, parse_source
 from specops.triton import client

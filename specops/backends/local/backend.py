@@ -11,10 +11,10 @@ from typing import Any
 from specops.acceptance.model import Acceptance
 from specops.backends.base import Backend
 from specops.backends.triton_process import TritonProcessServer, start_triton
-from specops.host.roots import cache_root
 from specops.methods import MethodConfig
 from specops.run.plan_step import PlanStep
 from specops.run.variant import Variant
+from specops.settings import cache_root
 from specops.sources.schemes import ModelArtifact
 from specops.triton import client
 from specops.triton.model_config import python_generate_config, to_pbtxt

@@ -30,9 +30,9 @@ from specops.backends.vllm import cpu as vllm_cpu
 from specops.backends.vllm.config import VllmBackendConfig
 from specops.backends.vllm.engine import VllmEngineBackend
 from specops.backends.vllm.readback import ServedConfigError, findings, from_engine_log
-from specops.host.roots import cache_root
 from specops.http_client import HttpError
 from specops.run.variant import Variant
+from specops.settings import cache_root
 from specops.sources.backend_code import BackendCode, SourceUnreachable, fetch_backend_code
 from specops.triton import client
 from specops.triton.backend_dir import triton_dist

@@ -44,7 +44,7 @@ def test_generated_run_ids_are_fresh_directories(artifacts):
 
 
 def test_cache_root_is_specops_cache_else_under_xdg_cache_home_else_home(tmp_path, monkeypatch):
-    from specops.host.roots import cache_root
+    from specops.settings import cache_root
 
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
