@@ -156,12 +156,9 @@ def cmd_sweep(args) -> int:
           "per cell; cells measured before are reused", file=sys.stderr)
     def load():
         from flows.sweep import sweep
-        from prefect_adapters.refusal import handed_over
-
-        def call():
-            with handed_over(args.profile, args.overrides, loaded):  # the flow's profile: this load, not another
-                return sweep(**{name: getattr(args, name) for name in SWEEP_INPUTS})
-        return call
+        # the flow's profile: this load, not another
+        return _handing([(args.profile, args.overrides, loaded)],
+                        lambda: sweep(**{name: getattr(args, name) for name in SWEEP_INPUTS}))
 
     outcome = _flow_command(args, load)
     print(f"\n{outcome.table}\n\nsweep: {outcome.run_dir}  (measured now: {', '.join(outcome.measured) or 'none'}; "
@@ -169,41 +166,55 @@ def cmd_sweep(args) -> int:
     return 0
 
 
+def _handing(loads: list[tuple], call):
+    """`call`, a flow, with the loads the CLI made handed over to it (prefect_adapters/refusal.py handed_over)."""
+    def handed():
+        from prefect_adapters.refusal import handed_over
+
+        with handed_over(*loads):
+            return call()
+    return handed
+
+
 def cmd_compare_profiles(args) -> int:
     from specops.profile.loader import check_comparable, load_profile
 
-    loaded = [load_profile(p, args.overrides) for p in args.profiles]
-    check_comparable(loaded)  # fail fast, before Prefect starts
-    _check_before_prefect(loaded)
+    loads = [(p, args.overrides, load_profile(p, args.overrides)) for p in args.profiles]
+    check_comparable([loaded for _, _, loaded in loads])  # fail fast, before Prefect starts
+    _check_before_prefect([loaded for _, _, loaded in loads])
     def load():
         from flows.compare import compare
-        return lambda: compare(args.profiles, args.overrides)
+        return _handing(loads, lambda: compare(args.profiles, args.overrides))
 
     return _table_command(args, load)
 
 
 def cmd_upgrade_check(args) -> int:
     from specops.profile.loader import load_profile
-    from specops.upgrade.sides import load_sides
+    from specops.upgrade.sides import sides_of
 
-    sides = load_sides(args.profile, args.before, args.after, args.overrides)  # fail fast, before Prefect starts
-    _check_before_prefect([load_profile(args.profile, list(side.overrides)) for side in sides], args.run_id,
-                          "upgrade", args.profile)
+    given = load_profile(args.profile, args.overrides)
+    sides = sides_of(given, args.before, args.after)  # fail fast, before Prefect starts
+    _check_before_prefect([loaded for _, loaded in sides], args.run_id, "upgrade", args.profile)
     def load():
         from flows.upgrade import upgrade
-        return lambda: upgrade(args.profile, args.before, args.after, args.overrides, args.run_id)
+        return _handing([(args.profile, args.overrides, given)],
+                        lambda: upgrade(args.profile, args.before, args.after, args.overrides, args.run_id))
 
     return _table_command(args, load)
 
 
 def cmd_calibrate(args) -> int:
     from prefect_adapters.parameters import CALIBRATE_INPUTS
-    from specops.profile.calibration import load_calibration
+    from specops.profile.calibration import calibration_of
+    from specops.profile.loader import load_profile
 
-    loaded = load_calibration(args.profile, args.overrides, args.runs, args.ab_runs)  # fail fast, before Prefect
+    given = load_profile(args.profile, args.overrides)
+    loaded = calibration_of(given, args.runs, args.ab_runs)  # fail fast, before Prefect
     _check_before_prefect([loaded], args.run_id, "calibrate", loaded.profile.name)
     def load():
         from flows.calibrate import calibrate
-        return lambda: calibrate(**{name: getattr(args, name) for name in CALIBRATE_INPUTS})
+        return _handing([(args.profile, args.overrides, given)],
+                        lambda: calibrate(**{name: getattr(args, name) for name in CALIBRATE_INPUTS}))
 
     return _table_command(args, load)

@@ -57,7 +57,8 @@ def cmd_run(args) -> int:
         drop_console_tracebacks()
 
     try:
-        with prefect_api(api), handed_over(args.profile, args.overrides, loaded):  # private unless PREFECT_API_URL set
+        # a private API unless PREFECT_API_URL is set
+        with prefect_api(api), handed_over((args.profile, args.overrides, loaded)):
             result = run_specdec(args.profile, args.overrides, args.run_id)  # INVALID: Failed, still reported
     except RunFailed as failed:
         if getattr(args, "debug", False):

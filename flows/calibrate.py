@@ -13,11 +13,12 @@ from prefect.states import State
 from flows.finish import table_or_failed
 from flows.specdec import RunFailed, run_specdec
 from prefect_adapters.parameters import ABRuns, CalibrationRuns, Overrides, ProfileName, RunId, default_of
-from prefect_adapters.refusal import refused_profiles, refused_run_id
+from prefect_adapters.refusal import checked_or_refused, handed_over, loaded_or_refused, refused_run_id
+from specops.profile.calibration import calibration_of
 from specops.results.calibration import AA_OVERRIDE, Calibration
 from specops.results.model import RunResult
 from specops.results.role import CALIBRATE, CALIBRATE_AB, RunRole
-from tasks.calibrate import publish_calibration, validate_calibration
+from tasks.calibrate import publish_calibration
 
 
 @flow(name="calibrate", log_prints=True)
@@ -27,12 +28,14 @@ def calibrate(profile: ProfileName = default_of(ProfileName), runs: CalibrationR
     """Run the profile's A/A measurement `runs` times, then (ab_runs) the profile itself back to back, and return
     the calibration table: whether the intervals hold from run to run, not only within one."""
     overrides = list(overrides or [])
-    if (refused := refused_profiles([profile], overrides)) is not None:
-        return refused
-    loaded = validate_calibration(profile, overrides, runs, ab_runs)
+    if isinstance(given := loaded_or_refused(profile, overrides), State):  # the one load; the A/A run's in memory
+        return given
+    if isinstance(loaded := checked_or_refused(lambda: calibration_of(given, runs, ab_runs)), State):
+        return loaded
     if (refused := refused_run_id(run_id, "calibrate", loaded.profile.name)) is not None:
         return refused
-    with tags(CALIBRATE):  # a label for people; the role makes each A/A run publish under calibrate-<profile>-*
+    # a label for people; the role makes each A/A run publish under calibrate-<profile>-*; each run takes its load
+    with tags(CALIBRATE), handed_over((profile, overrides, given), (profile, [*overrides, AA_OVERRIDE], loaded)):
         results = [_member(profile, [*overrides, AA_OVERRIDE], CALIBRATE, f"A/A run {i + 1} of {runs}")
                    for i in range(runs)]
         ab = [_member(profile, overrides, CALIBRATE_AB, f"A/B run {i + 1} of {ab_runs}") for i in range(ab_runs)]

@@ -13,7 +13,7 @@ from prefect.states import State
 from flows.finish import table_or_failed
 from flows.specdec import RunFailed, run_specdec
 from prefect_adapters.parameters import Overrides, ProfileNames, RunId
-from prefect_adapters.refusal import refused_profiles, refused_run_id
+from prefect_adapters.refusal import handed_over, loaded_or_refused, refused_run_id
 from specops.results.model import RunResult
 from specops.results.role import COMPARE, RunRole
 from tasks.compare import publish_comparison, validate_comparison
@@ -23,13 +23,17 @@ from tasks.compare import publish_comparison, validate_comparison
 def compare(profiles: ProfileNames, overrides: Overrides = (), run_id: RunId = "") -> str | State:
     """Run each profile (the same overrides for all) and return the one table of them."""
     overrides = list(overrides or [])
-    if (refused := refused_profiles(profiles, overrides)) is not None:
-        return refused
-    validate_comparison(profiles, overrides)
+    loads = []
+    for profile in profiles:  # each profile's one load in this flow (its caller's, where it made one)
+        if isinstance(loaded := loaded_or_refused(profile, overrides), State):
+            return loaded
+        loads.append((profile, overrides, loaded))
+    validate_comparison([loaded for _, _, loaded in loads])
     if (refused := refused_run_id(run_id, "compare")) is not None:
         return refused
     results: list[RunResult] = []
-    with tags(COMPARE):  # a label for people; the role makes each run publish under compare-<profile>-* keys
+    # a label for people; the role makes each run publish under compare-<profile>-* keys; each run takes its load
+    with tags(COMPARE), handed_over(*loads):
         for profile in profiles:
             try:
                 results.append(run_specdec(profile, overrides, role=RunRole(kind=COMPARE)))

@@ -18,11 +18,11 @@ from prefect.states import State
 from flows.finish import table_or_failed
 from flows.specdec import RunFailed, run_specdec
 from prefect_adapters.parameters import Overrides, ProfileName, RunId, described
-from prefect_adapters.refusal import refused_profiles, refused_run_id
+from prefect_adapters.refusal import checked_or_refused, handed_over, loaded_or_refused, refused_run_id
 from specops.results.model import RunResult
 from specops.results.role import UPGRADE, RunRole
-from specops.upgrade.sides import changes_engine
-from tasks.upgrade import publish_upgrade, validate_upgrade
+from specops.upgrade.sides import Side, changes_engine, sides_of
+from tasks.upgrade import publish_upgrade
 
 # Only backend fields: the method, target and benchmark stay the profile's, so a change is the engine's.
 BackendOverrides = Annotated[Sequence[str], described(
@@ -38,21 +38,27 @@ def upgrade(profile: ProfileName, before: BackendOverrides, after: BackendOverri
             run_id: RunId = None) -> str | State:
     """Run the profile on the before engine, then on the after engine; return the side-by-side table."""
     overrides = list(overrides or [])
-    for side in (before, after):
-        if (refused := refused_profiles([profile], [*overrides, *side])) is not None:
-            return refused
+    if isinstance(loaded := loaded_or_refused(profile, overrides), State):  # the one load; the sides in memory
+        return loaded
+    if isinstance(both := checked_or_refused(lambda: sides_of(loaded, list(before), list(after))), State):
+        return both
     if (refused := refused_run_id(run_id, "upgrade", profile)) is not None:
         return refused
-    sides = validate_upgrade(profile, list(before), list(after), overrides)
+    sides = [side for side, _ in both]
     results: list[RunResult | None] = []
-    for side in sides:
-        # A member of this check, not the profile's own run; a side on another engine than the profile ships with
-        # stays out of the profile's regression baselines (a side as shipped is a run of it like any other).
-        role = RunRole(kind=UPGRADE, of=side.label, off_engine=changes_engine(side.overrides))
-        with tags(UPGRADE):  # a label for people
-            try:
-                results.append(run_specdec(profile, list(side.overrides), role=role))
-            except RunFailed as failed:  # recorded and reported; its column says FAILED and where
-                get_run_logger().error("%s side: %s", side.label, failed)
-                results.append(failed.result)
+    with handed_over(*[(profile, side.overrides, side_loaded) for side, side_loaded in both]):
+        for side in sides:
+            results.append(_side(profile, side))
     return table_or_failed(f"upgrade check of {profile}", publish_upgrade(profile, sides, results, run_id), results)
+
+
+def _side(profile: str, side: Side) -> RunResult | None:
+    # A member of this check, not the profile's own run; a side on another engine than the profile ships with
+    # stays out of the profile's regression baselines (a side as shipped is a run of it like any other).
+    role = RunRole(kind=UPGRADE, of=side.label, off_engine=changes_engine(side.overrides))
+    with tags(UPGRADE):  # a label for people
+        try:
+            return run_specdec(profile, list(side.overrides), role=role)
+        except RunFailed as failed:  # recorded and reported; its column says FAILED and where
+            get_run_logger().error("%s side: %s", side.label, failed)
+            return failed.result

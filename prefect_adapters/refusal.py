@@ -20,9 +20,10 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
+from typing import TypeVar
 
 from prefect import get_run_logger
 from prefect.states import Failed, State
@@ -31,14 +32,16 @@ from specops.profile.errors import ProfileError
 from specops.profile.loader import CLI_OVERRIDES, OVERRIDES, LoadedProfile, load_profile, profiles_dir
 from specops.run.rundir import RunDirError, check_free_run_id
 
+T = TypeVar("T")
 _handed: ContextVar[dict[tuple[str, tuple[str, ...]], LoadedProfile] | None] = ContextVar("handed", default=None)
 
 
 @contextmanager
-def handed_over(profile: str, overrides: Sequence[str], loaded: LoadedProfile) -> Iterator[None]:
-    """In the block, loaded_or_refused(profile, overrides) is `loaded`, its caller's load (`specops run` loads it
-    to refuse a bad profile before Prefect starts). Not a flow parameter: a field in every deployment's form."""
-    token = _handed.set({**(_handed.get() or {}), (str(profile), tuple(overrides)): loaded})
+def handed_over(*loads: tuple[str, Sequence[str], LoadedProfile]) -> Iterator[None]:
+    """In the block, loaded_or_refused(profile, overrides) is the load handed over with that profile and those
+    overrides: its caller's (the CLI loads a profile to refuse it before Prefect starts; a compare, upgrade or
+    calibrate flow hands its member runs what it loaded). Not a flow parameter: a field in every deployment's form."""
+    token = _handed.set({**(_handed.get() or {}), **{(str(p), tuple(o)): loaded for p, o, loaded in loads}})
     try:
         yield
     finally:
@@ -57,14 +60,13 @@ def loaded_or_refused(profile: str, overrides: Sequence[str] | None) -> LoadedPr
     return loaded
 
 
-def refused_profiles(profiles: Sequence[str], overrides: Sequence[str]) -> State | None:
-    """None when every profile loads with the overrides; else the Failed state a flow returns at once."""
+def checked_or_refused(check: Callable[[], T]) -> T | State:
+    """What `check` returns (a validation of what the flow loaded, in memory), or the Failed state a flow returns at
+    once where it refuses it (a ProfileError)."""
     try:
-        for profile in profiles:
-            load_profile(profile, list(overrides))
+        return check()
     except ProfileError as error:
         return _refused(error)
-    return None
 
 
 def refused_run_id(run_id: str | None, *parents: str) -> State | None:

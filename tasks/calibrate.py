@@ -1,4 +1,4 @@
-"""Check that a profile can be calibrated; publish its A/A calibration."""
+"""Publish a profile's A/A calibration."""
 from __future__ import annotations
 
 from datetime import UTC, datetime
@@ -8,18 +8,10 @@ from prefect.artifacts import create_markdown_artifact
 
 from prefect_adapters.step import step
 from specops.atomic_file import write_text
-from specops.profile.calibration import load_calibration
-from specops.profile.loader import LoadedProfile
 from specops.report.writer import artifact_key, link_markdown
 from specops.results.calibration import Calibration, format_calibration, host_summary, save_host_calibration
 from specops.run.rundir import new_run_id, validate_run_id
 from specops.settings import artifacts_root, cache_root
-
-
-@step
-def validate_calibration(profile: str, overrides: list[str], runs: int, ab_runs: int = 0) -> LoadedProfile:
-    """The profile as its A/A runs serve it (method none), validated before any of them runs."""
-    return load_calibration(profile, overrides, runs, ab_runs)
 
 
 @step

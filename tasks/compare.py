@@ -6,7 +6,7 @@ from prefect.artifacts import create_markdown_artifact
 
 from prefect_adapters.step import step
 from specops.atomic_file import write_text
-from specops.profile.loader import check_comparable, load_profile
+from specops.profile.loader import LoadedProfile, check_comparable
 from specops.report.plot import write_compare_plot
 from specops.report.writer import artifact_key, link_markdown
 from specops.results.model import RunResult
@@ -16,9 +16,9 @@ from specops.sweep.table import format_compare
 
 
 @step
-def validate_comparison(profiles: list[str], overrides: list[str]) -> None:
-    """Every profile valid with the overrides, all different and on one target model, before any of them runs."""
-    check_comparable([load_profile(p, overrides) for p in profiles])
+def validate_comparison(loaded: list[LoadedProfile]) -> None:
+    """The profiles (loaded with the overrides) all different and on one target model, before any of them runs."""
+    check_comparable(loaded)
 
 
 @step

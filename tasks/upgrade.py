@@ -1,4 +1,4 @@
-"""Check an upgrade's two sides before they run; publish the side-by-side table."""
+"""Publish an upgrade check's side-by-side table."""
 from __future__ import annotations
 
 from prefect import get_run_logger
@@ -11,14 +11,8 @@ from specops.results.model import RunResult
 from specops.run.rundir import new_run_id, validate_run_id
 from specops.settings import artifacts_root
 from specops.upgrade.plot import write_upgrade_plot
-from specops.upgrade.sides import Side, load_sides
+from specops.upgrade.sides import Side
 from specops.upgrade.table import format_upgrade, speedup_line
-
-
-@step
-def validate_upgrade(profile: str, before: list[str], after: list[str], overrides: list[str]) -> list[Side]:
-    """Both sides valid, each setting backend fields only, and two different engines, before either runs."""
-    return load_sides(profile, before, after, overrides)
 
 
 @step

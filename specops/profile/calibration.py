@@ -2,12 +2,17 @@
 from __future__ import annotations
 
 from specops.profile.errors import ProfileError
-from specops.profile.loader import LoadedProfile, load_profile
+from specops.profile.loader import LoadedProfile, load_profile, overridden
 from specops.results.calibration import AA_OVERRIDE, MAX_RUNS, MIN_RUNS
 
 
 def load_calibration(profile: str, overrides: list[str], runs: int, ab_runs: int = 0) -> LoadedProfile:
-    """The profile as its A/A runs serve it, validated; ProfileError naming the field otherwise."""
+    """calibration_of the profile loaded from disk with the overrides."""
+    return calibration_of(load_profile(profile, overrides), runs, ab_runs)
+
+
+def check_runs(runs: int, ab_runs: int) -> None:
+    """ProfileError naming the parameter where the A/A or A/B runs asked are too few or too many."""
     if ab_runs == 1 or not 0 <= ab_runs <= MAX_RUNS:
         raise ProfileError("calibrate", [("ab", f"{ab_runs}: 0, or 2 to {MAX_RUNS} A/B runs (one run's interval has "
                                                 "nothing to hold against)")])
@@ -17,16 +22,22 @@ def load_calibration(profile: str, overrides: list[str], runs: int, ab_runs: int
     if runs > MAX_RUNS:
         raise ProfileError("calibrate", [("runs", f"{runs}: at most {MAX_RUNS} A/A runs (each is a whole run of the "
                                                   "profile); calibrate again later to add more")])
-    loaded = load_profile(profile, [*overrides, AA_OVERRIDE])
+
+
+def calibration_of(loaded: LoadedProfile, runs: int, ab_runs: int = 0) -> LoadedProfile:
+    """The loaded profile as its A/A runs serve it (in memory), validated; ProfileError naming the field
+    otherwise."""
+    check_runs(runs, ab_runs)
+    loaded = overridden(loaded, [AA_OVERRIDE])
     if not loaded.profile.comparison.baseline:
         raise ProfileError(str(loaded.path), [("comparison.baseline", "false: an A/A calibration measures the "
                                                                       "base against itself, so it needs the base arm")])
-    if (why := _no_interval(loaded, profile, overrides)) is not None:
+    if (why := _no_interval(loaded)) is not None:
         raise ProfileError(str(loaded.path), [("benchmark", why)])
     return loaded
 
 
-def _no_interval(loaded: LoadedProfile, profile: str, overrides: list[str]) -> str | None:
+def _no_interval(loaded: LoadedProfile) -> str | None:
     """Why the A/A runs' design gives no speedup interval (a calibration counts intervals that contain 1.00x), or
     None: round blocks need 2 rounds or more; interleaved requests need 2 prompts or more and a design that can
     interleave (the profile loads with benchmark.pairing=requests)."""
@@ -35,7 +46,7 @@ def _no_interval(loaded: LoadedProfile, profile: str, overrides: list[str]) -> s
         return None
     if b.pairing != "rounds":
         try:
-            load_profile(profile, [*overrides, AA_OVERRIDE, "benchmark.pairing=requests"])
+            overridden(loaded, ["benchmark.pairing=requests"])
         except ProfileError as err:
             blocked = "; ".join(f"{field} {message}" for field, message in err.problems)
         else:

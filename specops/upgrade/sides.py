@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from specops.profile.errors import ProfileError
-from specops.profile.loader import LoadedProfile, load_profile
+from specops.profile.loader import LoadedProfile, load_profile, overridden
 
 BEFORE, AFTER = "before", "after"
 ENGINE_SECTION = "backend"
@@ -50,20 +50,26 @@ def _engine_only(label: str, own: list[str]) -> None:
                                      "what both sides share as overrides (--set)")])
 
 
-def load_side(profile: str, label: str, own: list[str], shared: list[str]) -> tuple[Side, LoadedProfile]:
+def side_of(loaded: LoadedProfile, label: str, own: list[str]) -> tuple[Side, LoadedProfile]:
+    """The side with its own backend overrides on the profile as loaded with the shared ones (in memory)."""
     _engine_only(label, own)
-    overrides = (*shared, *own)
-    loaded = load_profile(profile, list(overrides))
-    backend = loaded.profile.backend
-    return Side(label, tuple(own), overrides, backend.kind, backend.pinned_versions()), loaded
+    side = overridden(loaded, own)
+    backend = side.profile.backend
+    return Side(label, tuple(own), side.overrides, backend.kind, backend.pinned_versions()), side
 
 
-def load_sides(profile: str, before: list[str], after: list[str], shared: list[str]) -> list[Side]:
-    """Both sides, validated before anything runs; ProfileError when a side is invalid or they are one engine."""
-    sides = [load_side(profile, BEFORE, before, shared), load_side(profile, AFTER, after, shared)]
+def sides_of(loaded: LoadedProfile, before: list[str], after: list[str]) -> list[tuple[Side, LoadedProfile]]:
+    """Both sides of the loaded profile (shared overrides applied), each with its load, validated before anything
+    runs; ProfileError when a side is invalid or they are one engine."""
+    sides = [side_of(loaded, BEFORE, before), side_of(loaded, AFTER, after)]
     (first, first_loaded), (_, second_loaded) = sides
     if first_loaded.resolved[ENGINE_SECTION] == second_loaded.resolved[ENGINE_SECTION]:
         raise ProfileError(ORIGIN, [("--before/--after", f"both sides resolve to the same backend settings "
                                      f"({first.backend}); an upgrade check needs two engines or engine versions, "
                                      "e.g. --after backend.image=<newer tag>")])
-    return [side for side, _ in sides]
+    return sides
+
+
+def load_sides(profile: str, before: list[str], after: list[str], shared: list[str]) -> list[Side]:
+    """sides_of the profile loaded from disk with the shared overrides."""
+    return [side for side, _ in sides_of(load_profile(profile, list(shared)), before, after)]

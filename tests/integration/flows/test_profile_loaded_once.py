@@ -1,6 +1,9 @@
-"""A `specops run` and a `specops sweep` load their profile from disk once: the CLI's load, which refuses a bad
-profile before Prefect starts, is handed to the flow (prefect_adapters/refusal.py handed_over), which hands it to
-every step (a sweep's cells apply their overrides to it in memory); neither the flow nor any step loads it again.
+"""Every flow subcommand loads each profile from disk once: the CLI's load, which refuses a bad profile before
+Prefect starts, is handed to the flow (prefect_adapters/refusal.py handed_over), which hands it to every step (a
+sweep's cells, an upgrade's sides and a calibration's A/A runs apply their overrides to it in memory) and to its
+member runs; neither the flow, a step nor a member loads it again. `specops run` and `specops sweep` run whole;
+compare-profiles, upgrade-check and calibrate run their flows with stand-in member runs (each a flow whose first act
+is specdec's: loaded_or_refused), a whole run of each being the member's own test.
 
 A real run of ngram-local, shrunk by overrides, through the CLI's own entry point in this process (its flow under
 Prefect's test harness, a server of its own), so that the one loader, specops.profile.loader.load_profile, is
@@ -68,3 +71,44 @@ def test_a_run_and_a_sweep_load_their_profile_once(embedded_model, tmp_path, mon
     sweep_status = read_status(tmp_path / "artifacts" / "ngram-local" / "sweep-once")
     assert swept == 0 and sweep_status["state"] == Status.OK, sweep_status
     assert loads == [("ngram-local", SHRINK)]
+    assert members_load_nothing_again(monkeypatch, loads) == []
+
+
+def members_load_nothing_again(monkeypatch, loads: list[tuple]) -> list[tuple]:
+    """compare-profiles, upgrade-check and calibrate through the CLI (the harness's server still up), each member
+    run a stand-in; what was loaded beyond one load per profile (empty: nothing)."""
+    from prefect import flow
+
+    import flows.calibrate as calibrating
+    import flows.compare as comparing
+    import flows.upgrade as upgrading
+    from prefect_adapters.refusal import loaded_or_refused
+    from specops.upgrade.defaults import CPU_REFERENCE
+    from tests.results_factory import run_result
+
+    @flow
+    def member(profile: str, overrides: list[str]):
+        return loaded_or_refused(profile, overrides)
+
+    def run(profile, overrides, role=None):
+        member(profile, overrides)
+        return run_result(profile=profile)
+
+    for module in (comparing, upgrading, calibrating):
+        monkeypatch.setattr(module, "run_specdec", run)
+    monkeypatch.setattr(comparing, "publish_comparison", lambda results, run_id: "table")
+    monkeypatch.setattr(upgrading, "publish_upgrade", lambda profile, sides, results, run_id: "table")
+    monkeypatch.setattr(calibrating, "publish_calibration", lambda calibration, run_id: "table")
+    sets = [a for o in SHRINK for a in ("--set", o)]
+    extra = []
+    for argv, once in ((["compare-profiles", "ngram-vllm-serve-cpu", "suffix-vllm-serve-cpu"],
+                        [("ngram-vllm-serve-cpu", SHRINK), ("suffix-vllm-serve-cpu", SHRINK)]),
+                       (["upgrade-check", "ngram-vllm-serve-cpu", "--before", CPU_REFERENCE],
+                        [("ngram-vllm-serve-cpu", SHRINK)]),
+                       (["calibrate", "ngram-local", "--runs", "2", "--ab", "2"], [("ngram-local", SHRINK)])):
+        loads[:] = []
+        assert main(["--debug", *argv, *sets]) == 0, argv
+        print(f"{argv[0]}: {len(loads)} profile load(s)")
+        extra += [(argv[0], *load) for load in loads if load not in once] + \
+                 [(argv[0], "loaded twice", *load) for load in once if loads.count(load) != 1]
+    return extra

@@ -25,7 +25,7 @@ def test_a_flow_takes_the_profile_its_caller_handed_over_and_loads_any_other(har
         return refusal.loaded_or_refused(profile, overrides)
 
     handed = load_profile("ngram-local", SET)
-    with refusal.handed_over("ngram-local", SET, handed):
+    with refusal.handed_over(("ngram-local", SET, handed)):
         assert toy("ngram-local", SET) is handed and loads == []
         assert toy("ngram-local", []).overrides == () and loads == [("ngram-local", [])]
         state = toy("no-such-profile", SET, return_state=True)
@@ -88,3 +88,52 @@ def test_the_engines_line_for_a_refused_run_carries_no_traceback():
     assert (refused.levelno, refused.exc_info, refused.getMessage()) == (
         logging.INFO, None, "Engine execution ended: the run was refused (the line above says why)")
     assert fault.levelno == logging.ERROR and fault.exc_info is not None  # a fault keeps its traceback
+
+
+def test_compare_upgrade_and_calibrate_load_each_profile_once_and_hand_each_run_its_load(harness, monkeypatch,
+                                                                                            tmp_path):
+    """Issue 52: a comparison of N profiles loaded them 4N times, an upgrade check its profile 8 times. Each flow
+    here is real, under the harness; its member runs are stand-ins (a whole run of each is another test's), each a
+    flow whose first act is the real one of specdec's: loaded_or_refused."""
+    import flows.calibrate as calibrating
+    import flows.compare as comparing
+    import flows.upgrade as upgrading
+    from specops.results.calibration import AA_OVERRIDE
+    from specops.upgrade.defaults import CPU_REFERENCE
+    from tests.results_factory import run_result
+
+    monkeypatch.setenv("SPECOPS_ARTIFACTS", str(tmp_path / "artifacts"))
+    loads, members = [], []
+
+    def counted(*args):
+        loads.append(args)
+        return load_profile(*args)
+
+    @flow
+    def member(profile: str, overrides: list[str]):
+        return refusal.loaded_or_refused(profile, overrides)
+
+    def run(profile, overrides, role=None):
+        members.append((profile, list(overrides), member(profile, overrides)))
+        return run_result(profile=profile)
+
+    monkeypatch.setattr(refusal, "load_profile", counted)
+    for module in (comparing, upgrading, calibrating):
+        monkeypatch.setattr(module, "run_specdec", run)
+    monkeypatch.setattr(comparing, "publish_comparison", lambda results, run_id: "table")
+    monkeypatch.setattr(upgrading, "publish_upgrade", lambda profile, sides, results, run_id: "table")
+    monkeypatch.setattr(calibrating, "publish_calibration", lambda calibration, run_id: "table")
+    pair = ["ngram-vllm-serve-cpu", "suffix-vllm-serve-cpu"]
+    assert comparing.compare(pair, SET) == "table"
+    assert loads == [(p, SET) for p in pair] and [(p, o) for p, o, _ in members] == [(p, SET) for p in pair]
+    assert [m.profile.method.kind for _, _, m in members] == ["ngram", "suffix"]
+    loads[:], members[:] = [], []
+    assert upgrading.upgrade("ngram-vllm-serve-cpu", [CPU_REFERENCE], [], SET) == "table"
+    assert loads == [("ngram-vllm-serve-cpu", SET)]  # the sides are the one load with their own overrides on top
+    assert [o for _, o, _ in members] == [[*SET, CPU_REFERENCE], SET]
+    assert [m.profile.backend.kind for _, _, m in members] == ["local", "vllm-serve"]
+    loads[:], members[:] = [], []
+    assert calibrating.calibrate("ngram-local", 2, SET, "", 2) == "table"
+    assert loads == [("ngram-local", SET)]
+    assert [o for _, o, _ in members] == [[*SET, AA_OVERRIDE]] * 2 + [SET] * 2
+    assert [m.profile.method.kind for _, _, m in members] == ["none"] * 2 + ["ngram"] * 2
