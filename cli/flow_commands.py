@@ -72,12 +72,12 @@ def _check_before_prefect(loaded_profiles, run_id: str | None = None, *run_dir: 
         raise PrerequisiteError(loaded_profiles[0].profile.name, problems)
 
 
-def _table_command(args, load) -> int:
+def _table_command(args, load, loads: list[tuple]) -> int:
     """A flow of several runs that returns its table: printed, and exit 1 when none of its runs measured."""
     from flows.finish import NoneMeasured
 
     try:
-        print("\n" + _flow_command(args, load))
+        print("\n" + _flow_command(args, load, loads))
     except NoneMeasured as none:
         print("\n" + none.table)
         print(f"specops: {none}", file=sys.stderr)
@@ -85,9 +85,10 @@ def _table_command(args, load) -> int:
     return 0
 
 
-def _flow_command(args, load):
-    """Run a flow under a private Prefect API (unless PREFECT_API_URL is set), SIGTERM as an interrupt. `load`
-    imports the flow and returns the call to make: the server's start-up overlaps those imports."""
+def _flow_command(args, load, loads: list[tuple]):
+    """Run a flow under a private Prefect API (unless PREFECT_API_URL is set), SIGTERM as an interrupt, the CLI's
+    `loads` handed over to it (prefect_adapters/refusal.py handed_over). `load` imports the flow and returns the call
+    to make: the server's start-up overlaps those imports."""
     prefect_defaults()
     signal.signal(signal.SIGTERM, terminate_as_interrupt)
     from cli.prefect_api import prefect_api, start_prefect_api
@@ -96,7 +97,9 @@ def _flow_command(args, load):
         drop_console_tracebacks()
     started = start_prefect_api()
     call = load()
-    with prefect_api(started):
+    from prefect_adapters.refusal import handed_over
+
+    with prefect_api(started), handed_over(*loads):
         return call()
 
 
@@ -156,24 +159,12 @@ def cmd_sweep(args) -> int:
           "per cell; cells measured before are reused", file=sys.stderr)
     def load():
         from flows.sweep import sweep
-        # the flow's profile: this load, not another
-        return _handing([(args.profile, args.overrides, loaded)],
-                        lambda: sweep(**{name: getattr(args, name) for name in SWEEP_INPUTS}))
+        return lambda: sweep(**{name: getattr(args, name) for name in SWEEP_INPUTS})
 
-    outcome = _flow_command(args, load)
+    outcome = _flow_command(args, load, [(args.profile, args.overrides, loaded)])  # the flow's profile: this load
     print(f"\n{outcome.table}\n\nsweep: {outcome.run_dir}  (measured now: {', '.join(outcome.measured) or 'none'}; "
           f"servers started: {dict(outcome.server_starts) or 'none'})")
     return 0
-
-
-def _handing(loads: list[tuple], call):
-    """`call`, a flow, with the loads the CLI made handed over to it (prefect_adapters/refusal.py handed_over)."""
-    def handed():
-        from prefect_adapters.refusal import handed_over
-
-        with handed_over(*loads):
-            return call()
-    return handed
 
 
 def cmd_compare_profiles(args) -> int:
@@ -184,9 +175,9 @@ def cmd_compare_profiles(args) -> int:
     _check_before_prefect([loaded for _, _, loaded in loads])
     def load():
         from flows.compare import compare
-        return _handing(loads, lambda: compare(args.profiles, args.overrides))
+        return lambda: compare(args.profiles, args.overrides)
 
-    return _table_command(args, load)
+    return _table_command(args, load, loads)
 
 
 def cmd_upgrade_check(args) -> int:
@@ -198,10 +189,9 @@ def cmd_upgrade_check(args) -> int:
     _check_before_prefect([loaded for _, loaded in sides], args.run_id, "upgrade", args.profile)
     def load():
         from flows.upgrade import upgrade
-        return _handing([(args.profile, args.overrides, given)],
-                        lambda: upgrade(args.profile, args.before, args.after, args.overrides, args.run_id))
+        return lambda: upgrade(args.profile, args.before, args.after, args.overrides, args.run_id)
 
-    return _table_command(args, load)
+    return _table_command(args, load, [(args.profile, args.overrides, given)])
 
 
 def cmd_calibrate(args) -> int:
@@ -214,7 +204,6 @@ def cmd_calibrate(args) -> int:
     _check_before_prefect([loaded], args.run_id, "calibrate", loaded.profile.name)
     def load():
         from flows.calibrate import calibrate
-        return _handing([(args.profile, args.overrides, given)],
-                        lambda: calibrate(**{name: getattr(args, name) for name in CALIBRATE_INPUTS}))
+        return lambda: calibrate(**{name: getattr(args, name) for name in CALIBRATE_INPUTS})
 
-    return _table_command(args, load)
+    return _table_command(args, load, [(args.profile, args.overrides, given)])

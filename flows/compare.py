@@ -13,10 +13,11 @@ from prefect.states import State
 from flows.finish import table_or_failed
 from flows.specdec import RunFailed, run_specdec
 from prefect_adapters.parameters import Overrides, ProfileNames, RunId
-from prefect_adapters.refusal import handed_over, loaded_or_refused, refused_run_id
+from prefect_adapters.refusal import checked_or_refused, handed_over, loaded_or_refused, refused_run_id
+from specops.profile.loader import check_comparable
 from specops.results.model import RunResult
 from specops.results.role import COMPARE, RunRole
-from tasks.compare import publish_comparison, validate_comparison
+from tasks.compare import publish_comparison
 
 
 @flow(name="compare", log_prints=True)
@@ -28,7 +29,8 @@ def compare(profiles: ProfileNames, overrides: Overrides = (), run_id: RunId = "
         if isinstance(loaded := loaded_or_refused(profile, overrides), State):
             return loaded
         loads.append((profile, overrides, loaded))
-    validate_comparison([loaded for _, _, loaded in loads])
+    if isinstance(refused := checked_or_refused(lambda: check_comparable([m for _, _, m in loads])), State):
+        return refused
     if (refused := refused_run_id(run_id, "compare")) is not None:
         return refused
     results: list[RunResult] = []

@@ -45,10 +45,8 @@ def upgrade(profile: ProfileName, before: BackendOverrides, after: BackendOverri
     if (refused := refused_run_id(run_id, "upgrade", profile)) is not None:
         return refused
     sides = [side for side, _ in both]
-    results: list[RunResult | None] = []
     with handed_over(*[(profile, side.overrides, side_loaded) for side, side_loaded in both]):
-        for side in sides:
-            results.append(_side(profile, side))
+        results = [_side(profile, side) for side in sides]
     return table_or_failed(f"upgrade check of {profile}", publish_upgrade(profile, sides, results, run_id), results)
 
 

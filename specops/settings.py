@@ -130,7 +130,6 @@ def table() -> list[str]:
 
 
 # ---- where runs write: the artifacts and cache roots, and whether they have the room a run needs ----
-
 def artifacts_root() -> Path:
     return settings().specops_artifacts.resolve()
 
@@ -145,13 +144,12 @@ def cache_root() -> Path:
     return (s.xdg_cache_home or Path.home() / ".cache") / "specops"
 
 
-_ROOTS = {"specops_artifacts": artifacts_root, "specops_cache": cache_root}
-ROOT_VARIABLES = tuple(env_name(field) for field in _ROOTS)
+ROOT_VARIABLES = (env_name("specops_artifacts"), env_name("specops_cache"))
 
 
 def roots() -> dict[str, Path]:
     """The roots a run writes under, by their variable: the values in effect, defaults resolved."""
-    return {env_name(field): root() for field, root in _ROOTS.items()}
+    return dict(zip(ROOT_VARIABLES, (artifacts_root(), cache_root())))
 
 
 def existing_ancestor(path: Path) -> Path:

@@ -1,4 +1,4 @@
-"""Check that profiles can be compared; publish their comparison."""
+"""Publish a comparison of profiles."""
 from __future__ import annotations
 
 from prefect import get_run_logger
@@ -6,19 +6,12 @@ from prefect.artifacts import create_markdown_artifact
 
 from prefect_adapters.step import step
 from specops.atomic_file import write_text
-from specops.profile.loader import LoadedProfile, check_comparable
 from specops.report.plot import write_compare_plot
 from specops.report.writer import artifact_key, link_markdown
 from specops.results.model import RunResult
 from specops.run.rundir import new_run_id, validate_run_id
 from specops.settings import artifacts_root
 from specops.sweep.table import format_compare
-
-
-@step
-def validate_comparison(loaded: list[LoadedProfile]) -> None:
-    """The profiles (loaded with the overrides) all different and on one target model, before any of them runs."""
-    check_comparable(loaded)
 
 
 @step

@@ -1,23 +1,13 @@
-"""What a decode step costs on a served engine, measured from its own served runs; and the speedup a setting's replay
-predicts with it.
+"""What a decode step costs on a served engine, measured from its own served runs, and the speedup a setting's replay
+predicts with it (the model, and why each term: docs/concepts/replay.md, "The predicted speedup").
 
-A step's time is modelled as fixed + proposer_s x [the speculative engine proposes] + draft_s x [the step verifies a
-draft] + per_token_s x (drafted tokens it verifies): the proposer runs on every step of a speculative engine, found
-or not (n-gram's lookup scans the context each step), and on a CPU a forward over several tokens is a matrix product
-where one token is a vector product (the jump), then grows with the tokens. At concurrency c a step is batched: each
-request's step also carries its c - 1 partners' proposals and drafts, taken at the run's (or setting's) mean rate per
-step. A served request's decode time (its latency less its time to first token) is the sum of its steps, so each
-request is one equation in the four unknowns: its steps S, its drafted steps D (vLLM's per-request num_spec_steps; 0
-for the base) and its drafted tokens. Where the run holds its replay (the same prompts' greedy steps, which match the
-engine's drafted counts exactly), S is the replay's: the engine's accepted count also holds drafts accepted past the
-request's last token (11 a request at suffix K 64), so output - 1 - accepted undercounts its steps. Times are kept in
-units of the same run's base step (its base requests' decode time per step): a host's speed moves from run to run
-(2x between days here), and a speedup needs only what a step costs relative to the base's, which a run measures on
-both arms in the same minutes. The store keeps each request's equation per engine, method, target, dtype, CPU model
-and concurrency (each proposer has its own cost: one fit over n-gram and suffix missed each by 2-3%, 2026-12-06),
-from every served run on the host, and fits the four by non-negative least squares; a run's own prediction uses what
-was measured before it. The replay gives a setting's S, D and drafts per prompt, so each prompt's time on both arms
-follows, and their ratio with its interval over the prompts (results.speedup) is the predicted speedup.
+A step costs fixed + proposer_s (the proposer runs on every step of a speculative engine) + draft_s (the step verifies
+a draft) + per_token_s x drafted tokens verified; above concurrency 1 each step also carries its partners' proposals
+and drafts at the setting's mean rate. A served request's decode time is the sum of its steps: one equation per
+request, in units of its run's base step (a host's speed moves 2x between days here; a speedup needs only the ratio),
+its steps the run's replay's where it has one. The store keeps the equations per engine, method, target, dtype, CPU
+model and concurrency (one fit over n-gram and suffix missed each by 2-3%, 2026-12-06) and fits the four costs by
+non-negative least squares; a run's own prediction uses what was measured before it.
 """
 from __future__ import annotations
 
