@@ -38,7 +38,7 @@ def test_a_flow_none_of_whose_runs_measured_prints_its_table_and_exits_1(args, m
     monkeypatch.setenv("SPECOPS_RESULTS_URL", f"sqlite:///{tmp_path / 'results.db'}")
     monkeypatch.delenv("PREFECT_API_URL", raising=False)
 
-    def none_measured(args, load):
+    def none_measured(args, load, loads):
         raise NoneMeasured("calibration of ngram-local: none of its 2 runs measured", "| run | FAILED (preflight) |")
 
     monkeypatch.setattr(flow_commands, "_flow_command", none_measured)

@@ -41,7 +41,7 @@ def test_from_replay_hands_the_count_to_the_flow_after_checking_the_venv(monkeyp
     monkeypatch.delenv("PREFECT_API_URL", raising=False)
     calls = []
     monkeypatch.setattr("specops.backends.vllm.cpu.preflight", lambda: calls.append("preflight") or [])
-    monkeypatch.setattr(commands, "_flow_command", lambda a, load: calls.append(load) or SimpleNamespace(
+    monkeypatch.setattr(commands, "_flow_command", lambda a, load, loads: calls.append(load) or SimpleNamespace(
         table="T", run_dir="/runs/x", measured=[], server_starts={}))
     assert commands.cmd_sweep(args(from_replay=3)) == 0
     assert calls[0] == "preflight"
