@@ -90,6 +90,7 @@ def observations(spec: list[RequestSample], base: list[RequestSample], run: str,
         return []
     unit = sum(s.latency_s - s.ttft_s for s in timed) / sum(s.output_tokens - 1 for s in timed)
     drafted = [s for s in spec if s.spec_steps is not None and s.ttft_s is not None and s.output_tokens > 1]
+    replayed = replayed if replayed and all(s.prompt < len(replayed) for s in drafted) else None  # not these prompts'
     counts = [replayed[s.prompt] if replayed else
               {"steps": s.output_tokens - 1 - (s.accepted_tokens or 0), "drafted_steps": s.spec_steps,
                "drafted": s.draft_tokens or 0} for s in drafted]

@@ -163,3 +163,11 @@ def test_a_batched_step_carries_its_partners_drafts():
     assert batched.point < alone.point
     none = [counts(63, 0, 0, 0)] * 4
     assert predicted_speedup(at[2], none).point == pytest.approx(predicted_speedup(at[1], none).point)
+
+
+def test_a_replay_of_other_prompts_is_not_read_as_the_requests_steps():
+    rng = random.Random(5)
+    pairs = [served(rng, 4, 0.5, prompt=i) for i in range(6)]
+    spec, base = [s for s, _ in pairs], [b for _, b in pairs]
+    short = [{"steps": 1, "drafted_steps": 1, "drafted": 4}] * 3  # fewer prompts than the run measured
+    assert observations(spec, base, "run", replayed=short) == observations(spec, base, "run")
