@@ -10,11 +10,9 @@ returned by the flow ends the run the same way with the first two gone; the thir
 Failed flow run of a deployment (run_flow re-raises the final state's exception to its caller), so it stays,
 its traceback Prefect's frames alone. The flow's own tasks keep their tracebacks: those are faults, not input.
 So the load happens here, in the flow's own body, not in a task (a task that returned the Failed state would
-log "Finished in state Failed" at ERROR: a second line). The engine's line for it (prefect/flow_engine.py run_flow,
-"Engine execution exited with unexpected exception", exc_info) is said without its traceback for a refusal
-(_QuietRefusals): the refusal's own line says all. And the refusal names what the run was given: `overrides` (the
-flow's parameter, where the CLI says `--set`), a shipped profile by its place in the checkout (a worker runs a
-temporary clone, whose path means nothing to the person who created the run).
+log "Finished in state Failed" at ERROR: a second line). The engine's line is said without its traceback for a
+refusal (_QuietRefusals): the refusal's own line says all. It names what the run was given: `overrides` (the flow's
+parameter; the CLI says `--set`), a shipped profile by its place in the checkout (not a worker's temporary clone).
 """
 from __future__ import annotations
 
@@ -51,12 +49,10 @@ def handed_over(*loads: tuple[str, Sequence[str], LoadedProfile]) -> Iterator[No
 def loaded_or_refused(profile: str, overrides: Sequence[str] | None) -> LoadedProfile | State:
     """The profile loaded with the overrides, which the flow hands to every step (its run's one load of it,
     or its caller's: `handed_over`); or the Failed state the flow returns at once."""
-    try:
-        handed = (_handed.get() or {}).get((profile, tuple(overrides or ())))
-        loaded = handed or load_profile(profile, list(overrides or []))
-    except ProfileError as error:
-        return _refused(error)
-    get_run_logger().info("profile %s (%s) valid, sha256 %s", loaded.profile.name, loaded.path, loaded.sha256[:12])
+    given = tuple(overrides or ())
+    loaded = checked_or_refused(lambda: (_handed.get() or {}).get((profile, given)) or load_profile(profile, [*given]))
+    if isinstance(loaded, LoadedProfile):
+        get_run_logger().info("profile %s (%s) valid, sha256 %s", loaded.profile.name, loaded.path, loaded.sha256[:12])
     return loaded
 
 

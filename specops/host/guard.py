@@ -1,6 +1,6 @@
 """Run one command so that nothing it starts outlives the process that started the guard.
 
-    python -S specops/host/guard.py [--parent PID] -- CMD ARGS...
+    python -S specops/host/guard.py [--parent PID] [--become SIGNAL] -- CMD ARGS...
 
 A death signal (PR_SET_PDEATHSIG) reaches only the process it is set on: put on genai-perf, it
 would kill genai-perf and leave perf_analyzer (its child) re-parented to init, still sending
@@ -18,6 +18,10 @@ requests. So specops starts its client tools through this guard, which
   nothing else;
 - when CMD ends, stops whatever it left running and ends the same way: its exit code, or death
   by the same signal (so a caller still sees -SIGKILL for a killed tool).
+
+`--become SIGNAL` guards nothing: it sets the death signal and execs CMD in its place (tritonserver). A preexec_fn
+would make subprocess fork(), which runs the libraries' atfork handlers in the child: gRPC's killed it (-6, -11)
+in 11 of 300 starts while a thread polled a server (grpc/grpc#43055), so Triton "exited" in CI with an empty log.
 
 Standard library only, run with `python -S`: it adds ~25 ms to a start (interpreter start-up).
 """
@@ -145,16 +149,28 @@ def _end_like(status: int) -> None:
     os._exit(os.waitstatus_to_exitcode(status))
 
 
+def _become(cmd: list[str], death_signal: int, parent: int | None) -> None:
+    """CMD in this process's place, SIGNAL sent to it when the parent dies (no subreaper, no fork)."""
+    ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, death_signal, 0, 0, 0)
+    if parent is not None and os.getppid() != parent:  # it died before the death signal was set
+        os._exit(128 + death_signal)
+    _exec(cmd)
+
+
 def main(argv: list[str]) -> None:
     global _child
-    parent = None
+    parent = become = None
     if argv[:1] == ["--parent"]:
         parent, argv = int(argv[1]), argv[2:]
+    if argv[:1] == ["--become"]:
+        become, argv = int(argv[1]), argv[2:]
     if argv[:1] == ["--"]:
         argv = argv[1:]
     if not argv:
-        print("usage: guard.py [--parent PID] -- CMD ARGS...", file=sys.stderr)
+        print("usage: guard.py [--parent PID] [--become SIGNAL] -- CMD ARGS...", file=sys.stderr)
         os._exit(2)
+    if become is not None:
+        _become(argv, become, parent)
     signal.signal(PARENT_GONE, _parent_gone)
     libc = ctypes.CDLL(None, use_errno=True)
     libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)

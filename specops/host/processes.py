@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import atexit
-import ctypes
 import logging
 import os
 import signal
@@ -24,13 +23,11 @@ from specops.settings import env_name
 
 log = logging.getLogger(__name__)
 
-_PR_SET_PDEATHSIG = 1
 # PR_SET_PDEATHSIG fires when the *thread* that forked the child exits, not the process. Prefect
 # runs tasks in pool threads that come and go, so every spawn happens on this one long-lived
 # thread: the signal then fires only when our process dies.
 _spawners: dict[int, ThreadPoolExecutor] = {}  # per pid: a forked child has no spawner thread
 _spawners_lock = threading.Lock()
-_LIBC = ctypes.CDLL(None, use_errno=True)  # loaded before any fork: no dlopen in the child
 
 
 # Credentials the pipeline may hold for downloads, which no tool or server it starts receives.
@@ -80,12 +77,6 @@ def wait_ports_free(host: str, ports: Sequence[int], timeout_s: float) -> list[i
         time.sleep(0.1)
 
 
-def _preexec(death_signal: int, parent_pid: int) -> None:  # in the child between fork and exec
-    _LIBC.prctl(_PR_SET_PDEATHSIG, death_signal, 0, 0, 0)
-    if os.getppid() != parent_pid:  # the parent died before prctl took effect
-        os.kill(os.getpid(), death_signal)
-
-
 # Groups spawn() started that kill_process_tree did not stop (a server starting when the run was interrupted), killed
 # at exit: the death signal reaches the leader alone, and Triton's orphaned stubs ignore SIGTERM for up to 30 s.
 _unstopped_groups: set[tuple[int, int]] = set()  # (the spawning pid, the group): a forked child kills none
@@ -99,10 +90,13 @@ def _kill_unstopped_groups() -> None:
 
 def spawn(cmd: Sequence[str], env: Mapping[str, str], log_path: Path,
           death_signal: int = signal.SIGKILL) -> subprocess.Popen:
-    """Start `cmd` in its own session, output appended to `log_path`, killed (its group too) if we die or exit."""
+    """Start `cmd` in its own session, output appended to `log_path`, killed (its group too) if we die or exit.
+
+    guard.py --become sets the death signal and is then `cmd` (the same pid): no preexec_fn (why: guard.py)."""
+    become = [sys.executable, "-S", guard.__file__, "--parent", str(os.getpid()), "--become", str(int(death_signal))]
     with open(log_path, "ab") as log_fh:
-        popen = popen_dying_with_us(cmd, death_signal, env=dict(env), stdin=subprocess.DEVNULL, stdout=log_fh,
-                                    stderr=subprocess.STDOUT, start_new_session=True)
+        popen = _on_spawner([*become, "--", *cmd], env=dict(env), stdin=subprocess.DEVNULL, stdout=log_fh,
+                            stderr=subprocess.STDOUT, start_new_session=True)
     _unstopped_groups.add((os.getpid(), popen.pid))
     return popen
 
@@ -111,21 +105,16 @@ def spawn_guarded(cmd: Sequence[str], env: Mapping[str, str], **popen_kwargs: An
     """Start `cmd` under specops/host/guard.py in its own session: the guard, `cmd` and everything
     `cmd` starts (however it daemonizes) die when this process dies, even by SIGKILL."""
     guarded = [sys.executable, "-S", guard.__file__, "--parent", str(os.getpid()), "--", *cmd]
-    return popen_dying_with_us(guarded, guard.PARENT_GONE, env=dict(env), start_new_session=True, **popen_kwargs)
+    return _on_spawner(guarded, env=dict(env), start_new_session=True, **popen_kwargs)
 
 
-def popen_dying_with_us(cmd: Sequence[str], death_signal: int, **popen_kwargs: Any) -> subprocess.Popen:
-    """subprocess.Popen(cmd, **popen_kwargs) that receives `death_signal` when this process dies."""
-    parent_pid = os.getpid()
-
-    def _start() -> subprocess.Popen:
-        return subprocess.Popen(list(cmd), preexec_fn=lambda: _preexec(death_signal, parent_pid), **popen_kwargs)
-
+def _on_spawner(cmd: list[str], **popen_kwargs: Any) -> subprocess.Popen:
+    """Popen on this process's one long-lived spawner thread (the death signal follows the thread that forked)."""
     with _spawners_lock:
         spawner = _spawners.get(os.getpid())
         if spawner is None:
             spawner = _spawners[os.getpid()] = ThreadPoolExecutor(1, thread_name_prefix="specops-spawner")
-    return spawner.submit(_start).result()
+    return spawner.submit(subprocess.Popen, cmd, **popen_kwargs).result()
 
 
 def descendants(pid: int) -> list[psutil.Process]:

@@ -2,13 +2,8 @@
 from __future__ import annotations
 
 from specops.profile.errors import ProfileError
-from specops.profile.loader import LoadedProfile, load_profile, overridden
+from specops.profile.loader import LoadedProfile, overridden
 from specops.results.calibration import AA_OVERRIDE, MAX_RUNS, MIN_RUNS
-
-
-def load_calibration(profile: str, overrides: list[str], runs: int, ab_runs: int = 0) -> LoadedProfile:
-    """calibration_of the profile loaded from disk with the overrides."""
-    return calibration_of(load_profile(profile, overrides), runs, ab_runs)
 
 
 def check_runs(runs: int, ab_runs: int) -> None:

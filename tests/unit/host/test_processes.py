@@ -1,13 +1,16 @@
 """Free ports, port checks, spawning with a death signal and killing process trees."""
+import collections
 import logging
 import os
 import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
+import grpc
 import psutil
 import pytest
 
@@ -61,6 +64,66 @@ def test_spawned_child_outlives_the_thread_that_asked(tmp_path):
     finally:
         assert kill_process_tree(child, timeout_s=5) == []
     assert child.returncode == -signal.SIGTERM
+
+
+# A gRPC server in a process of its own (Triton's place): one in this process did not make the children fail.
+GRPC_ECHO_SERVER = """
+import time
+from concurrent import futures
+import grpc
+server = grpc.server(futures.ThreadPoolExecutor(2))
+echo = grpc.unary_unary_rpc_method_handler(lambda request, context: request)
+server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler("specops.Echo", {"Call": echo}),))
+print(server.add_insecure_port("127.0.0.1:0"), flush=True)
+server.start()
+time.sleep(600)
+"""
+
+
+@pytest.mark.slow  # 300 starts: ~7 s
+def test_children_start_while_another_thread_talks_grpc(tmp_path):
+    # As a run starts its second server while a thread polls the first one's readiness over gRPC. With a
+    # preexec_fn (fork, gRPC's atfork handlers in the child) 11 of 300 children died before exec (-6, -11).
+    server = subprocess.Popen([sys.executable, "-c", GRPC_ECHO_SERVER], stdout=subprocess.PIPE, text=True)
+    port = int(server.stdout.readline())
+    done = threading.Event()
+
+    def poll() -> None:
+        while not done.is_set():
+            with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+                channel.unary_unary("/specops.Echo/Call")(b"ready?", timeout=5)
+
+    poller = threading.Thread(target=poll, daemon=True)
+    poller.start()
+    ends: collections.Counter[int] = collections.Counter()
+    try:
+        for _ in range(300):
+            child = spawn(["true"], {"PATH": "/usr/bin:/bin"}, tmp_path / "log")
+            ends[child.wait(timeout=30)] += 1
+            assert kill_process_tree(child, timeout_s=5) == []  # forgotten: no group to kill at exit
+    finally:
+        done.set()
+        poller.join(timeout=10)
+        server.kill()
+        server.wait()
+    assert ends == {0: 300}, f"children's ends (exit code: count): {dict(ends)}"
+
+
+def test_the_spawned_command_is_the_child_itself_with_its_signals_at_their_defaults(tmp_path):
+    # guard.py --become execs in place: the pid we hold is the command's, and it does not inherit the SIGPIPE
+    # the interpreter it ran in ignores (as with subprocess's restore_signals, tools expect the default).
+    child = spawn(["sh", "-c", "echo $$; grep SigIgn /proc/$$/status; sleep 30"], {"PATH": "/usr/bin:/bin"},
+                  tmp_path / "log")
+    try:
+        deadline = time.monotonic() + 10
+        while len((tmp_path / "log").read_text().splitlines()) < 2:
+            assert time.monotonic() < deadline, (tmp_path / "log").read_text()
+            time.sleep(0.02)
+        pid, ignored = (tmp_path / "log").read_text().splitlines()[:2]
+        assert int(pid) == child.pid
+        assert not int(ignored.split()[1], 16) & (1 << (signal.SIGPIPE - 1))
+    finally:
+        assert kill_process_tree(child, timeout_s=5) == []
 
 
 def test_kill_process_tree_escalates_and_reaps_the_group(tmp_path):

@@ -12,7 +12,7 @@ from flows.specdec import specdec
 from flows.sweep import sweep
 from flows.train_draft import train_draft
 from prefect_adapters.parameters import MAX_CONCURRENCY, MAX_K, MAX_LOOKUP, OVERRIDE_EXAMPLE
-from specops.profile.calibration import load_calibration
+from specops.profile.calibration import check_runs
 from specops.profile.errors import ProfileError
 from specops.profile.loader import list_profile_names, load_profile, profiles_dir
 from specops.results.calibration import MAX_RUNS, MIN_RUNS
@@ -91,7 +91,7 @@ def test_calibration_runs_are_bounded_where_the_cli_bounds_them():
     assert (runs["minimum"], runs["maximum"], runs["default"]) == (MIN_RUNS, MAX_RUNS, 20)
     for bad in (MIN_RUNS - 1, MAX_RUNS + 1):
         with pytest.raises(ProfileError, match="runs"):
-            load_calibration("ngram-local", [], bad)
+            check_runs(bad, 0)
 
 
 def test_the_servers_check_refuses_what_the_form_does_not_offer():

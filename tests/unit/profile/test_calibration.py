@@ -4,9 +4,15 @@ from __future__ import annotations
 import pytest
 
 from cli.main import EXIT_PROFILE, main
-from specops.profile.calibration import load_calibration
+from specops.profile.calibration import calibration_of
 from specops.profile.errors import ProfileError
+from specops.profile.loader import LoadedProfile, load_profile
 from specops.run.variant import variants_of
+
+
+def load_calibration(profile: str, overrides: list[str], runs: int) -> LoadedProfile:
+    """As the calibrate flow has it: the profile loaded with the overrides, then its A/A run."""
+    return calibration_of(load_profile(profile, overrides), runs)
 
 
 def test_the_aa_run_serves_the_base_on_both_arms_with_the_profiles_own_design():

@@ -104,8 +104,8 @@ def test_every_run_says_its_hosts_latest_calibration_or_that_there_is_none(tmp_p
 
 
 def test_one_ab_run_is_refused_before_anything_runs():
-    from specops.profile.calibration import load_calibration
+    from specops.profile.calibration import check_runs
     from specops.profile.errors import ProfileError
 
     with pytest.raises(ProfileError, match="ab: 1: 0, or 2 to 100 A/B runs"):
-        load_calibration("ngram-local", [], 20, 1)
+        check_runs(20, 1)
