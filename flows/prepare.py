@@ -15,6 +15,7 @@ from specops.pipeline.answer_sources import answer_source
 from specops.pipeline.summarize import RunFacts
 from specops.profile.loader import LoadedProfile
 from specops.run.rundir import RunDir
+from specops.run.variant import Variant
 from specops.sources.entry_lock import Stored
 from specops.sources.schemes import ModelArtifact
 from tasks.draft import find_training_data, publish_training, synthesize_training_data, train_draft_module
@@ -22,10 +23,20 @@ from tasks.models import check_draft_vocabulary, download_backend_sources, downl
 from tasks.render import build_engine, render_repository
 
 
-def noted_result(result: ModelArtifact | Stored, facts: RunFacts, step: str):
-    """A cache step's result (an artifact, or a Stored path), noting whether the cache held it."""
-    facts.cached_steps[step] = result.cached
+def noted_result(result: ModelArtifact | Stored, facts: RunFacts | None, step: str):
+    """A cache step's result (an artifact, or a Stored path), noting in a run's facts whether the cache held it."""
+    if facts is not None:
+        facts.cached_steps[step] = result.cached
     return result.value if isinstance(result, Stored) else result
+
+
+def repository_of(backend: Backend, variant: Variant, target: ModelArtifact, draft: ModelArtifact | None,
+                  cache_dir: Path, run: RunDir, facts: RunFacts | None = None) -> Path:
+    """The variant's model repository: its engines built and the repository rendered, each read from the cache
+    where it holds them (a run's facts note which)."""
+    built = noted_result(build_engine(backend, variant, target, draft, cache_dir, run), facts, f"build {variant.name}")
+    rendered = render_repository(backend, variant, target, draft, cache_dir, built, run)
+    return noted_result(rendered, facts, f"render {variant.name}")
 
 
 def prepare_models(loaded: LoadedProfile, backend: Backend, run: RunDir, cache_dir: Path,
@@ -69,7 +80,6 @@ def synthesize(loaded: LoadedProfile, backend: Backend, target: ModelArtifact, r
     backend, variant = source.serving(profile, backend)
     if not source.served:
         return synthesize_training_data(profile, backend, None, variant, target, cache_dir, run)
-    engines = build_engine(backend, variant, target, None, cache_dir, run).value
-    repo = render_repository(backend, variant, target, None, cache_dir, engines, run).value
+    repo = repository_of(backend, variant, target, None, cache_dir, run)
     with served(backend, variant, repo, run, smoke=False) as up:
         return synthesize_training_data(profile, backend, up.server, variant, target, cache_dir, run)

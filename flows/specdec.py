@@ -14,7 +14,7 @@ from prefect import flow, get_run_logger
 from prefect.states import Failed, State
 
 from flows.finish import finish, set_final_status
-from flows.prepare import noted_result, prepare_models
+from flows.prepare import prepare_models, repository_of
 from flows.serving import measure_group, served_together
 from prefect_adapters.parameters import Overrides, ProfileName, RunId
 from prefect_adapters.reaping import reap_servers
@@ -38,7 +38,6 @@ from tasks.benchmark import keep_step_cost, predict_acceptance
 from tasks.check import compare_check_outputs
 from tasks.models import download_workload
 from tasks.profile import check_prerequisites, check_result_storage, create_run_dir
-from tasks.render import build_engine, render_repository
 from tasks.report import summarize_run
 
 
@@ -113,12 +112,7 @@ def measure(loaded: LoadedProfile, backend: Backend, tool: BenchTool, run: RunDi
     # per GPU, and an engine build (trtllm-build runs on the GPU) never beside another run's benchmark.
     with hold_slots(run_slots(p.serving.exclusive, backend.gpus()), f"{p.name} run {run.run_id}", run) as held:
         try:
-            repos = {}
-            for v in variants:
-                engines = noted_result(build_engine(backend, v, target, draft, cache_dir, run), facts,
-                                       f"build {v.name}")
-                repos[v.name] = noted_result(render_repository(backend, v, target, draft, cache_dir, engines, run),
-                                             facts, f"render {v.name}")
+            repos = {v.name: repository_of(backend, v, target, draft, cache_dir, run, facts) for v in variants}
             serve_and_benchmark(loaded, backend, tool, run, facts, variants, repos, workload, tokenizer, checked)
             facts.predicted = predict_acceptance(loaded, backend, run, workload)  # on the cores the servers freed
             # after the prediction, which used the earlier runs' cost; its replay gives the requests' steps

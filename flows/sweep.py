@@ -21,7 +21,7 @@ from prefect import flow
 from prefect.states import State
 
 from flows.finish import finish, set_final_status
-from flows.prepare import prepare_models
+from flows.prepare import prepare_models, repository_of
 from flows.serving import Served, measure_group, served
 from prefect_adapters.parameters import (
     Concurrencies,
@@ -60,7 +60,6 @@ from tasks.benchmark import predict_acceptance
 from tasks.check import compare_check_outputs
 from tasks.models import download_workload
 from tasks.profile import check_prerequisites, check_result_storage, create_run_dir
-from tasks.render import build_engine, render_repository
 from tasks.report import summarize_run
 from tasks.sweep import find_measured_cells, keep_cell, publish_sweep, replay_series, validate_sweep
 
@@ -77,9 +76,7 @@ class SweepServers:
             p, variant, server_run = sweep.loaded.profile, Variant(BASE, base_method()), sweep.run.child("base")
             self.held = self.stack.enter_context(hold_slots(run_slots(p.serving.exclusive, sweep.backend.gpus()),
                                                             f"{p.name} sweep {sweep.run.run_id}", sweep.run))
-            engines = build_engine(sweep.backend, variant, sweep.target, sweep.draft, cache_root(), server_run).value
-            repo = render_repository(sweep.backend, variant, sweep.target, sweep.draft, cache_root(), engines,
-                                     server_run).value
+            repo = repository_of(sweep.backend, variant, sweep.target, sweep.draft, cache_root(), server_run)
             self.base = self.stack.enter_context(served(sweep.backend, variant, repo, server_run, sweep.facts))
             self.outputs = self.base.check(p, sweep.workload)
         return self.base, self.held
@@ -117,8 +114,7 @@ def measure_server(sweep: SweepRun, group: ServerGroup, servers: SweepServers) -
     variant = Variant(SPECULATIVE, p.method)
     # A schedule lives in the backend section, so its server renders from the schedule's own profile.
     backend = backend_for(p) if series.schedule else sweep.backend
-    engines = build_engine(backend, variant, sweep.target, sweep.draft, cache_root(), server_run).value
-    repo = render_repository(backend, variant, sweep.target, sweep.draft, cache_root(), engines, server_run).value
+    repo = repository_of(backend, variant, sweep.target, sweep.draft, cache_root(), server_run)
     # The replay's figures for this draft length, on cores no measurement uses yet; a schedule's K varies with load.
     predicted = None if series.schedule else \
         predict_acceptance(sweep.profile(series, group.concurrencies[0]), backend, server_run, sweep.workload)

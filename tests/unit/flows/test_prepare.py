@@ -9,6 +9,7 @@ import pytest
 import flows.prepare as prepare
 import flows.serving as seam
 from specops.draft.gpu import SYNTHESIS
+from specops.pipeline.summarize import RunFacts
 from specops.profile.loader import load_profile
 from specops.sources.entry_lock import Stored
 
@@ -68,3 +69,16 @@ def test_an_endpoint_answers_without_a_server(log):
     _synthesize("eagle3-local", "draft.train.data.endpoint=http://127.0.0.1:9")
     [(step, server, _)] = log.entries
     assert (step, server) == ("synthesize", None)
+
+
+def test_a_repository_is_rendered_from_the_engines_built_and_a_runs_facts_note_each_cache_hit(monkeypatch, tmp_path):
+    made = []
+    monkeypatch.setattr(prepare, "build_engine", lambda backend, v, target, draft, cache_dir, run:
+                        made.append(("build", v)) or Stored(tmp_path / "engines", True))
+    monkeypatch.setattr(prepare, "render_repository", lambda backend, v, target, draft, cache_dir, engines, run:
+                        made.append(("render", engines)) or Stored(tmp_path / "repo", False))
+    facts, variant = RunFacts(), SimpleNamespace(name="speculative")
+    assert prepare.repository_of(None, variant, None, None, tmp_path, None, facts) == tmp_path / "repo"
+    assert made == [("build", variant), ("render", tmp_path / "engines")]
+    assert facts.cached_steps == {"build speculative": True, "render speculative": False}
+    assert prepare.repository_of(None, variant, None, None, tmp_path, None) == tmp_path / "repo"  # no run's facts

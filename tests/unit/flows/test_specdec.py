@@ -47,8 +47,7 @@ def steps(monkeypatch, tmp_path) -> SimpleNamespace:
     monkeypatch.setattr(flow, "prepare_models", lambda loaded, backend, run, cache, facts: ("target", None))
     monkeypatch.setattr(flow, "download_workload", lambda profile, target, cache, run: "the workload")
     monkeypatch.setattr(flow, "hold_slots", hold_slots)
-    monkeypatch.setattr(flow, "build_engine", lambda *args: SimpleNamespace(cached=False))
-    monkeypatch.setattr(flow, "render_repository", lambda *args: SimpleNamespace(cached=False))
+    monkeypatch.setattr(flow, "repository_of", lambda backend, v, *args: f"repo-{v.name}")
     monkeypatch.setattr(flow, "served_together", served_together)
     monkeypatch.setattr(flow, "measure_group", lambda *args: SimpleNamespace(records=[], design="d", why_not_requests=None,
                                                                              answers={"base": {0: "kept"}}))

@@ -114,9 +114,7 @@ def served(monkeypatch) -> list[tuple]:
                                why_not_requests=None if paired else "concurrency 2",
                                rounds=bench.rounds if paired else max(bench.rounds, min_rounds))
 
-    monkeypatch.setattr(flow, "build_engine", lambda backend, v, target, draft, cache, run: SimpleNamespace(value=1))
-    monkeypatch.setattr(flow, "render_repository", lambda backend, v, target, draft, cache, engines, run:
-                        SimpleNamespace(value=f"repo-{v.name}"))
+    monkeypatch.setattr(flow, "repository_of", lambda backend, v, target, draft, cache, run: f"repo-{v.name}")
     monkeypatch.setattr(flow, "served", serve)
     monkeypatch.setattr(flow, "hold_slots", hold_slots)
     monkeypatch.setattr(flow, "measure_group", measure_group)
