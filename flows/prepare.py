@@ -17,7 +17,7 @@ from specops.profile.loader import LoadedProfile
 from specops.run.rundir import RunDir
 from specops.run.variant import Variant
 from specops.sources.entry_lock import Stored
-from specops.sources.schemes import ModelArtifact
+from specops.sources.schemes import ModelArtifact, Models
 from tasks.draft import find_training_data, publish_training, synthesize_training_data, train_draft_module
 from tasks.models import check_draft_vocabulary, download_backend_sources, download_model
 from tasks.render import build_engine, render_repository
@@ -30,17 +30,16 @@ def noted_result(result: ModelArtifact | Stored, facts: RunFacts | None, step: s
     return result.value if isinstance(result, Stored) else result
 
 
-def repository_of(backend: Backend, variant: Variant, target: ModelArtifact, draft: ModelArtifact | None,
-                  cache_dir: Path, run: RunDir, facts: RunFacts | None = None) -> Path:
-    """The variant's model repository: its engines built and the repository rendered, each read from the cache
-    where it holds them (a run's facts note which)."""
-    built = noted_result(build_engine(backend, variant, target, draft, cache_dir, run), facts, f"build {variant.name}")
-    rendered = render_repository(backend, variant, target, draft, cache_dir, built, run)
+def variant_repository(backend: Backend, variant: Variant, models: Models, run: RunDir, facts: RunFacts | None = None):
+    """The variant's model repository (its Path): engines built and the repository rendered, each read from the
+    cache where it holds them (a run's facts note which)."""
+    target, draft, cache = models.target, models.draft, models.cache
+    built = noted_result(build_engine(backend, variant, target, draft, cache, run), facts, f"build {variant.name}")
+    rendered = render_repository(backend, variant, target, draft, cache, built, run)
     return noted_result(rendered, facts, f"render {variant.name}")
 
 
-def prepare_models(loaded: LoadedProfile, backend: Backend, run: RunDir, cache_dir: Path,
-                   facts: RunFacts) -> tuple[ModelArtifact, ModelArtifact | None]:
+def prepare_models(loaded: LoadedProfile, backend: Backend, run: RunDir, cache_dir: Path, facts: RunFacts) -> Models:
     p = loaded.profile
     files = backend.registration.hub_files  # of a hub repository, only what this backend's loaders read
     target = noted_result(download_model(p.target.source, cache_dir, run, "target", files), facts, "download target")
@@ -55,7 +54,7 @@ def prepare_models(loaded: LoadedProfile, backend: Backend, run: RunDir, cache_d
         check_draft_vocabulary(target, draft, run)
     if draft is not None:
         facts.models["draft"] = draft
-    return target, draft
+    return Models(target, draft, cache_dir)
 
 
 def prepare_trained_draft(loaded: LoadedProfile, backend: Backend, target: ModelArtifact, run: RunDir,
@@ -80,6 +79,6 @@ def synthesize(loaded: LoadedProfile, backend: Backend, target: ModelArtifact, r
     backend, variant = source.serving(profile, backend)
     if not source.served:
         return synthesize_training_data(profile, backend, None, variant, target, cache_dir, run)
-    repo = repository_of(backend, variant, target, None, cache_dir, run)
+    repo = variant_repository(backend, variant, Models(target, None, cache_dir), run)
     with served(backend, variant, repo, run, smoke=False) as up:
         return synthesize_training_data(profile, backend, up.server, variant, target, cache_dir, run)

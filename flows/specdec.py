@@ -14,7 +14,7 @@ from prefect import flow, get_run_logger
 from prefect.states import Failed, State
 
 from flows.finish import finish, set_final_status
-from flows.prepare import prepare_models, repository_of
+from flows.prepare import prepare_models, variant_repository
 from flows.serving import measure_group, served_together
 from prefect_adapters.parameters import Overrides, ProfileName, RunId
 from prefect_adapters.reaping import reap_servers
@@ -102,17 +102,16 @@ def serve_and_benchmark(loaded: LoadedProfile, backend: Backend, tool: BenchTool
 
 def measure(loaded: LoadedProfile, backend: Backend, tool: BenchTool, run: RunDir, facts: RunFacts) -> None:
     p = loaded.profile
-    cache_dir = cache_root()
-    target, draft = prepare_models(loaded, backend, run, cache_dir, facts)
+    models = prepare_models(loaded, backend, run, cache_root(), facts)
     variants = variants_of(p.method, p.comparison.baseline)
-    workload = facts.workload = download_workload(p, target, cache_dir, run)
-    tokenizer = backend.tokenizer_dir(target)
+    workload = facts.workload = download_workload(p, models.target, models.cache, run)
+    tokenizer = backend.tokenizer_dir(models.target)
     checked: dict[str, Checked] = {}
     # Build -> serve -> check -> benchmark -> teardown holds the host's accelerator slots: one benchmark
     # per GPU, and an engine build (trtllm-build runs on the GPU) never beside another run's benchmark.
     with hold_slots(run_slots(p.serving.exclusive, backend.gpus()), f"{p.name} run {run.run_id}", run) as held:
         try:
-            repos = {v.name: repository_of(backend, v, target, draft, cache_dir, run, facts) for v in variants}
+            repos = {v.name: variant_repository(backend, v, models, run, facts) for v in variants}
             serve_and_benchmark(loaded, backend, tool, run, facts, variants, repos, workload, tokenizer, checked)
             facts.predicted = predict_acceptance(loaded, backend, run, workload)  # on the cores the servers freed
             # after the prediction, which used the earlier runs' cost; its replay gives the requests' steps

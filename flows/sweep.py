@@ -21,7 +21,7 @@ from prefect import flow
 from prefect.states import State
 
 from flows.finish import finish, set_final_status
-from flows.prepare import prepare_models, repository_of
+from flows.prepare import prepare_models, variant_repository
 from flows.serving import Served, measure_group, served
 from prefect_adapters.parameters import (
     Concurrencies,
@@ -76,7 +76,7 @@ class SweepServers:
             p, variant, server_run = sweep.loaded.profile, Variant(BASE, base_method()), sweep.run.child("base")
             self.held = self.stack.enter_context(hold_slots(run_slots(p.serving.exclusive, sweep.backend.gpus()),
                                                             f"{p.name} sweep {sweep.run.run_id}", sweep.run))
-            repo = repository_of(sweep.backend, variant, sweep.target, sweep.draft, cache_root(), server_run)
+            repo = variant_repository(sweep.backend, variant, sweep.models, server_run)
             self.base = self.stack.enter_context(served(sweep.backend, variant, repo, server_run, sweep.facts))
             self.outputs = self.base.check(p, sweep.workload)
         return self.base, self.held
@@ -89,13 +89,12 @@ def measure_series(sweep: SweepRun, series: list[Series], cs: list[int], servers
     results = find_measured_cells(sweep.store, sweep.keys(series, cs))
     started: tuple[ServerGroup, ...] = ()
     if plan := plan_sweep(series, cs, results):
-        if sweep.target is None:  # prerequisites and models, once per sweep run, before its first server
+        if sweep.models is None:  # prerequisites and models, once per sweep run, before its first server
             check_prerequisites(sweep.backend, sweep.tool, sweep.run)
             check_result_storage(sweep.run, sweep.loaded.profile.name)
-            target, draft = prepare_models(sweep.loaded, sweep.backend, sweep.run, cache_root(), sweep.facts)
-            workload = download_workload(sweep.loaded.profile, target, cache_root(), sweep.run)
-            sweep = replace(sweep, target=target, draft=draft, tokenizer=sweep.backend.tokenizer_dir(target),
-                            workload=workload)
+            models = prepare_models(sweep.loaded, sweep.backend, sweep.run, cache_root(), sweep.facts)
+            sweep = replace(sweep, models=models, tokenizer=sweep.backend.tokenizer_dir(models.target),
+                            workload=download_workload(sweep.loaded.profile, models.target, models.cache, sweep.run))
         started = () if servers.base is not None else (BASE_GROUP,)
         for group in plan:
             cells = measure_server(sweep, group, servers)
@@ -114,7 +113,7 @@ def measure_server(sweep: SweepRun, group: ServerGroup, servers: SweepServers) -
     variant = Variant(SPECULATIVE, p.method)
     # A schedule lives in the backend section, so its server renders from the schedule's own profile.
     backend = backend_for(p) if series.schedule else sweep.backend
-    repo = repository_of(backend, variant, sweep.target, sweep.draft, cache_root(), server_run)
+    repo = variant_repository(backend, variant, sweep.models, server_run)
     # The replay's figures for this draft length, on cores no measurement uses yet; a schedule's K varies with load.
     predicted = None if series.schedule else \
         predict_acceptance(sweep.profile(series, group.concurrencies[0]), backend, server_run, sweep.workload)

@@ -37,6 +37,14 @@ class ModelArtifact:
     cached: bool = field(default=False, compare=False)
 
 
+@dataclass(frozen=True)
+class Models:
+    """What a run serves: the target, the draft (if its method has one), the cache they and their builds are in."""
+    target: ModelArtifact
+    draft: ModelArtifact | None
+    cache: Path
+
+
 def content_files(path: Path) -> list[tuple[str, Path]]:
     """The files hash_dir hashes, as (relative path, path), in the order it hashes them."""
     root = Path(path)

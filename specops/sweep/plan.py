@@ -15,7 +15,7 @@ from specops.results.model import Lossless, VariantRecord, Window
 from specops.results.paired import Design
 from specops.results.predicted import Predicted
 from specops.run.rundir import RunDir
-from specops.sources.schemes import ModelArtifact
+from specops.sources.schemes import Models
 from specops.sweep.cells import CellStore
 from specops.sweep.grid import BASE_SERIES, Series, cell_key
 
@@ -44,8 +44,8 @@ BASE_GROUP = ServerGroup(BASE_SERIES, ())
 @dataclass(frozen=True)
 class SweepRun:
     """A sweep run so far: what every step shares (`facts` records what its models and servers report as they
-    come), its base cells, the servers it started, in order, and the models it prepared for them (target None while
-    no cell needed a server). A measurement returns the next one."""
+    come), its base cells, the servers it started, in order, and the models it prepared for them (None while no cell
+    needed a server). A measurement returns the next one."""
 
     loaded: LoadedProfile
     overrides: tuple[str, ...]
@@ -55,8 +55,7 @@ class SweepRun:
     store: CellStore
     facts: RunFacts = field(default_factory=RunFacts)
     served: tuple[ServerGroup, ...] = ()
-    target: ModelArtifact | None = None
-    draft: ModelArtifact | None = None
+    models: Models | None = None
     tokenizer: Path | None = None
     workload: Workload | None = None  # the prompts every cell measures, read with the models
 

@@ -12,6 +12,7 @@ from specops.draft.gpu import SYNTHESIS
 from specops.pipeline.summarize import RunFacts
 from specops.profile.loader import load_profile
 from specops.sources.entry_lock import Stored
+from specops.sources.schemes import Models
 
 SERVER = object()
 
@@ -78,7 +79,8 @@ def test_a_repository_is_rendered_from_the_engines_built_and_a_runs_facts_note_e
     monkeypatch.setattr(prepare, "render_repository", lambda backend, v, target, draft, cache_dir, engines, run:
                         made.append(("render", engines)) or Stored(tmp_path / "repo", False))
     facts, variant = RunFacts(), SimpleNamespace(name="speculative")
-    assert prepare.repository_of(None, variant, None, None, tmp_path, None, facts) == tmp_path / "repo"
+    models = Models(target=None, draft=None, cache=tmp_path)
+    assert prepare.variant_repository(None, variant, models, None, facts) == tmp_path / "repo"
     assert made == [("build", variant), ("render", tmp_path / "engines")]
     assert facts.cached_steps == {"build speculative": True, "render speculative": False}
-    assert prepare.repository_of(None, variant, None, None, tmp_path, None) == tmp_path / "repo"  # no run's facts
+    assert prepare.variant_repository(None, variant, models, None) == tmp_path / "repo"  # no run's facts

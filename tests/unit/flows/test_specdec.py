@@ -18,6 +18,7 @@ from specops.pipeline.summarize import RunFacts
 from specops.profile.loader import load_profile
 from specops.results.model import Status
 from specops.run.rundir import RunDir
+from specops.sources.schemes import Models
 from tests.results_factory import run_result
 
 AIPERF = SimpleNamespace(name="aiperf", keeps_answers=True)
@@ -44,10 +45,10 @@ def steps(monkeypatch, tmp_path) -> SimpleNamespace:
         return compare_outputs(base.outputs, speculative.outputs)
 
     monkeypatch.setattr(flow, "cache_root", lambda: tmp_path / "cache")
-    monkeypatch.setattr(flow, "prepare_models", lambda loaded, backend, run, cache, facts: ("target", None))
+    monkeypatch.setattr(flow, "prepare_models", lambda loaded, backend, run, cache, facts: Models("target", None, cache))
     monkeypatch.setattr(flow, "download_workload", lambda profile, target, cache, run: "the workload")
     monkeypatch.setattr(flow, "hold_slots", hold_slots)
-    monkeypatch.setattr(flow, "repository_of", lambda backend, v, *args: f"repo-{v.name}")
+    monkeypatch.setattr(flow, "variant_repository", lambda backend, v, models, run, facts: f"repo-{v.name}")
     monkeypatch.setattr(flow, "served_together", served_together)
     monkeypatch.setattr(flow, "measure_group", lambda *args: SimpleNamespace(records=[], design="d", why_not_requests=None,
                                                                              answers={"base": {0: "kept"}}))

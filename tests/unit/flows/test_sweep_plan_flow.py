@@ -21,6 +21,7 @@ from specops.profile.loader import load_profile
 from specops.results.model import VariantRecord
 from specops.results.paired import Design
 from specops.run.rundir import RunDir
+from specops.sources.schemes import Models
 from specops.sweep.cells import CellStore
 from specops.sweep.grid import Series
 from specops.sweep.plan import BASE_GROUP, ServerGroup, SweepRun
@@ -49,7 +50,7 @@ def log(monkeypatch) -> list[tuple]:
 
     def measure_server(sweep, group, servers):
         servers.base = servers.base or calls.append(("base up",)) or "base"
-        calls.append(("serve", group.series.name, group.concurrencies, sweep.target))
+        calls.append(("serve", group.series.name, group.concurrencies, sweep.models.target))
         return {c: run_result(uid=f"{group.series.name}-{c}") for c in group.concurrencies}
 
     monkeypatch.setattr(flow, "find_measured_cells", find_measured_cells)
@@ -57,7 +58,7 @@ def log(monkeypatch) -> list[tuple]:
     monkeypatch.setattr(flow, "check_prerequisites", lambda backend, tool, run: calls.append(("prerequisites",)))
     monkeypatch.setattr(flow, "check_result_storage", lambda run, name: None)
     monkeypatch.setattr(flow, "prepare_models", lambda loaded, backend, run, cache, facts:
-                        calls.append(("prepare",)) or ("target", None))
+                        calls.append(("prepare",)) or Models("target", None, cache))
     monkeypatch.setattr(flow, "download_workload", lambda profile, target, cache, run: "the workload")
     return calls
 
@@ -71,7 +72,7 @@ def test_a_sweep_run_again_measures_only_the_cells_it_lacks_and_prepares_once(sw
                    ("serve", "k1", (2,), "target"), ("serve", "k2", (1, 2), "target")]
     assert after.served == (BASE_GROUP, ServerGroup(Series(1), (2,)), ServerGroup(Series(2), (1, 2)))
     assert after.tokenizer == "target/tokenizer"
-    assert sweep.served == () and sweep.target is None  # the run before is left as it was
+    assert sweep.served == () and sweep.models is None  # the run before is left as it was
 
     log.clear()
     schedule = Series(2, ("x=1",))
@@ -85,7 +86,7 @@ def test_a_sweep_run_again_measures_only_the_cells_it_lacks_and_prepares_once(sw
 def test_a_sweep_whose_cells_were_all_kept_prepares_nothing_and_starts_nothing(sweep, log):
     cells, after = flow.measure_series(sweep, [Series(1)], [1], flow.SweepServers(ExitStack()))
     assert [c.run_uid for c in cells] == ["kept-1-1"] and log == [("find", [("k1", 1)])]
-    assert after.served == () and after.target is None
+    assert after.served == () and after.models is None
 
 
 @pytest.fixture
@@ -114,7 +115,7 @@ def served(monkeypatch) -> list[tuple]:
                                why_not_requests=None if paired else "concurrency 2",
                                rounds=bench.rounds if paired else max(bench.rounds, min_rounds))
 
-    monkeypatch.setattr(flow, "repository_of", lambda backend, v, target, draft, cache, run: f"repo-{v.name}")
+    monkeypatch.setattr(flow, "variant_repository", lambda backend, v, models, run: f"repo-{v.name}")
     monkeypatch.setattr(flow, "served", serve)
     monkeypatch.setattr(flow, "hold_slots", hold_slots)
     monkeypatch.setattr(flow, "measure_group", measure_group)
@@ -135,7 +136,7 @@ def served(monkeypatch) -> list[tuple]:
 
 
 def test_the_base_starts_once_and_each_cell_is_measured_beside_it_with_its_own_pairing(sweep, served):
-    sweep = replace(sweep, target="target", tokenizer="tok", facts=RunFacts())
+    sweep = replace(sweep, models=Models("target", None, "cache"), tokenizer="tok", facts=RunFacts())
     with ExitStack() as stack:
         servers = flow.SweepServers(stack)
         results = flow.measure_server(sweep, ServerGroup(Series(3), (1, 2)), servers)
