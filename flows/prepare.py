@@ -33,10 +33,8 @@ def noted_result(result: ModelArtifact | Stored, facts: RunFacts | None, step: s
 def variant_repository(backend: Backend, variant: Variant, models: Models, run: RunDir, facts: RunFacts | None = None):
     """The variant's model repository (its Path): engines built and the repository rendered, each read from the
     cache where it holds them (a run's facts note which)."""
-    target, draft, cache = models.target, models.draft, models.cache
-    built = noted_result(build_engine(backend, variant, target, draft, cache, run), facts, f"build {variant.name}")
-    rendered = render_repository(backend, variant, target, draft, cache, built, run)
-    return noted_result(rendered, facts, f"render {variant.name}")
+    built = noted_result(build_engine(backend, variant, models, run), facts, f"build {variant.name}")
+    return noted_result(render_repository(backend, variant, models, built, run), facts, f"render {variant.name}")
 
 
 def prepare_models(loaded: LoadedProfile, backend: Backend, run: RunDir, cache_dir: Path, facts: RunFacts) -> Models:

@@ -12,23 +12,22 @@ from specops.pipeline.render import render_repository as render
 from specops.run.rundir import RunDir
 from specops.run.variant import Variant
 from specops.sources.entry_lock import Stored
-from specops.sources.schemes import ModelArtifact
+from specops.sources.schemes import Models
 
 
 @step(timed="build")
-def build_engine(backend: Backend, variant: Variant, target: ModelArtifact, draft: ModelArtifact | None,
-                 cache_dir: Path, run: RunDir) -> Stored[Path | None]:
+def build_engine(backend: Backend, variant: Variant, models: Models, run: RunDir) -> Stored[Path | None]:
     """Convert and build the variant's engines (TRT-LLM engine backend; nothing for the others)."""
-    engines = build_engines(backend, variant, target, draft, cache_dir)
+    engines = build_engines(backend, variant, models.target, models.draft, models.cache)
     get_run_logger().info("%s engines (%s): %s", variant.name, "cached" if engines.cached else "built",
                           engines.value or "none needed by this backend")
     return engines
 
 
 @step(timed="render")
-def render_repository(backend: Backend, variant: Variant, target: ModelArtifact, draft: ModelArtifact | None,
-                      cache_dir: Path, engines: Path | None, run: RunDir) -> Stored[Path]:
+def render_repository(backend: Backend, variant: Variant, models: Models, engines: Path | None, run: RunDir
+                      ) -> Stored[Path]:
     """Render the variant's model repository into the cache (content-addressed)."""
-    repo = render(backend, variant, target, draft, cache_dir, engines)
+    repo = render(backend, variant, models.target, models.draft, models.cache, engines)
     get_run_logger().info("%s %s repository: %s", "cached" if repo.cached else "rendered", variant.name, repo.value)
     return repo

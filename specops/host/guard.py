@@ -21,7 +21,7 @@ requests. So specops starts its client tools through this guard, which
 
 `--become SIGNAL` guards nothing: it sets the death signal and execs CMD in its place (tritonserver). A preexec_fn
 would make subprocess fork(), which runs the libraries' atfork handlers in the child: gRPC's killed it (-6, -11)
-in 11 of 300 starts while a thread polled a server (grpc/grpc#43055), so Triton "exited" in CI with an empty log.
+in 8-13 of 300 starts while a thread polled a server (grpc/grpc#43055), so Triton "exited" in CI with an empty log.
 
 Standard library only, run with `python -S`: it adds ~25 ms to a start (interpreter start-up).
 """

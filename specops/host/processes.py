@@ -90,13 +90,11 @@ def _kill_unstopped_groups() -> None:
 
 def spawn(cmd: Sequence[str], env: Mapping[str, str], log_path: Path,
           death_signal: int = signal.SIGKILL) -> subprocess.Popen:
-    """Start `cmd` in its own session, output appended to `log_path`, killed (its group too) if we die or exit.
-
-    guard.py --become sets the death signal and is then `cmd` (the same pid): no preexec_fn (why: guard.py)."""
-    become = [sys.executable, "-S", guard.__file__, "--parent", str(os.getpid()), "--become", str(int(death_signal))]
+    """Start `cmd` in its own session, output appended to `log_path`, killed (its group too) if we die or exit: guard.py
+    --become sets the death signal and is then `cmd` (the same pid), with no preexec_fn (why: guard.py)."""
     with open(log_path, "ab") as log_fh:
-        popen = _on_spawner([*become, "--", *cmd], env=dict(env), stdin=subprocess.DEVNULL, stdout=log_fh,
-                            stderr=subprocess.STDOUT, start_new_session=True)
+        popen = _on_spawner(_guarded(cmd, "--become", str(int(death_signal))), env=dict(env), stdin=subprocess.DEVNULL,
+                            stdout=log_fh, stderr=subprocess.STDOUT, start_new_session=True)
     _unstopped_groups.add((os.getpid(), popen.pid))
     return popen
 
@@ -104,8 +102,12 @@ def spawn(cmd: Sequence[str], env: Mapping[str, str], log_path: Path,
 def spawn_guarded(cmd: Sequence[str], env: Mapping[str, str], **popen_kwargs: Any) -> subprocess.Popen:
     """Start `cmd` under specops/host/guard.py in its own session: the guard, `cmd` and everything
     `cmd` starts (however it daemonizes) die when this process dies, even by SIGKILL."""
-    guarded = [sys.executable, "-S", guard.__file__, "--parent", str(os.getpid()), "--", *cmd]
-    return _on_spawner(guarded, env=dict(env), start_new_session=True, **popen_kwargs)
+    return _on_spawner(_guarded(cmd), env=dict(env), start_new_session=True, **popen_kwargs)
+
+
+def _guarded(cmd: Sequence[str], *mode: str) -> list[str]:
+    """`cmd` run through guard.py (in `mode`), told this process is its parent."""
+    return [sys.executable, "-S", guard.__file__, "--parent", str(os.getpid()), *mode, "--", *cmd]
 
 
 def _on_spawner(cmd: list[str], **popen_kwargs: Any) -> subprocess.Popen:

@@ -32,8 +32,8 @@ def log(monkeypatch, tmp_path):
         entries.append(("synthesize", server, variant))
         raise KeyError("synthesis failed")
 
-    monkeypatch.setattr(prepare, "build_engine", lambda backend, v, target, draft, cache_dir, run: Stored(None, False))
-    monkeypatch.setattr(prepare, "render_repository", lambda backend, v, target, draft, cache_dir, engines, run:
+    monkeypatch.setattr(prepare, "build_engine", lambda backend, v, models, run: Stored(None, False))
+    monkeypatch.setattr(prepare, "render_repository", lambda backend, v, models, engines, run:
                         Stored(tmp_path / "repo", False))
     monkeypatch.setattr(seam, "start_server", lambda backend, v, repo, run: entries.append(
         ("start", backend.config.kind, v)) or SERVER)
@@ -74,13 +74,13 @@ def test_an_endpoint_answers_without_a_server(log):
 
 def test_a_repository_is_rendered_from_the_engines_built_and_a_runs_facts_note_each_cache_hit(monkeypatch, tmp_path):
     made = []
-    monkeypatch.setattr(prepare, "build_engine", lambda backend, v, target, draft, cache_dir, run:
-                        made.append(("build", v)) or Stored(tmp_path / "engines", True))
-    monkeypatch.setattr(prepare, "render_repository", lambda backend, v, target, draft, cache_dir, engines, run:
+    monkeypatch.setattr(prepare, "build_engine", lambda backend, v, models, run:
+                        made.append(("build", v, models)) or Stored(tmp_path / "engines", True))
+    monkeypatch.setattr(prepare, "render_repository", lambda backend, v, models, engines, run:
                         made.append(("render", engines)) or Stored(tmp_path / "repo", False))
     facts, variant = RunFacts(), SimpleNamespace(name="speculative")
     models = Models(target=None, draft=None, cache=tmp_path)
     assert prepare.variant_repository(None, variant, models, None, facts) == tmp_path / "repo"
-    assert made == [("build", variant), ("render", tmp_path / "engines")]
+    assert made == [("build", variant, models), ("render", tmp_path / "engines")]
     assert facts.cached_steps == {"build speculative": True, "render speculative": False}
     assert prepare.variant_repository(None, variant, models, None) == tmp_path / "repo"  # no run's facts
