@@ -36,9 +36,10 @@ def main() -> None:
 
     from specops.bench.tool import bench_tool
     from specops.pipeline.backend import backend_for, preflight
-    from specops.pipeline.benchmark import bench_job, workload_for
+    from specops.pipeline.benchmark import bench_job
     from specops.pipeline.render import render_repository, stage_repository
     from specops.profile.loader import load_profile
+    from specops.profile.workload import workload_for
     from specops.run.variant import BASE, variants_of
     from specops.settings import cache_root
     from specops.sources.fetch import fetch

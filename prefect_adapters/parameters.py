@@ -27,12 +27,12 @@ from pydantic import BaseModel, Field, WithJsonSchema
 from pydantic.fields import FieldInfo
 
 from specops.fields import bounds
-from specops.methods import METHODS
+from specops.methods import METHODS, swept_methods
 from specops.methods.specs import NgramMethod
 from specops.profile.loader import list_profile_names
 from specops.profile.schema import Benchmark
 from specops.results.calibration import MAX_RUNS, MIN_RUNS
-from specops.sweep.grid import C_KEY, K_KEY, MAX_KEY, MAX_REPLAYED, MIN_KEY, swept_methods
+from specops.sweep.grid import C_KEY, K_KEY, MAX_KEY, MAX_REPLAYED, MIN_KEY
 
 OVERRIDE_EXAMPLE = "benchmark.num_requests=8"
 

@@ -10,8 +10,8 @@ from prefect_adapters.step import step
 from specops.backends.base import Backend
 from specops.backends.spec import FieldError
 from specops.bench.sampling import Workload
-from specops.pipeline.benchmark import workload_for
 from specops.profile.schema import Profile
+from specops.profile.workload import workload_for
 from specops.run.rundir import RunDir
 from specops.sources.fetch import fetch
 from specops.sources.hub_files import CHECKPOINT, HubFiles

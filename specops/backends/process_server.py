@@ -138,7 +138,7 @@ class ProcessServer:
                 "version": version}
 
 
-PORT_ATTEMPTS = 3  # as tritonserver's starts (specops/triton/server.py port_attempts)
+PORT_ATTEMPTS = 3  # as tritonserver's starts (specops/backends/triton_server.py port_attempts)
 
 
 def start_on_free_ports(make: Callable[[], ProcessServer], ready_timeout_s: float, stop_timeout_s: float,

@@ -11,10 +11,10 @@ from typing import Any
 
 import psutil
 
+from specops.backends.triton_server import TritonServer
 from specops.cost.meter import process_tree_cpu_seconds
 from specops.host.processes import teardown_quietly
 from specops.triton import client
-from specops.triton.server import TritonServer
 
 
 @dataclass

@@ -41,13 +41,13 @@ class Workload:
     conversations: bool  # the file holds conversations (chat requests), not plain text
     seed: int | None = None  # the per-category sampling's seed; None: no sampling
     # How every sender (the benchmark tool, the lossless check, the replay) sends them: decided with the backend
-    # and the tool (pipeline.benchmark.workload_for); None until then
+    # and the tool (profile.workload.workload_for); None until then
     request: RequestKind | None = None
 
     @property
     def chat(self) -> bool:
         if self.request is None:
-            raise ValueError("the workload's request kind is not decided yet (pipeline.benchmark.workload_for)")
+            raise ValueError("the workload's request kind is not decided yet (profile.workload.workload_for)")
         return self.request.chat
 
     def _measured(self, items: list):

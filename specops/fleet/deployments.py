@@ -10,10 +10,10 @@ from collections.abc import Callable
 from typing import Any
 
 from specops.backends import needs_gpu
+from specops.methods import swept_methods
 from specops.profile.schema import Profile
 from specops.regression.suite import EVENT, RESOURCE_PREFIX
 from specops.settings import env_name
-from specops.sweep.grid import swept_methods
 from specops.upgrade.defaults import default_sides
 
 CPU_POOL, GPU_POOL = "specops-cpu", "specops-gpu"

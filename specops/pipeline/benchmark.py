@@ -9,19 +9,17 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from contextlib import ExitStack
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 from specops.acceptance.model import Acceptance
-from specops.backends import BACKENDS
 from specops.backends.base import Backend, Server
-from specops.bench.sampling import Workload, workload_of
-from specops.bench.target import request_kind
-from specops.bench.tool import BENCH_TOOLS, BenchJob, BenchTool, InterleavedJob, interleave_blocker
+from specops.bench.sampling import Workload
+from specops.bench.tool import BenchJob, BenchTool, InterleavedJob, interleave_blocker
 from specops.cost.meter import CostMeter
 from specops.host.liveness import Watchdog, Watchdogs
 from specops.pipeline.check import Pace
-from specops.profile.schema import Benchmark, Profile
+from specops.profile.schema import Benchmark
 from specops.results.metrics import BenchMetrics, BenchRun
 from specops.results.model import Cost, VariantRecord
 from specops.results.paired import Design
@@ -50,21 +48,6 @@ def choose_design(tool: BenchTool, jobs: list[BenchJob], pairing: str) -> tuple[
     if pairing == Design.REQUESTS:  # validated at load; a server whose API changed would land here
         raise ValueError(f"benchmark.pairing is requests, but {blocker}")
     return Design.ROUNDS, blocker
-
-
-def workload_for(profile: Profile, cache_dir: Path, log: Callable[[str], None] = print) -> Workload:
-    """The run's prompts (a named workload fetched and verified), and how they are sent: chat requests or raw, by
-    benchmark.api, the prompts' kind and what the backend serves and the tool drives."""
-    b = profile.benchmark
-    return decided(profile, workload_of(b, profile.comparison.lossless_prompts if profile.comparison.baseline else 0,
-                                        cache_dir, log))
-
-
-def decided(profile: Profile, workload: Workload) -> Workload:
-    """The workload with how its requests are sent decided (chat or raw), for this backend and tool."""
-    b = profile.benchmark
-    return replace(workload, request=request_kind(b.api, workload.conversations, BENCH_TOOLS.get(b.tool).apis,
-                                                  BACKENDS.get(profile.backend.kind).apis))
 
 
 def tool_timeout(bench: Benchmark, pace: Pace | None, round_: int = 0) -> float:

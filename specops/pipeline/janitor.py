@@ -90,7 +90,7 @@ def sweep(owner: str | None = None, *, everything: bool = False, runs: Mapping[s
         why = _ABANDONED.format(record.get("owner_pid", "?"))
         if record.get("run_dir") and mark_abandoned(Path(record["run_dir"]), why):
             log(f"janitor: {record['run_dir']}: status failed (its run is gone)")
-    from specops.triton.server import sweep_stale_shm_regions  # a sweep's only need of the Triton server
+    from specops.backends.triton_server import sweep_stale_shm_regions  # a sweep's only need of the Triton server
 
     for region in sweep_stale_shm_regions():
         log(f"janitor: removed {region} (Triton shared memory of a specops process that is gone)")

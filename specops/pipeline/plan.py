@@ -10,9 +10,10 @@ from specops.bench.tool import BenchJob, BenchTool
 from specops.draft.gpu_plan import synthesis_commands, training_step
 from specops.draft.modes import MODE_SUMMARY
 from specops.pipeline.backend import backend_for, synthesis_backend_for, tool_for
-from specops.pipeline.benchmark import bench_job, choose_design, decided, interleaved_job
+from specops.pipeline.benchmark import bench_job, choose_design, interleaved_job
 from specops.profile.loader import LoadedProfile
 from specops.profile.schema import Profile
+from specops.profile.workload import decided
 from specops.results.durable import REPORT_NAMES
 from specops.results.paired import Design
 from specops.run.plan_step import PlanStep

@@ -15,9 +15,9 @@ from pathlib import Path
 from specops.backends.vllm import cpu as vllm_cpu
 from specops.bench.sampling import Workload, WorkloadError
 from specops.cost.nvml import host_record
-from specops.pipeline.benchmark import workload_for
 from specops.profile.errors import ProfileError
 from specops.profile.loader import LoadedProfile
+from specops.profile.workload import workload_for
 from specops.replay.grid import REPLAYS, Prediction, Setting
 from specops.replay.step_cost import CostStore, StepCost, cost_key, observations, predicted_speedup
 from specops.replay.traffic import read_traffic, worker_requests

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pydantic import BaseModel, ConfigDict, ValidationInfo, field_validator, model_validator
 
 from specops.fields import Count, bounds
-from specops.methods import METHODS
+from specops.methods import METHODS, swept_methods
 from specops.profile.errors import ProfileError
 from specops.profile.loader import LoadedProfile, overridden
 from specops.results.role import SCHEDULE_SERIES
@@ -176,11 +176,6 @@ def cell_key(profile_sha256: str, overrides: list[str], k: int | None, c: int) -
     """Stable id of one measured point; k None is the base at concurrency c."""
     doc = {"version": SWEEP_CELL_VERSION, "profile": profile_sha256, "overrides": list(overrides), "k": k, "c": c}
     return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()
-
-
-def swept_methods() -> list[str]:
-    """Methods whose config has a draft length (num_speculative_tokens)."""
-    return [n for n in METHODS.names() if "num_speculative_tokens" in METHODS.get(n).model_fields]
 
 
 def validate_grid(loaded: LoadedProfile, grid: SweepGrid) -> LoadedProfile:

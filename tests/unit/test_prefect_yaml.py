@@ -146,7 +146,7 @@ def test_the_automation_runs_the_alert_deployment_for_each_regression_event():
 
 def test_one_sweep_deployment_per_pool_whose_description_lists_the_pools_profiles():
     from specops.fleet.deployments import SWEEP_PROFILES
-    from specops.sweep.grid import swept_methods
+    from specops.methods import swept_methods
 
     deployments = _deployments("flows/sweep.py:sweep")
     assert sorted(deployments) == sorted(SWEEP_PROFILES.values())

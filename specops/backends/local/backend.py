@@ -11,6 +11,7 @@ from typing import Any
 from specops.acceptance.model import Acceptance
 from specops.backends.base import Backend
 from specops.backends.triton_process import TritonProcessServer, start_triton
+from specops.backends.triton_server import TritonServer
 from specops.methods import MethodConfig
 from specops.run.plan_step import PlanStep
 from specops.run.variant import Variant
@@ -19,7 +20,6 @@ from specops.sources.schemes import ModelArtifact
 from specops.triton import client
 from specops.triton.model_config import python_generate_config, to_pbtxt
 from specops.triton.repository import TRITON_MODEL_FILE, write_python_model
-from specops.triton.server import TritonServer
 
 ACCEPTANCE_SOURCE = "Triton metrics port (spec_decode_* counters of the embedded runtime)"
 

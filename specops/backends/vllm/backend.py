@@ -26,6 +26,7 @@ from specops.backends.conformance import not_in, request_findings
 from specops.backends.container.placement import Placed
 from specops.backends.container.server import ContainerServer
 from specops.backends.triton_process import start_triton
+from specops.backends.triton_server import TritonServer
 from specops.backends.vllm import cpu as vllm_cpu
 from specops.backends.vllm.config import VllmBackendConfig
 from specops.backends.vllm.engine import VllmEngineBackend
@@ -38,7 +39,6 @@ from specops.triton import client
 from specops.triton.backend_dir import triton_dist
 from specops.triton.client import Endpoint
 from specops.triton.model_config import ModelConfig, mc, to_pbtxt
-from specops.triton.server import TritonServer
 from specops.triton.vllm_backend_dir import BRIDGES, vllm_backend_dir
 
 log = logging.getLogger(__name__)

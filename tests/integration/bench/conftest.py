@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
+from specops.backends.triton_server import TritonServer
 from specops.sources.embedded import fetch_embedded
 from specops.triton.client import Endpoint
 from specops.triton.model_config import python_generate_config
 from specops.triton.repository import write_python_model
-from specops.triton.server import TritonServer
 
 HERE = Path(__file__).resolve().parent
 REPO_ROOT = HERE.parents[2]

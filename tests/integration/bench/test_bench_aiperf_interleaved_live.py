@@ -15,13 +15,13 @@ from pathlib import Path
 
 import pytest
 
+from specops.backends.triton_server import TritonServer
 from specops.bench.aiperf_tool import AIPerf
 from specops.bench.prompts import load_prompts
 from specops.bench.target import Api, BenchTarget
 from specops.bench.tool import BenchJob, InterleavedJob
 from specops.triton.model_config import python_generate_config
 from specops.triton.repository import write_python_model
-from specops.triton.server import TritonServer
 from tests.integration.bench.conftest import ENGINE_FILE
 
 pytestmark = pytest.mark.integration

@@ -27,8 +27,9 @@ from specops.backends.vllm.serve import ALIAS
 from specops.bench.aiperf_exports import AGGREGATES, INPUTS, RAW_RECORDS, RECORDS, answering_models
 from specops.bench.tool import bench_tool
 from specops.http_client import get_text
-from specops.pipeline.benchmark import bench_job, interleaved_job, measure_interleaved, measure_round, workload_for
+from specops.pipeline.benchmark import bench_job, interleaved_job, measure_interleaved, measure_round
 from specops.profile.loader import load_profile
+from specops.profile.workload import workload_for
 from specops.replay import run as replay
 from specops.run.variant import BASE, SPECULATIVE, variants_of
 

@@ -5,13 +5,13 @@ import time
 
 import pytest
 
+from specops.backends.triton_server import TritonServer
 from specops.bench.conversations import read_conversations
 from specops.draft.prompt_sources import stdlib_prompts
 from specops.draft.synthesize import synthesize
 from specops.triton import client
 from specops.triton.model_config import python_generate_config
 from specops.triton.repository import write_python_model
-from specops.triton.server import TritonServer
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 

@@ -237,7 +237,7 @@ import socket, sys
 import specops.host.processes as processes
 real, held = processes.pick_free_ports, []
 def taken(host, count, avoid=()):
-    if sys._getframe(1).f_globals.get("__name__") != "specops.triton.server":
+    if sys._getframe(1).f_globals.get("__name__") != "specops.backends.triton_server":
         return real(host, count, avoid)
     socks = [socket.create_server((host, 0)) for _ in range(count)]
     held.extend(socks)

@@ -261,7 +261,7 @@ def test_the_prefect_ui_shows_progress_the_run_directory_and_specops_log_lines(r
     second = json.loads(done.stdout.splitlines()[-1])["second"]
     [link] = [a for a in second["artifacts"] if a["key"] == "ngram-local-run-dir"]
     assert link["data"].endswith(f"({(artifacts / 'ngram-local' / 'second').resolve().as_uri()})"), link
-    messages = [message for name, message in first["logs"] if name == "specops.triton.server"]
+    messages = [message for name, message in first["logs"] if name == "specops.backends.triton_server"]
     assert any(m.startswith("tritonserver ready in") for m in messages), first["logs"][:20]
 
 

@@ -8,10 +8,10 @@ from pathlib import Path
 import psutil
 import pytest
 
+from specops.backends.triton_server import TritonServer
 from specops.triton import client
 from specops.triton.model_config import python_generate_config
 from specops.triton.repository import write_python_model
-from specops.triton.server import TritonServer
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 

@@ -18,8 +18,9 @@ from specops.bench.genai_perf_payload import payloads, requests
 from specops.bench.genai_perf_tool import GenaiPerf
 from specops.bench.sampling import planned
 from specops.pipeline.backend import backend_for
-from specops.pipeline.benchmark import bench_job, decided
+from specops.pipeline.benchmark import bench_job
 from specops.profile.loader import list_profile_names, load_profile
+from specops.profile.workload import decided
 from specops.run.variant import variants_of
 
 GPU_PROFILES = [n for n in list_profile_names() if BACKENDS.get(load_profile(n).profile.backend.kind).needs_gpu]

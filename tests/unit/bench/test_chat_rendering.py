@@ -11,8 +11,9 @@ from specops.bench.aiperf_tool import AIPerf
 from specops.bench.prompts import chat_messages
 from specops.bench.sampling import planned
 from specops.pipeline.backend import backend_for
-from specops.pipeline.benchmark import bench_job, decided
+from specops.pipeline.benchmark import bench_job
 from specops.profile.loader import load_profile
+from specops.profile.workload import decided
 from specops.replay import worker
 from specops.run.variant import SPECULATIVE, Variant
 from tests.reference import REFERENCE

@@ -91,8 +91,8 @@ SUFFIX_ON = "method.max_cached_requests=100"
     (("benchmark.prompt_offset=160", "benchmark.warmup_requests=4", "benchmark.rounds=2"), []),  # cache off
 ])
 def test_a_drafter_cache_primed_with_the_measured_prompts_is_flagged_in_the_report(overrides, primed, tmp_path):
-    from specops.pipeline.benchmark import workload_for
     from specops.pipeline.summarize import drafter_cache
+    from specops.profile.workload import workload_for
     from specops.report.tables import cache_lines
     from tests.results_factory import run_result as recorded
 

@@ -66,7 +66,7 @@ def test_specops_log_lines_reach_the_flow_runs_logs_and_threads_are_dropped_quie
 
     @task
     def step() -> None:
-        logging.getLogger("specops.triton.server").info("tritonserver ready in 1.0s (unit test)")
+        logging.getLogger("specops.backends.triton_server").info("tritonserver ready in 1.0s (unit test)")
         with warnings.catch_warnings(record=True) as caught:  # Prefect's handler warns of each record without a run
             warnings.simplefilter("always")
             thread = threading.Thread(target=lambda: logging.getLogger("specops.host.liveness").info("from a thread"))
@@ -82,7 +82,7 @@ def test_specops_log_lines_reach_the_flow_runs_logs_and_threads_are_dropped_quie
     APILogWorker.drain_all(timeout=30)
     logs = read(lambda c: c.read_logs(LogFilter(flow_run_id=LogFilterFlowRunId(any_=[flow_run_id]))))
     mine = [(log.name, log.message) for log in logs if log.name.startswith("specops")]
-    assert mine == [("specops.triton.server", "tritonserver ready in 1.0s (unit test)")]
+    assert mine == [("specops.backends.triton_server", "tritonserver ready in 1.0s (unit test)")]
     assert [log.task_run_id for log in logs if log.name.startswith("specops")] != [None]
 
 

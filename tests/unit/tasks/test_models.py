@@ -49,8 +49,8 @@ def test_a_chat_template_is_found_where_transformers_and_vllm_read_it(tmp_path):
 
 def test_a_backend_without_a_chat_endpoint_sends_conversations_raw_and_an_explicit_chat_is_refused_at_load():
     from specops.bench.sampling import planned
-    from specops.pipeline.benchmark import decided
     from specops.profile.errors import ProfileError
+    from specops.profile.workload import decided
 
     local = load_profile("ngram-local", [f"benchmark.prompts={MT_BENCH}"]).profile
     kind = decided(local, planned(local.benchmark)).request

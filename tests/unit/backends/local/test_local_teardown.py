@@ -4,10 +4,10 @@ from __future__ import annotations
 import pytest
 
 from specops.backends.local import backend as local
+from specops.backends.triton_server import TritonStartError, TritonStopError
 from specops.pipeline.backend import backend_for
 from specops.profile.loader import load_profile
 from specops.run.variant import variants_of
-from specops.triton.server import TritonStartError, TritonStopError
 
 
 class NeverReady:

@@ -28,10 +28,11 @@ from specops.backends.trtllm.backend import (
 from specops.bench.genai_perf_tool import GenaiPerf
 from specops.bench.sampling import planned
 from specops.pipeline.backend import backend_for
-from specops.pipeline.benchmark import bench_job, decided
+from specops.pipeline.benchmark import bench_job
 from specops.pipeline.plan import format_plan
 from specops.profile.errors import ProfileError
 from specops.profile.loader import load_profile
+from specops.profile.workload import decided
 from specops.run.variant import Variant, variants_of
 from specops.triton.model_config import parse_pbtxt
 from tests.reference import REFERENCE

@@ -3,8 +3,8 @@ import os
 import sys
 from pathlib import Path
 
+from specops.backends.triton_server import TritonServer
 from specops.triton.backend_dir import triton_dist
-from specops.triton.server import TritonServer
 
 
 def _server(tmp_path, **kw):

@@ -10,8 +10,8 @@ import time
 
 import pytest
 
+from specops.backends.triton_server import TritonServer
 from specops.host.processes import pick_free_ports
-from specops.triton.server import TritonServer
 
 TIMEOUT_LINE = 'E1126 main.cc:535] "failed to stop server: Internal - Exit timeout expired. Exiting immediately."'
 
@@ -24,9 +24,9 @@ def stop(tmp_path, caplog, on_sigterm: str, log_text: str = "") -> list[logging.
                                     start_new_session=True, stdout=subprocess.PIPE)
     server._proc.stdout.readline()  # the trap is set
     server._ports = tuple(pick_free_ports("127.0.0.1", 3))
-    with caplog.at_level(logging.INFO, logger="specops.triton.server"):
+    with caplog.at_level(logging.INFO, logger="specops.backends.triton_server"):
         server.stop(timeout_s=1.5)
-    return [r for r in caplog.records if r.name == "specops.triton.server" and "tritonserver pid" in r.getMessage()]
+    return [r for r in caplog.records if r.name == "specops.backends.triton_server" and "tritonserver pid" in r.getMessage()]
 
 
 @pytest.mark.parametrize("on_sigterm, log_text, says", [

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import psutil
 
-from specops.triton.server import TritonServer
+from specops.backends.triton_server import TritonServer
 
 server = TritonServer(Path(sys.argv[1]), Path(sys.argv[2])).start()
 ep = server.wait_ready(120)

@@ -15,12 +15,12 @@ from pathlib import Path
 import psutil
 import pytest
 
+from specops.backends.triton_server import TritonServer, TritonStartError, sweep_stale_shm_regions
 from specops.host import processes as proc
 from specops.triton import client
 from specops.triton.client import Endpoint
 from specops.triton.model_config import python_generate_config
 from specops.triton.repository import write_python_model
-from specops.triton.server import TritonServer, TritonStartError, sweep_stale_shm_regions
 
 pytestmark = pytest.mark.integration
 
