@@ -19,6 +19,18 @@ from specops.host.host_lock import LOCK_DIR_ENV
 # Each process removes its own at the end (pytest_unconfigure): every run used to leave one in the temp directory.
 _LOCK_DIR = tempfile.mkdtemp(prefix=f"specops-locks-{os.environ.get('PYTEST_XDIST_WORKER', 'main')}-")
 os.environ[LOCK_DIR_ENV] = _LOCK_DIR
+# vLLM's CPU engine binds its OpenMP threads to all cores but one, the same ones for every server on the host
+# (specops/backends/vllm/cpu.py core_share leaves that default on 2 cores): two workers' vLLM tests at once would
+# decode on core 0 together, each at half speed, while core 1 only serves what floats. Each worker's vLLM servers
+# get a share of their own, as a platform would give each benchmark host's share; a run's base and speculative
+# servers still share theirs, as on any 2-core host. Unset without workers, and where the caller set it.
+_WORKER, _WORKERS = os.environ.get("PYTEST_XDIST_WORKER", ""), int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+if _WORKER.startswith("gw") and _WORKERS > 1 and "VLLM_CPU_OMP_THREADS_BIND" not in os.environ:
+    _cores, _slot = sorted(os.sched_getaffinity(0)), int(_WORKER[2:]) % _WORKERS
+    _share = max(1, (len(_cores) - 1) // _WORKERS)
+    if len(_cores) >= _WORKERS:
+        os.environ["VLLM_CPU_OMP_THREADS_BIND"] = ",".join(map(str, _cores[_slot * _share:(_slot + 1) * _share]
+                                                               or _cores[-1:]))
 # The suite's model cache is the checkout's (tests/integration/support.py SHARED_CACHE), not the host's default
 # (~/.cache/specops, the user's runs' and `make up`'s worker's), unless SPECOPS_CACHE names one.
 os.environ.setdefault("SPECOPS_CACHE", str(Path(__file__).resolve().parents[1] / ".cache" / "specops"))
