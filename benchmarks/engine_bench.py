@@ -30,20 +30,16 @@ DEFAULTS = ["benchmark.num_requests=16", "benchmark.output_tokens=128", "benchma
 PAIRED = ["benchmark.tool=aiperf", "benchmark.interleave=true", "benchmark.pairing=requests"]
 
 
-def _cell(value: float | None, digits: int = 1) -> str:
-    return "-" if value is None else f"{value:.{digits}f}"
-
-
 def rows(label: str, result) -> list[str]:
     """One table row per variant of an engine's run."""
+    from specops.results.figures import FIGURES
+
     out = []
     for name in ("speculative", "base"):
-        v = result.variant(name)
-        acc = v.acceptance.mean_accepted_per_step if v.acceptance and v.acceptance.available else None
-        cost = v.cost.cpu_s_per_1k_tokens if v.cost else None
+        cells = [FIGURES[k].cell(FIGURES[k].of(result, name)) for k in ("tokens_per_s", "cpu_s_per_1k",
+                                                                        "accepted_per_step")]
         speedup = result.speedup.text() if name == "speculative" and result.speedup else ""
-        out.append(f"| {label} | {name} | {_cell(v.metrics.output_token_throughput_tok_s)} | {_cell(cost)} | "
-                   f"{_cell(acc, 2)} | {speedup} |")
+        out.append(f"| {label} | {name} | {' | '.join(cells)} | {speedup} |")
     return out
 
 
@@ -67,7 +63,7 @@ def main() -> None:
     runtime, vllm = results["ngram-local"], results["ngram-vllm-serve-cpu"]
     lines = [f"host CPU: {', '.join(cpus)} ({runtime.host.cores} cores); n-gram {', '.join(SETTINGS)}; "
              f"{runtime.speedup.prompts} prompts x {runtime.benchmark.output_tokens} tokens, concurrency 1", "",
-             "| engine | variant | tok/s | CPU-s / 1k tokens | accepted tokens / step | speedup over its base |",
+             "| engine | variant | tokens/s | CPU s/1k tokens | accepted/step | speedup over its base |",
              "|---|---|---|---|---|---|"]
     for profile, result in results.items():
         lines += rows(ENGINES[profile][0], result)

@@ -16,27 +16,22 @@ DEFAULTS = ["benchmark.num_requests=16", "benchmark.output_tokens=128", "compari
 
 def one_run(profile: str, overrides: list[str]) -> None:
     from flows.specdec import run_specdec
+    from specops.results.figures import FIGURES
 
     start = time.monotonic()
     result = run_specdec(profile, overrides)
     total = time.monotonic() - start
     measured = sum(result.phases.phase_s.values())
-    spec, base = result.variant("speculative"), result.variant("base")
-    acc = spec.acceptance
     print(f"\n=== {profile} ({result.run_dir})")
-    print(f"status                      {result.verdict.value}")
-    print(f"base tokens/s               {base.metrics.output_token_throughput_tok_s:.2f}")
-    print(f"ngram tokens/s              {spec.metrics.output_token_throughput_tok_s:.2f}")
-    print(f"speedup (ngram/base)        {result.speedup.text()}")
-    print(f"ITL p50 base / ngram (ms)   {base.metrics.inter_token_latency_ms_p50:.1f} / "
-          f"{spec.metrics.inter_token_latency_ms_p50:.1f}")
-    print(f"acceptance rate             {acc.acceptance_rate:.3f}")
-    print(f"mean accepted per step      {acc.mean_accepted_per_step:.3f}")
-    print(f"CPU s per 1k tokens         {spec.cost.cpu_s_per_1k_tokens:.1f} spec / "
-          f"{base.cost.cpu_s_per_1k_tokens:.1f} base")
-    print(f"run wall                    {total:.1f}s")
-    print(f"serve+check+benchmark       {measured:.1f}s")
-    print(f"orchestration overhead      {total - measured:.1f}s ({(total - measured) / total:.1%} of wall)")
+    print(f"{'status':<28}{result.verdict.value}")
+    print(f"{'speedup (speculative/base)':<28}{result.speedup.text()}")
+    for key in ("tokens_per_s", "itl_p50", "acceptance", "accepted_per_step", "cpu_s_per_1k"):
+        fig = FIGURES[key]
+        print(f"{fig.label:<28}" + " / ".join(f"{fig.text(fig.of(result, v))} {v}" for v in ("speculative", "base")
+                                              if fig.of(result, v) is not None))
+    print(f"{'run wall':<28}{total:.1f}s")
+    print(f"{'serve+check+benchmark':<28}{measured:.1f}s")
+    print(f"{'orchestration overhead':<28}{total - measured:.1f}s ({(total - measured) / total:.1%} of wall)")
 
 
 def main() -> None:

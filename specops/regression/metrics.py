@@ -14,7 +14,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from specops.results.figures import figure
+from specops.results.figures import FIGURES, figure
 from specops.results.model import RunResult
 from specops.results.speedup import wilson
 
@@ -35,18 +35,19 @@ class Metric:
     read: Callable[[RunResult], float | None] | None = field(default=None, repr=False, compare=False)
 
 
-def _speculative(part: str, name: str) -> Callable[[RunResult], float | None]:
-    return lambda result: figure(result, "speculative", part, name)
+def _speculative(name: str, key: str, higher_is_better: bool, threshold: float, absolute: bool = False) -> Metric:
+    """Metric `name` (as regression policies in profiles name it): the speculative variant's figure `key` of the
+    catalogue (results/figures.py FIGURES), under the catalogue's label."""
+    fig = FIGURES[key]
+    return Metric(name, f"{fig.header} (speculative)", higher_is_better, threshold, absolute,
+                  read=lambda r: fig.of(r, "speculative"))
 
 
 METRICS: dict[str, Metric] = {m.name: m for m in (
     Metric(SPEEDUP, "speedup (x)", True, 0.95, read=lambda r: r.speedup.point if r.speedup else None),
-    Metric("output_tokens_per_s", "output tokens/s (speculative)", True, 0.95,
-           absolute=True, read=_speculative("metrics", "output_token_throughput_tok_s")),
-    Metric("mean_acceptance_length", "mean acceptance length (tokens/step)", True, 0.95,
-           read=_speculative("acceptance", "mean_accepted_per_step")),
-    Metric("itl_p50_ms", "inter-token latency p50 (ms, speculative)", False, 1.10,
-           absolute=True, read=_speculative("metrics", "inter_token_latency_ms_p50")),
+    _speculative("output_tokens_per_s", "tokens_per_s", True, 0.95, absolute=True),
+    _speculative("mean_acceptance_length", "accepted_per_step", True, 0.95),
+    _speculative("itl_p50_ms", "itl_p50", False, 1.10, absolute=True),
 )}
 # The family's defaults; its members are made by `metric()`.
 POSITION_FAMILY = Metric(POSITION_PREFIX, "acceptance rate at draft position <i>", True, 0.90)
@@ -135,5 +136,5 @@ def counting_band(pool: list[tuple[RunResult, float]]) -> tuple[float, float] | 
 
 def host_speed(result: RunResult) -> float | None:
     """The same run's base arm output tokens/s: how fast the host was, speculation aside."""
-    value = figure(result, "base", "metrics", "output_token_throughput_tok_s")
+    value = FIGURES["tokens_per_s"].of(result, "base")
     return float(value) if value is not None and math.isfinite(value) and value > 0 else None

@@ -2,16 +2,18 @@
 from __future__ import annotations
 
 from specops.results.categories import CategoryFigures
-from specops.results.figures import interval_text
+from specops.results.figures import FIGURES, interval_text
 from specops.results.model import RunResult
 from specops.results.paired import LEVEL
 
+ACCEPTED = FIGURES["accepted_per_step"]
+
 
 def _acceptance(f: CategoryFigures) -> str:
-    measured = "-" if f.accepted_per_step is None else f"{f.accepted_per_step:.2f}"
+    measured = ACCEPTED.cell(f.accepted_per_step)
     if f.predicted_accepted_per_step is None:
         return measured
-    return f"{measured} (predicted {f.predicted_accepted_per_step:.2f})"
+    return f"{measured} (predicted {ACCEPTED.cell(f.predicted_accepted_per_step)})"
 
 
 def category_rows(result: RunResult) -> list[dict[str, str]]:
@@ -23,7 +25,7 @@ def category_rows(result: RunResult) -> list[dict[str, str]]:
         speedup = "-" if s is None else interval_text(s.point, s.low, s.high) + ("" if s.has_interval
                                                                                  else " (no interval)")
         rows.append({"category": f.category, "prompts": str(f.prompts), "weight": f"{f.weight:.0%}",
-                     f"speedup ({LEVEL:.0%})": speedup, "": f.verdict(), "accepted/step": _acceptance(f)})
+                     f"speedup ({LEVEL:.0%})": speedup, "": f.verdict(), ACCEPTED.label: _acceptance(f)})
     return rows
 
 
@@ -35,7 +37,7 @@ def category_lines(result: RunResult) -> list[str]:
     w = result.workload
     headers = list(rows[0])
     lines = [f"Per category ({w.api} requests; the speedup above is {w.mix_text()}; 'cannot tell' where a "
-             f"category's interval reaches 1.00x or it has none; accepted/step: the engine's per-request counts, "
+             f"category's interval reaches 1.00x or it has none; {ACCEPTED.label}: the engine's per-request counts, "
              f"the replay's prediction beside):", "",
              "| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
     return lines + ["| " + " | ".join(row.values()) + " |" for row in rows] + [""]

@@ -6,14 +6,11 @@ from pathlib import Path
 from specops.charts.figure import plt, save_figure
 from specops.report.categories import draw_category_panel
 from specops.report.tables import spread_text
+from specops.results.figures import FIGURES
 from specops.results.model import RunResult
 from specops.results.paired import LEVEL
 
-PANELS = [
-    ("output_token_throughput_tok_s", "output tokens/s"),
-    ("inter_token_latency_ms_p50", "inter-token latency p50 (ms)"),
-    ("request_latency_ms_p50", "request latency p50 (ms)"),
-]
+PANELS = [FIGURES[key] for key in ("tokens_per_s", "itl_p50", "latency_p50")]
 
 
 def _per_prompt_panel(ax, result: RunResult) -> None:
@@ -41,11 +38,11 @@ def write_plot(path: Path, result: RunResult) -> Path:
     measured = [v for v in result.variants if v.metrics is not None]
     names = [v.name for v in measured]
     colors = ["#4c72b0" if n == "speculative" else "#999999" for n in names]
-    for ax, (key, label) in zip(axes, PANELS):
-        values = [getattr(v.metrics, key) or 0.0 for v in measured]
+    for ax, panel in zip(axes, PANELS):
+        values = [panel.on(v) or 0.0 for v in measured]
         bars = ax.bar(names, values, color=colors)
         ax.bar_label(bars, fmt="%.1f", fontsize=8)
-        ax.set_title(label, fontsize=9)
+        ax.set_title(panel.header, fontsize=9)
         ax.tick_params(labelsize=8)
     _per_prompt_panel(axes[len(PANELS)], result)
     if panels > len(PANELS) + 1:

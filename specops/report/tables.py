@@ -1,32 +1,20 @@
 """comparison.csv and report.md, rendered from the RunResult alone."""
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import pandas as pd
 
 from specops.report.categories import category_csv_rows, category_lines
 from specops.report.costs import wall_text
-from specops.results.figures import figure, interval_text
+from specops.results.figures import FIGURES, MISSING, interval_text
 from specops.results.model import BenchmarkRecord, RunResult, VariantRecord
 from specops.results.paired import LEVEL, Design, Speedup
 
-# (header in report.md and the table artifact, value of a variant, format); what a reader acts on first: the
-# variant's rate and how much of its drafting pays, then latency, then the counts and the cost.
-Column = tuple[str, Callable[[VariantRecord], float | None], str]
-SUMMARY_COLUMNS: list[Column] = [
-    ("tokens/s", lambda v: v.metrics and v.metrics.output_token_throughput_tok_s, "{:.2f}"),
-    ("accepted/step", lambda v: v.acceptance and v.acceptance.mean_accepted_per_step, "{:.2f}"),
-    ("acceptance", lambda v: v.acceptance and v.acceptance.acceptance_rate, "{:.1%}"),
-    ("TTFT p50 ms", lambda v: v.metrics and v.metrics.time_to_first_token_ms_p50, "{:.1f}"),
-    ("ITL p50 ms", lambda v: v.metrics and v.metrics.inter_token_latency_ms_p50, "{:.1f}"),
-    ("latency p50 ms", lambda v: v.metrics and v.metrics.request_latency_ms_p50, "{:.0f}"),
-    ("latency p99 ms", lambda v: v.metrics and v.metrics.request_latency_ms_p99, "{:.0f}"),
-    ("out tokens", lambda v: v.metrics and v.metrics.output_sequence_length_avg, "{:.1f}"),
-    ("requests", lambda v: v.metrics and v.metrics.request_count, "{:.0f}"),
-    ("CPU s/1k tok", lambda v: v.cost and v.cost.cpu_s_per_1k_tokens, "{:.1f}"),
-    ("GPU J/1k tok", lambda v: v.cost and v.cost.gpu_j_per_1k_tokens, "{:.0f}"),
-]
+# What a reader acts on first: the variant's rate and how much of its drafting pays, then latency, then the counts
+# and the cost (results/figures.py FIGURES: each figure's label, format and unit).
+SUMMARY_COLUMNS = [FIGURES[key] for key in ("tokens_per_s", "accepted_per_step", "acceptance", "ttft_p50", "itl_p50",
+                                            "latency_p50", "latency_p99", "out_tokens", "requests", "cpu_s_per_1k",
+                                            "gpu_j_per_1k")]
+ACCEPTED = FIGURES["accepted_per_step"]
 SPEEDUP = f"speedup ({LEVEL:.0%})"
 
 
@@ -67,10 +55,6 @@ def comparison_frame(result: RunResult) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def _fmt(value, pattern: str) -> str:
-    return "-" if value is None or (isinstance(value, float) and pd.isna(value)) else pattern.format(value)
-
-
 def _speedup_cell(result: RunResult, v: VariantRecord) -> str:
     s = result.speedup
     if s is None:
@@ -84,8 +68,8 @@ def summary_rows(result: RunResult) -> list[dict[str, str]]:
     """Each variant as people read it: the speedup with its interval first, then SUMMARY_COLUMNS, formatted; a
     column no variant has a figure for is left out (the full record is comparison.csv)."""
     rows = [{"variant": v.name, "method": v.method, SPEEDUP: _speedup_cell(result, v),
-             **{h: _fmt(get(v), f) for h, get, f in SUMMARY_COLUMNS}} for v in result.variants]
-    shown = [h for h, _, _ in SUMMARY_COLUMNS if any(row[h] != "-" for row in rows)]
+             **{f.header: f.cell(f.on(v)) for f in SUMMARY_COLUMNS}} for v in result.variants]
+    shown = [f.header for f in SUMMARY_COLUMNS if any(row[f.header] != MISSING for row in rows)]
     return [{k: row[k] for k in ("variant", "method", SPEEDUP, *shown)} for row in rows]
 
 
@@ -174,8 +158,8 @@ def acceptance_lines(result: RunResult) -> list[str]:
     sources = sorted({a.source for a in found if a.available and a.num_drafts})
     lines = []
     if sources:
-        lines.append(f"Acceptance from {', '.join(sources)}: acceptance = accepted / drafted tokens; "
-                     "accepted/step = 1 + accepted tokens per verification step.")
+        lines.append(f"Acceptance from {', '.join(sources)}: {FIGURES['acceptance'].label} = accepted / drafted "
+                     f"tokens; {ACCEPTED.label} = 1 + accepted tokens per verification step.")
     for a in found:
         if a.available and a.position_rates:
             rates = ", ".join(f"{r:.0%}" for r in a.position_rates)
@@ -191,12 +175,12 @@ def prediction_lines(result: RunResult) -> list[str]:
     p = result.predicted
     if p is None:
         return []
-    measured = figure(result, "speculative", "acceptance", "mean_accepted_per_step")
-    said = "not counted" if measured is None else f"{measured:.2f}"
+    measured = ACCEPTED.of(result, "speculative")
+    said = "not counted" if measured is None else ACCEPTED.cell(measured)
     both = measured is not None and p.accepted_per_step is not None
     gap = f" (measured - predicted {measured - p.accepted_per_step:+.2f})" if both else ""
-    predicted = "no step drafted" if p.accepted_per_step is None else f"{p.accepted_per_step:.2f}"
-    lines = [f"Accepted/step predicted {predicted}, measured {said}{gap}: {p.setting}, by {p.source} "
+    predicted = "no step drafted" if p.accepted_per_step is None else ACCEPTED.cell(p.accepted_per_step)
+    lines = [f"{ACCEPTED.label.capitalize()} predicted {predicted}, measured {said}{gap}: {p.setting}, by {p.source} "
              f"(tokens/step with undrafted steps {p.tokens_per_step:.2f})."]
     if p.speedup is not None:
         s = result.speedup

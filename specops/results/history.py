@@ -10,7 +10,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 
 from specops.results.calibration import covers_one, is_calibration
-from specops.results.figures import MISSING, figure, shown
+from specops.results.figures import FIGURES, MISSING, shown
 from specops.results.model import BenchmarkRecord, RunResult
 from specops.results.paired import LEVEL, Design
 
@@ -30,7 +30,7 @@ def _status(result: RunResult) -> str:
 
 
 def _acceptance_rate(result: RunResult) -> str:
-    return shown(figure(result, "speculative", "acceptance", "acceptance_rate"), ".0%")
+    return FIGURES["acceptance"].cell(FIGURES["acceptance"].of(result, "speculative"))
 
 
 def text_table(headers: list[str], rows: list[list[str]]) -> str:
@@ -75,11 +75,13 @@ def format_history(results: list[RunResult]) -> str:
     first."""
     if not results:
         return "no runs recorded"
-    headers = ["when (UTC)", "run id", "profile", "status", "speedup", "tok/s spec/base", "accept", "framework"]
+    rate = FIGURES["tokens_per_s"]
+    headers = ["when (UTC)", "run id", "profile", "status", "speedup", f"{rate.label} spec/base",
+               FIGURES["acceptance"].label, "framework"]
     rows = []
     for result in results:
-        spec, base = (figure(result, v, "metrics", "output_token_throughput_tok_s") for v in ("speculative", "base"))
-        tokens = MISSING if spec is None and base is None else f"{shown(spec, '.1f')}/{shown(base, '.1f')}"
+        spec, base = (rate.of(result, v) for v in ("speculative", "base"))
+        tokens = MISSING if spec is None and base is None else f"{rate.cell(spec)}/{rate.cell(base)}"
         rows.append([
             when(result.started_at), result.run_id, result.profile, _status(result), _speedup(result), tokens,
             _acceptance_rate(result), result.served.framework or result.served.image or MISSING,
@@ -202,16 +204,9 @@ RUN_FIELDS: list[tuple[str, Field]] = [
 ]
 
 
-# (label, part of the variant, its figure, format, unit): see results.figures.figure
-VARIANT_FIELDS: list[tuple[str, str, str, str, str]] = [
-    ("tokens/s", "metrics", "output_token_throughput_tok_s", ".1f", ""),
-    ("TTFT p50", "metrics", "time_to_first_token_ms_p50", ".0f", " ms"),
-    ("ITL p50", "metrics", "inter_token_latency_ms_p50", ".1f", " ms"),
-    ("acceptance rate", "acceptance", "acceptance_rate", ".1%", ""),
-    ("accepted/step", "acceptance", "mean_accepted_per_step", ".2f", ""),
-    ("CPU s/1k tokens", "cost", "cpu_s_per_1k_tokens", ".1f", " s"),
-    ("GPU J/1k tokens", "cost", "gpu_j_per_1k_tokens", ".0f", " J"),
-]
+# The variants' figures the comparison shows, each under its catalogue label (results/figures.py FIGURES)
+VARIANT_FIELDS = [FIGURES[key] for key in ("tokens_per_s", "ttft_p50", "itl_p50", "acceptance", "accepted_per_step",
+                                           "cpu_s_per_1k", "gpu_j_per_1k")]
 
 
 def _variant_names(a: RunResult, b: RunResult) -> list[str]:
@@ -223,11 +218,11 @@ def _variant_names(a: RunResult, b: RunResult) -> list[str]:
 def _pairs(a: RunResult, b: RunResult) -> list[tuple[str, str, str]]:
     """(label, value in a, value in b) for every line of the comparison."""
     pairs = [(label, field(a), field(b)) for label, field in RUN_FIELDS]
-    for metric, part, field, spec, unit in VARIANT_FIELDS:
+    for fig in VARIANT_FIELDS:
         for name in _variant_names(a, b):
-            left, right = (shown(figure(r, name, part, field), spec, unit) for r in (a, b))
+            left, right = (fig.text(fig.of(r, name)) for r in (a, b))
             if left != MISSING or right != MISSING:  # base variants carry no acceptance: no empty lines
-                pairs.append((f"{metric} {name}", left, right))
+                pairs.append((f"{fig.label} {name}", left, right))
     pairs.append(("lossless", _lossless(a), _lossless(b)))
     return pairs
 

@@ -8,7 +8,7 @@ from itertools import takewhile
 
 from pydantic import BaseModel, ConfigDict
 
-from specops.results.figures import figure, interval_text
+from specops.results.figures import FIGURES, figure, interval_text
 from specops.results.model import RunResult, Status
 from specops.results.paired import Design
 from specops.sweep.grid import setting_label
@@ -47,9 +47,9 @@ class Cell(BaseModel):
         return cls(
             k=k, setting=setting, concurrency=c,
             speedup=s.point if s else None, speedup_low=s.low if s else None, speedup_high=s.high if s else None,
-            spec_tok_s=figure(result, "speculative", "metrics", "output_token_throughput_tok_s"),
-            base_tok_s=figure(result, "base", "metrics", "output_token_throughput_tok_s"),
-            mean_acceptance_length=figure(result, "speculative", "acceptance", "mean_accepted_per_step"),
+            spec_tok_s=FIGURES["tokens_per_s"].of(result, "speculative"),
+            base_tok_s=FIGURES["tokens_per_s"].of(result, "base"),
+            mean_acceptance_length=FIGURES["accepted_per_step"].of(result, "speculative"),
             position_rates=figure(result, "speculative", "acceptance", "position_rates"),
             run_uid=result.uid, status=result.status.value, unit=unit,
             units=None if s is None else s.prompts if unit == "prompts" else s.rounds,

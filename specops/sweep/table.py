@@ -2,7 +2,7 @@
 one target)."""
 from __future__ import annotations
 
-from specops.results.figures import MISSING, figure, interval_text, shown
+from specops.results.figures import FIGURES, MISSING, interval_text
 from specops.results.history import PRIMED, primed, text_table
 from specops.results.model import RunResult
 from specops.results.paired import LEVEL
@@ -11,6 +11,8 @@ from specops.sweep.by_category import category_lines
 from specops.sweep.grid import setting_label
 from specops.sweep.schedule import Recommendation, flow
 
+ACCEPTED, RATE = FIGURES["accepted_per_step"], FIGURES["tokens_per_s"]
+
 
 def _cell_text(cell: Cell | None) -> str:
     """Its speedup with the interval, its acceptance length and its own base's tokens/s (each cell measures the
@@ -18,10 +20,17 @@ def _cell_text(cell: Cell | None) -> str:
     if cell is None:
         return "not measured"
     speedup = interval_text(cell.speedup, cell.speedup_low, cell.speedup_high)
-    base = f" base {shown(cell.base_tok_s, '.2f')}"
     if cell.status != "ok":
-        return f"{cell.status.upper()} {speedup}{base}"
-    return f"{speedup}{_predicted(cell)} al {shown(cell.mean_acceptance_length)}{base}"
+        return f"{cell.status.upper()} {speedup}, {_base(cell)}"
+    return f"{speedup}{_predicted(cell)}, {_accepted(cell)}, {_base(cell)}"
+
+
+def _accepted(cell: Cell) -> str:
+    return f"{ACCEPTED.label} {ACCEPTED.cell(cell.mean_acceptance_length)}"
+
+
+def _base(cell: Cell) -> str:
+    return f"base {RATE.label} {RATE.cell(cell.base_tok_s)}"
 
 
 def _predicted(cell: Cell) -> str:
@@ -62,14 +71,13 @@ def _sections(cells: list[Cell], ks: list[str], cs: list[int], crossovers: dict[
 
 def format_sweep(cells: list[Cell], crossovers: dict[str, Crossover], choices: dict[int, Choice],
                  recommendation: Recommendation, schedule: list[Cell] | None = None) -> str:
-    """The series (K, or setting) x concurrency table (speedup with its interval, `al` = mean acceptance length,
-    `base` = the tokens/s of the base measured beside that cell; the served schedule as its last row), then what it
-    says (_sections)."""
+    """The series (K, or setting) x concurrency table (speedup with its interval, accepted/step, and the tokens/s of
+    the base measured beside that cell; the served schedule as its last row), then what it says (_sections)."""
     ks, cs, rows = _grid(cells, crossovers, choices, schedule)
     table = text_table(["K \\ concurrency", *map(str, cs)],
                        [[k, *(_cell_text(at.get(c)) for c in cs)] for k, at in rows])
-    lines = [f"Speedup over the base ({LEVEL:.0%} interval; predicted: the replay's, at this host's step cost), al = "
-             "mean acceptance length, base = the base's tok/s measured beside that cell", table]
+    lines = [f"Speedup over the base ({LEVEL:.0%} interval; predicted: the replay's, at this host's step cost), "
+             f"{ACCEPTED.label}, and the {RATE.label} of the base measured beside that cell", table]
     for title, items in _sections(cells, ks, cs, crossovers, choices, recommendation):
         lines += ["", title, *(f"  {item}" for item in items)]
     return "\n".join(lines) + "\n"
@@ -92,9 +100,8 @@ def sweep_markdown(cells: list[Cell], crossovers: dict[str, Crossover], choices:
             + interval_text(cell.speedup, cell.speedup_low, cell.speedup_high) + _predicted(cell))
 
     lines = [*table(f"Speedup over the base ({LEVEL:.0%} interval)", speedup),
-             *table("Mean acceptance length (al) and the base's tok/s measured beside each cell",
-                    lambda cell: "-" if cell is None else
-                    f"al {shown(cell.mean_acceptance_length)}, base {shown(cell.base_tok_s, '.2f')}")]
+             *table(f"{ACCEPTED.label.capitalize()} and the base's {RATE.label} measured beside each cell",
+                    lambda cell: MISSING if cell is None else f"{_accepted(cell)}, {_base(cell)}")]
     for title, items in _sections(cells, ks, cs, crossovers, choices, recommendation):
         lines += [f"**{title}**", ""]
         lines += [f"{' ' * (len(item) - len(item.lstrip()))}- {item.lstrip()}" for item in items] + [""]
@@ -126,14 +133,14 @@ def format_recommendation(r: Recommendation) -> list[str]:
 
 def format_compare(results: list[RunResult]) -> str:
     """Several profiles on one target, each against its own base, in one table."""
-    header = ["profile", "method", f"speedup ({LEVEL:.0%})", "spec tok/s", "base tok/s", "accept len", "verdict"]
+    header = ["profile", "method", f"speedup ({LEVEL:.0%})", f"speculative {RATE.label}", f"base {RATE.label}",
+              ACCEPTED.label, "verdict"]
     rows = []
     for r in results:
         s = r.speedup
         rows.append([r.profile, r.method, interval_text(s.point, s.low, s.high) if s else MISSING,
-                     *(shown(figure(r, v, "metrics", "output_token_throughput_tok_s"), ".1f")
-                       for v in ("speculative", "base")),
-                     shown(figure(r, "speculative", "acceptance", "mean_accepted_per_step")),
+                     *(RATE.cell(RATE.of(r, v)) for v in ("speculative", "base")),
+                     ACCEPTED.cell(ACCEPTED.of(r, "speculative")),
                      f"{r.verdict.value}, {PRIMED}" if primed(r) else r.verdict.value])
     targets = sorted({m.source for r in results for m in r.models if m.role == "target"})
     title = f"Comparison on {', '.join(targets) or 'the target'} (speedup against the base)"

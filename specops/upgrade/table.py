@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
-from specops.results.figures import MISSING, figure, interval_text, shown
+from specops.results.figures import FIGURES, MISSING, figure, interval_text, shown
 from specops.results.model import RunResult
 from specops.results.paired import LEVEL
 from specops.results.speedup import wilson
@@ -123,16 +123,10 @@ def _status(result: RunResult | None) -> str:
     return result.verdict.value
 
 
-# The figures measured without an interval: (label, variant, part, figure, format); see results.figures.figure
-PLAIN_ROWS = [
-    ("accepted tokens per step", "speculative", "acceptance", "mean_accepted_per_step", ".2f"),
-    ("speculative tokens/s", "speculative", "metrics", "output_token_throughput_tok_s", ".1f"),
-    ("base tokens/s", "base", "metrics", "output_token_throughput_tok_s", ".1f"),
-    ("speculative CPU s / 1k tokens", "speculative", "cost", "cpu_s_per_1k_tokens", ".1f"),
-    ("base CPU s / 1k tokens", "base", "cost", "cpu_s_per_1k_tokens", ".1f"),
-    ("speculative GPU J / 1k tokens", "speculative", "cost", "gpu_j_per_1k_tokens", ".0f"),
-    ("base GPU J / 1k tokens", "base", "cost", "gpu_j_per_1k_tokens", ".0f"),
-]
+# The figures measured without an interval, per variant (results/figures.py FIGURES)
+PLAIN_ROWS = [("speculative", "accepted_per_step"), ("speculative", "tokens_per_s"), ("base", "tokens_per_s"),
+              ("speculative", "cpu_s_per_1k"), ("base", "cpu_s_per_1k"), ("speculative", "gpu_j_per_1k"),
+              ("base", "gpu_j_per_1k")]
 
 
 def measurement_rows(before: RunResult | None, after: RunResult | None) -> list[list[str]]:
@@ -143,8 +137,9 @@ def measurement_rows(before: RunResult | None, after: RunResult | None) -> list[
         rows.append(_estimate_row(f"acceptance, draft position {i + 1} ({LEVEL:.0%}, per step)",
                                   b_pos[i] if i < len(b_pos) else None, a_pos[i] if i < len(a_pos) else None,
                                   ".0%"))
-    for label, variant, part, name, spec in PLAIN_ROWS:
-        rows.append(_plain_row(label, *(figure(r, variant, part, name) for r in (before, after)), spec))
+    for variant, key in PLAIN_ROWS:
+        fig = FIGURES[key]
+        rows.append(_plain_row(f"{variant} {fig.header}", *(fig.of(r, variant) for r in (before, after)), fig.fmt))
     rows.append(["run", _status(before), _status(after), ""])
     return [row for row in rows if row]
 

@@ -238,7 +238,7 @@ def check_sweep_says_one_thing(page: str) -> None:
     shows the base measured beside it."""
     crossing = re.search(r"^\s*K=1: (.*)$", page, re.M)[1]
     named = re.search(r"^\s*concurrency 1: (.*)$", page, re.M)[1]  # the K per concurrency's line comes first
-    assert re.search(r"al \d+\.\d\d, base \d+\.\d\d", page), page
+    assert re.search(r"accepted/step \d+\.\d\d, base tokens/s \d+\.\d\d", page), page
     print(f"the sweep at concurrency 1: {named}")
     if named.startswith("undecided"):
         assert "pays" not in page and crossing.startswith("cannot tell"), page

@@ -74,7 +74,7 @@ def test_upgrade_check_on_two_cpu_engines_then_regression_of_the_vllm_profile(em
     for i in range(1, K + 1):  # each engine's own per-position counters, K positions each
         position = rows[f"acceptance, draft position {i} (95%, per step)"]
         assert all("%" in cell for cell in position[:2]), (i, position)
-    assert rows["speculative CPU s / 1k tokens"][2].endswith("(no interval)")
+    assert rows["speculative CPU s/1k tokens"][2].endswith("(no interval)")
     assert sum(line.startswith("Speedup") for line in table.splitlines()) == 1
     assert proc.stdout.count("## Upgrade check") == 1  # printed once
     checks = list((tmp_path / "artifacts" / "upgrade" / PROFILE).iterdir())

@@ -76,7 +76,7 @@ def test_the_png_draws_baseline_and_bands_on_dates_points_in_their_verdicts_colo
         assert tuple(dots["suspicious"].get_facecolor()[0][:3]) == pytest.approx(
             to_rgb(VERDICT_COLORS[Verdict.SUSPICIOUS]))  # the 0.9x run, the verdict's colour
         assert len(dots["suspicious"].get_offsets()) == 1 and "insufficient-data" in dots
-        drift = [c.get_label() for c in axes["output tokens/s (speculative)"].collections]
+        drift = [c.get_label() for c in axes["tokens/s (speculative)"].collections]
         assert "host-drift band (base arm moved: not judged)" in drift and "host-drift" in drift
         zero = next(c for c in axes["acceptance rate, draft position 2"].collections
                     if c.get_label() == "counting band (Wilson 95%)")
@@ -117,7 +117,7 @@ def test_the_png_holds_only_runs_of_the_newest_runs_baseline_key_and_its_legend_
         texts = [t.get_text().replace("\n", " ") for t in fig.legends[0].get_texts()]
         # the baseline runs measured the same acceptance length: the rule is drawn and said
         assert "threshold (baseline runs identical: no noise band)" in texts
-        limit = next(line for line in axes["mean acceptance length (tokens/step)"].lines
+        limit = next(line for line in axes["accepted/step (speculative)"].lines
                      if line.get_label().startswith("threshold"))
         assert list(limit.get_ydata()) == pytest.approx([2.5 * 0.95] * 2)
     finally:

@@ -14,7 +14,7 @@ def test_the_table_artifact_has_human_column_names_the_speedup_first_and_no_empt
     assert list(rows[0])[:4] == ["variant", "method", "speedup (95%)", "tokens/s"]
     assert rows[0]["speedup (95%)"] == "1.36x (1.31-1.41)" and rows[1]["speedup (95%)"] == "1.00x (the base)"
     assert all(" " in column or column.isalpha() or "/" in column for column in rows[0]), list(rows[0])  # no snake_case
-    assert "GPU J/1k tok" not in rows[0]  # no variant measured it
+    assert "GPU J/1k tokens" not in rows[0]  # no variant measured it
     assert rows[0]["verdict"] == "VALID" and rows[0]["status"] == "ok"
     assert all(isinstance(value, str) for row in rows for value in row.values())  # as the report prints them
     failed = table_artifact(run_result(status=Status.FAILED).model_copy(update={"variants": []}))

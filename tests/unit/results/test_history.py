@@ -40,13 +40,13 @@ def test_history_lists_every_run_with_its_interval_and_status():
     assert ok_line.startswith("2026-01-01 13:00  " + ok.run_id)
     assert ok.speedup.low > 1  # the whole interval above 1.00x: "faster", the interval and the design
     assert "1.36x faster (95% interval 1.31-1.41; 4 prompts x 2 rounds, round blocks)" in ok_line
-    assert "21.8/16.0" in ok_line and "62%" in ok_line
+    assert "21.80/16.00" in ok_line and "62.5%" in ok_line
     assert "OK" in ok_line and "specops runtime" in ok_line
     assert failed.run_id in failed_line and "FAILED (serve)" in failed_line and "vLLM 0.15.1" in failed_line
     assert "interval" not in failed_line and not re.search(r"\d\.\d\dx", failed_line)  # a failed run: no speedup
     assert invalid.speedup.high < 1  # the whole interval below 1.00x: slower, said so
     assert "INVALID" in invalid_line and "0.91x, slower (95% interval 0.86-0.96;" in invalid_line
-    assert "14.6/16.0" in invalid_line
+    assert "14.60/16.00" in invalid_line
 
 
 def test_history_columns_line_up():
@@ -70,10 +70,10 @@ def test_compare_marks_only_the_fields_that_differ():
     assert _line(text, "tokens/s speculative").startswith("*")
     assert "21.8" in _line(text, "tokens/s speculative") and "17.6" in _line(text, "tokens/s speculative")
     assert _line(text, "specops").startswith("* ") and "fedcba9876" in _line(text, "specops")
-    for same in ("profile", "tokens/s base", "acceptance rate speculative", "CPU s/1k tokens base", "lossless",
+    for same in ("profile", "tokens/s base", "acceptance speculative", "CPU s/1k tokens base", "lossless",
                  "method / backend", "framework", "host cpu"):
         assert _line(text, same).startswith("  "), same
-    assert "62.5%" in _line(text, "acceptance rate speculative")
+    assert "62.5%" in _line(text, "acceptance speculative")
     assert "3.50" in _line(text, "accepted/step speculative")
     assert "8/8 equal" in _line(text, "lossless")
 
@@ -85,7 +85,7 @@ def test_compare_a_failed_run_with_an_ok_one():
     assert _field(text, "failure") == ("-", "serve (speculative): TimeoutError: server not ready in 120 s")
     assert _line(text, "speedup").startswith("*")
     assert _field(text, "speedup") == ("1.36x faster (95% interval 1.31-1.41; 4 prompts x 2 rounds, round blocks)", "-")
-    assert _field(text, "tokens/s base") == ("16.0", "-")
+    assert _field(text, "tokens/s base") == ("16.00", "-")
     assert "acceptance rate base" not in text  # neither run has base acceptance: no empty line for it
 
 

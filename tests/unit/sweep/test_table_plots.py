@@ -27,10 +27,11 @@ def test_format_sweep_has_the_table_the_crossover_and_the_recommendation():
     choices = choose_k(CELLS)
     best, why = best_k(CELLS), {c: choice.why for c, choice in choices.items()}
     text = format_sweep(CELLS, crossover(CELLS), choices, recommend(load_profile("ngram-local"), best, why))
-    assert "1.21x (1.14-1.27) al 1.50" in text and "1.34x (1.27-1.40) al 2.00" in text
+    assert "1.21x (1.14-1.27), accepted/step 1.50" in text and "1.34x (1.27-1.40), accepted/step 2.00" in text
     assert "INVALID 0.81x" in text
     # each cell with the base measured beside it, not one figure per concurrency
-    assert "1.21x (1.14-1.27) al 1.50 base 17.00" in text and "0.93x (0.86-0.99) al 1.50 base 20.00" in text
+    assert "1.21x (1.14-1.27), accepted/step 1.50, base tokens/s 17.00" in text
+    assert "0.93x (0.86-0.99), accepted/step 1.50, base tokens/s 20.00" in text
     # K=1 pays at 1, cannot tell at 2 (0.98-1.11), is slower at 4: no crossing is placed on the points
     assert "K=1: cannot tell where it stops paying: pays up to concurrency 1, cannot tell from the base at " \
            "concurrency 2 (K=1 1.05x (0.98-1.11)); slower at concurrency 4" in text
@@ -60,7 +61,7 @@ def test_a_sweep_that_cannot_tell_says_so_everywhere_and_how_many_prompts_would(
     assert text.count("cannot tell") >= 3  # the crossover of each K and the concurrency's line
     assert "concurrency 1: undecided, cannot tell K=1 1.08x (0.98-1.19) from the base (1.00x); about 8 prompts " \
            "would tell at this spread (--set benchmark.num_requests=8)" in text, text
-    assert "base 6.92" in text and "base 5.68" in text  # each cell's own base
+    assert "base tokens/s 6.92" in text and "base tokens/s 5.68" in text  # each cell's own base
 
 
 def test_the_uis_markdown_says_what_the_text_says_in_lines_that_wrap():
@@ -70,7 +71,8 @@ def test_the_uis_markdown_says_what_the_text_says_in_lines_that_wrap():
     text, markdown = format_sweep(CELLS, crossover(CELLS), choices, r), sweep_markdown(CELLS, crossover(CELLS), choices, r)
     assert "```" not in markdown  # the UI cuts a code block's lines at the page's edge
     assert "| K=1 | 1.21x (1.14-1.27) | 1.05x (0.98-1.11) | 0.93x (0.86-0.99) |" in markdown
-    assert "| K=2 | al 2.00, base 17.00 | al 2.00, base 18.00 | al 2.00, base 20.00 |" in markdown
+    assert ("| K=2 | accepted/step 2.00, base tokens/s 17.00 | accepted/step 2.00, base tokens/s 18.00 "
+            "| accepted/step 2.00, base tokens/s 20.00 |") in markdown
     said = [line.strip() for line in text.splitlines()[4:] if line.startswith("  ")]  # every line under a heading
     assert said and all(f"- {line}" in markdown for line in said)
 
@@ -119,8 +121,9 @@ def test_a_sweep_of_settings_names_each_setting_in_its_rows_crossovers_and_choic
     r = recommend(load_profile("ngram-vllm-serve-cpu"), best_k(cells), {c: ch.why for c, ch in choices.items()},
                   {c: ch.setting for c, ch in choices.items()})
     text = format_sweep(cells, crossover(cells), choices, r)
-    assert "K=4 min=1 max=5  1.60x (1.53-1.66) al 3.00 base 17.00  1.30x" in text  # a row per setting
-    assert "K=4 min=3 max=5  1.20x (1.13-1.26) al 3.00 base 17.00  1.25x" in text
+    # a row per setting
+    assert "K=4 min=1 max=5  1.60x (1.53-1.66), accepted/step 3.00, base tokens/s 17.00  1.30x" in text
+    assert "K=4 min=3 max=5  1.20x (1.13-1.26), accepted/step 3.00, base tokens/s 17.00  1.25x" in text
     assert "  K=4 min=1 max=5: > 2" in text and "  K=4 min=3 max=5: > 2" in text
     assert "Setting per concurrency" in text and "other settings'" in text
     assert "concurrency 1: K=4 min=1 max=5: K=4 min=1 max=5 1.60x" in text
@@ -139,6 +142,6 @@ def test_each_cell_shows_the_replays_prediction_beside_what_it_measured_and_the_
     rec = recommend(load_profile("ngram-vllm-serve-cpu"), {c: ch.k for c, ch in choices.items()},
                     {c: ch.why for c, ch in choices.items()})
     text = format_sweep(cells, crossover(cells), choices, rec)
-    assert "1.50x (1.30-1.70) (predicted 1.40x (1.20-1.60))" in text and "1.20x (1.10-1.30) al" in text
+    assert "1.50x (1.30-1.70) (predicted 1.40x (1.20-1.60))" in text and "1.20x (1.10-1.30), accepted/step" in text
     markdown = sweep_markdown(cells, crossover(cells), choices, rec)
     assert "(predicted 1.40x (1.20-1.60))" in markdown and "**Per category" in markdown and "rag: K=2" in markdown

@@ -95,8 +95,8 @@ def test_acceptance_per_position_side_by_side_with_intervals():
     first = rows["acceptance, draft position 1 (95%, per step)"]
     assert first[1] == "75% (71%-79%)" and first[2] == "50% (45%-55%)" and first[3] == "**dropped**"
     assert rows["acceptance, draft position 3 (95%, per step)"][1:] == ["25% (21%-29%)", "-", "no interval"]
-    assert rows["accepted tokens per step"][1:3] == ["2.50", "1.75"]
-    assert rows["speculative CPU s / 1k tokens"][1:] == ["48.8", "48.8", "x1.00 (no interval)"]
+    assert rows["speculative accepted/step"][1:3] == ["2.50", "1.75"]
+    assert rows["speculative CPU s/1k tokens"][1:] == ["48.8", "48.8", "x1.00 (no interval)"]
 
 
 def test_a_failed_side_is_named_and_no_change_is_called():
