@@ -15,7 +15,7 @@ ACCEPTED, RATE = FIGURES["accepted_per_step"], FIGURES["tokens_per_s"]
 
 
 def _cell_text(cell: Cell | None) -> str:
-    """Its speedup with the interval, its acceptance length and its own base's tokens/s (each cell measures the
+    """Its speedup with the interval, its accepted/step and its own base's tokens/s (each cell measures the
     base beside it, in its own minutes: a shared host's speed moves between them)."""
     if cell is None:
         return "not measured"
