@@ -27,8 +27,8 @@ def one_run(profile: str, overrides: list[str]) -> None:
     print(f"{'speedup (speculative/base)':<28}{result.speedup.text()}")
     for key in ("tokens_per_s", "itl_p50", "acceptance", "accepted_per_step", "cpu_s_per_1k"):
         fig = FIGURES[key]
-        print(f"{fig.label:<28}" + " / ".join(f"{fig.text(fig.of(result, v))} {v}" for v in ("speculative", "base")
-                                              if fig.of(result, v) is not None))
+        values = {v: fig.of(result, v) for v in ("speculative", "base")}
+        print(f"{fig.label:<28}" + " / ".join(f"{fig.text(x)} {v}" for v, x in values.items() if x is not None))
     print(f"{'run wall':<28}{total:.1f}s")
     print(f"{'serve+check+benchmark':<28}{measured:.1f}s")
     print(f"{'orchestration overhead':<28}{total - measured:.1f}s ({(total - measured) / total:.1%} of wall)")

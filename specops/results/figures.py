@@ -37,8 +37,8 @@ class Figure:
 
     def text(self, value: float | None) -> str:
         """The value with its unit, as a line naming the figure shows it."""
-        return shown(None if value is None or math.isnan(value) else value, self.fmt,
-                     f" {self.unit}" if self.unit else "")
+        bare = self.cell(value)
+        return f"{bare} {self.unit}" if self.unit and bare != MISSING else bare
 
 
 FIGURES: dict[str, Figure] = {f.key: f for f in (

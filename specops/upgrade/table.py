@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
-from specops.results.figures import FIGURES, MISSING, figure, interval_text, shown
+from specops.results.figures import FIGURES, MISSING, Figure, figure, interval_text
 from specops.results.model import RunResult
 from specops.results.paired import LEVEL
 from specops.results.speedup import wilson
@@ -109,10 +109,11 @@ def _estimate_row(name: str, before: Estimate | None, after: Estimate | None, sp
     return [name, _estimate_text(before, spec, unit), _estimate_text(after, spec, unit), called]
 
 
-def _plain_row(name: str, before: float | None, after: float | None, spec: str) -> list[str]:
-    if before is None and after is None:
+def _plain_row(variant: str, fig: Figure, before: RunResult | None, after: RunResult | None) -> list[str]:
+    b, a = fig.of(before, variant), fig.of(after, variant)
+    if b is None and a is None:
         return []
-    return [name, shown(before, spec), shown(after, spec), _ratio_text(before, after)]
+    return [f"{variant} {fig.header}", fig.cell(b), fig.cell(a), _ratio_text(b, a)]
 
 
 def _status(result: RunResult | None) -> str:
@@ -137,9 +138,7 @@ def measurement_rows(before: RunResult | None, after: RunResult | None) -> list[
         rows.append(_estimate_row(f"acceptance, draft position {i + 1} ({LEVEL:.0%}, per step)",
                                   b_pos[i] if i < len(b_pos) else None, a_pos[i] if i < len(a_pos) else None,
                                   ".0%"))
-    for variant, key in PLAIN_ROWS:
-        fig = FIGURES[key]
-        rows.append(_plain_row(f"{variant} {fig.header}", *(fig.of(r, variant) for r in (before, after)), fig.fmt))
+    rows += [_plain_row(variant, FIGURES[key], before, after) for variant, key in PLAIN_ROWS]
     rows.append(["run", _status(before), _status(after), ""])
     return [row for row in rows if row]
 
