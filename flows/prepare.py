@@ -20,7 +20,7 @@ from specops.sources.entry_lock import Stored
 from specops.sources.schemes import ModelArtifact, Models
 from tasks.draft import find_training_data, publish_training, synthesize_training_data, train_draft_module
 from tasks.models import check_draft_vocabulary, download_backend_sources, download_model
-from tasks.render import build_engine, render_repository
+from tasks.serve import build_engine, render_repository
 
 
 def noted_result(result: ModelArtifact | Stored, facts: RunFacts | None, step: str):

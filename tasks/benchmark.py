@@ -81,13 +81,7 @@ def _round_progress(tool: BenchTool, bar: str, round_: int, rounds: int,
     """The round's share of its bar, and the tool-output callback that moves it on by the phases the tool's
     output announces."""
     share = within(_variant_progress(bar).report, round_ / rounds, (round_ + 1) / rounds)
-    note = f"round {round_ + 1}/{rounds}, {what}"
-
-    def on_line(line: str) -> None:
-        if (fraction := tool.progress_of(line)) is not None:
-            share(fraction, note)
-
-    return share, on_line
+    return share, tool.line_progress(share, f"round {round_ + 1}/{rounds}, {what}")
 
 
 def _round_done(bar: str, round_: int, rounds: int) -> None:

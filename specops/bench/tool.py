@@ -107,6 +107,14 @@ class BenchTool(ABC):
         """How far a run is, from one line of the tool's output (None: the line does not say)."""
         return next((fraction for text, fraction in self.progress_marks if text in line), None)
 
+    def line_progress(self, progress: Callable[[float, str], None], note: str) -> Callable[[str], None]:
+        """A callback for each line of the tool's output that moves `progress` on by the phases it announces."""
+        def on_line(line: str) -> None:
+            if (fraction := self.progress_of(line)) is not None:
+                progress(fraction, note)
+
+        return on_line
+
     def pick_api(self, offered: tuple[Api, ...], chat: bool | None = None) -> Api | None:
         """The API to drive on a server that answers `offered` (None: none this tool speaks); `chat`: a chat API
         only (True), or one that sends the text raw (False)."""

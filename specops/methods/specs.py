@@ -147,3 +147,8 @@ ALL_METHODS: tuple[type[MethodConfig], ...] = (
     Eagle3Method,
     MedusaMethod,
 )
+
+
+def swept_methods() -> list[str]:
+    """Methods whose config has a draft length (num_speculative_tokens): what a sweep over K can vary."""
+    return sorted(m.model_fields["kind"].default for m in ALL_METHODS if "num_speculative_tokens" in m.model_fields)

@@ -19,7 +19,8 @@ MODULE_LINES, FUNCTION_LINES, SPECOPS_ROOT_MODULES = 300, 50, 5
 # 32,117 on 2026-12-06 (issues 49-54 added ~3,800 to 28,252); issue 52 asks 28,000: lower it as the code shrinks.
 # Raised by 50 to hold 32,237: the catalogue of figures (results/figures.py, one Figure per figure
 # in place of five tables' own tuples, +33 net) and the floors' moves (profile/workload.py, +16 net).
-SOURCE_LINES = 32_250
+# Lowered to 32,230 (2026-12-07): tasks/render.py folded into tasks/serve.py, swept_methods beside ALL_METHODS.
+SOURCE_LINES = 32_230
 EXEMPT_TOP = {"tests", "tools", ".cache", "artifacts"}
 BUILD_DIRS = {"build", "dist", "__pycache__"}
 

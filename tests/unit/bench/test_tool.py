@@ -39,3 +39,8 @@ def test_each_tool_reads_its_phases_from_its_own_output_lines():
               "03:57:30.001 INFO     Sent 4 requests. Waiting for all to complete...",
               "03:57:31.001 NOTICE   All requests have completed, please wait for the results to be processed"]
     assert [AIPerf().progress_of(line) for line in aiperf] == [None, None, 0.05, 0.8, 0.9]
+    reported = []  # what a round's bar is told, line by line: only the lines that announce a phase move it
+    on_line = AIPerf().line_progress(lambda fraction, note: reported.append((fraction, note)), "round 1/3")
+    for line in aiperf:
+        on_line(line)
+    assert reported == [(0.05, "round 1/3"), (0.8, "round 1/3"), (0.9, "round 1/3")]

@@ -41,7 +41,7 @@ def test_a_progress_bar_is_dropped_after_its_last_round(monkeypatch):
             self.report = lambda fraction, note="": None
 
     monkeypatch.setattr(bench, "ProgressArtifact", Bar)
-    tool = SimpleNamespace(progress_of=lambda line: None)
+    tool = SimpleNamespace(line_progress=lambda progress, note: lambda line: None)
     for round_ in range(3):
         share, _ = bench._round_progress(tool, "speculative", round_, 3, "aiperf")
         share(1.0, "done")
