@@ -4,7 +4,14 @@ with prompt_lookup_min 1 and max 3 (series k1-min1-max3, k2-min1-max3; the profi
 (speculative_config.num_speculative_tokens_per_batch_size) and then served and measured at every concurrency:
 a tested schedule, not only a rendered one. The engine's own config shows the schedule it runs. Each draft
 length's cells carry the replay's prediction of vLLM's accepted tokens per step: at concurrency 1 (one request at a
-time) it agrees with vLLM's counters within 0.1 (issue 38)."""
+time) it agrees with vLLM's counters within 0.1 (issue 38).
+
+The prompts are ones n-gram lookup pays on by construction (each a sentence said six times, which the model goes on
+repeating), so that some K beats the base on any host: what is tested is the schedule's rendering and serving, not
+whether speculation pays on HumanEval (bench-pays and the workloads tests measure that). On HumanEval's prompts at
+24 tokens, a host without AMX (avx512_vnni only; CI 2026-12-07) measured K=1 1.18x (0.90-1.56) and K=2 0.98x
+(0.77-1.25) at concurrency 1: no K named, no schedule to serve. These prompts at 48 tokens, alone on that host:
+K=1 1.35x (1.18-1.55), K=2 1.59x (1.21-2.07)."""
 from __future__ import annotations
 
 import json
@@ -24,10 +31,26 @@ KS, CS = [1, 2], [1, 2]
 KNOBS = ["--ngram-min", "1", "--ngram-max", "3"]  # each series' directory: k<K>-min1-max3
 # 12 prompts: a K is named only where its 95% interval clears the base's (issue 39), and with 4 the interval at
 # concurrency 1 (over the prompts) was 0.94-3.03 for a 1.69x K=3; with 8 a loaded CI host once named none, so no
-# schedule was rendered (2026-12-06); the schedule served needs some K named.
+# schedule was rendered (2026-12-06); the schedule served needs some K named. 48 tokens: on the prompts below, alone
+# on the host without AMX, K=1 at concurrency 1 measured 1.30x (1.08-1.56) at 24 tokens, 1.35x (1.18-1.55) at 48.
 AGREEMENT = 0.1  # accepted tokens per step, replay vs vLLM's counters (issue 38)
-SHRINK = ["benchmark.num_requests=12", "benchmark.output_tokens=24", "comparison.lossless_prompts=1",
+SHRINK = ["benchmark.num_requests=12", "benchmark.output_tokens=48", "comparison.lossless_prompts=1",
           "comparison.lossless_max_tokens=16"]
+SENTENCES = ["The quick brown fox jumps over the lazy dog.", "A stitch in time saves nine, said the old tailor.",
+             "Red sky at night, sailor's delight; red sky at morning, sailors take warning.",
+             "All work and no play makes Jack a dull boy.", "She sells sea shells by the sea shore.",
+             "The rain in Spain stays mainly in the plain.",
+             "Early to bed and early to rise makes a man healthy, wealthy and wise.",
+             "An apple a day keeps the doctor away.", "Every good boy deserves fudge, and every cow eats grass.",
+             "Peter Piper picked a peck of pickled peppers.",
+             "How much wood would a woodchuck chuck if a woodchuck could chuck wood?",
+             "Twinkle, twinkle, little star, how I wonder what you are."]
+
+
+def repeating_prompts(path):
+    """Plain-text prompts (raw completions) the n-gram matcher finds its drafts in: each sentence six times."""
+    path.write_text("".join(json.dumps({"text": " ".join([s] * 6)}) + "\n" for s in SENTENCES))
+    return path
 
 
 def test_the_recommended_schedule_is_served_and_measured(embedded_model, tmp_path):
@@ -39,7 +62,7 @@ def test_the_recommended_schedule_is_served_and_measured(embedded_model, tmp_pat
     env = service_env(tmp_path, SPECOPS_CACHE=str(cache))
     args = [sys.executable, "-m", "cli", "sweep", "ngram-vllm-serve-cpu", "--k", ",".join(map(str, KS)),
             *KNOBS, "--concurrency", ",".join(map(str, CS)), "--run-id", "sweep"]
-    for item in SHRINK:
+    for item in [*SHRINK, f"benchmark.prompts={repeating_prompts(tmp_path / 'repeating.jsonl')}"]:
         args += ["--set", item]
     proc = subprocess.run(args, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=2300)
     assert proc.returncode == 0, proc.stdout[-5000:] + proc.stderr[-3000:]

@@ -312,6 +312,14 @@ def test_process_environment_carries_no_foreign_python_settings(load_gpu_profile
     env = backend.process_env(variants["speculative"])
     assert "PYTHONPATH" not in env and env["PATH"].split(os.pathsep)[0] == str(vllm_cpu.venv().bin)
     assert all(Path(p).name in env["LD_PRELOAD"] for p in vllm_cpu.venv().preload())
+    assert env["VLLM_HTTP_TIMEOUT_KEEP_ALIVE"] == "600"  # idle interleaved connections stay open (vllm_cpu.yaml)
+
+
+def test_each_environment_variable_set_is_one_the_installed_vllm_reads():
+    """A misspelt or retired name would be set and silently ignored: each is a key of vLLM's own envs.py table."""
+    envs = (vllm_cpu.venv().site_packages() / "vllm" / "envs.py").read_text(encoding="utf-8")
+    for name in vllm_cpu.facts()["environment"]:
+        assert f'\n    "{name}": ' in envs, name  # a key of its environment_variables dict
 
 
 # --- check_served: serve.yaml against a real /server_info, over HTTP ---------------------------------------------
