@@ -21,6 +21,7 @@ import sys
 import pytest
 
 from specops.backends.vllm import cpu as vllm_cpu
+from specops.bench.prompts import write_prompts_jsonl
 from specops.results.model import RunResult
 from specops.sweep.outcome import SweepOutcome
 from tests.integration.support import REPO_ROOT, SHARED_CACHE, service_env
@@ -49,8 +50,7 @@ SENTENCES = ["The quick brown fox jumps over the lazy dog.", "A stitch in time s
 
 def repeating_prompts(path):
     """Plain-text prompts (raw completions) the n-gram matcher finds its drafts in: each sentence six times."""
-    path.write_text("".join(json.dumps({"text": " ".join([s] * 6)}) + "\n" for s in SENTENCES))
-    return path
+    return write_prompts_jsonl((" ".join([s] * 6) for s in SENTENCES), path)
 
 
 def test_the_recommended_schedule_is_served_and_measured(embedded_model, tmp_path):
